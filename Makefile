@@ -1,0 +1,26 @@
+# The two commands of the README's quick start, plus helpers. Each installs what it needs.
+.PHONY: sweep test test-fast bench lint setup
+
+setup:
+	scripts/setup.sh
+
+# The main job: the default CPU sweep (experiment=cpu_smoke), results in results/, report in report/.
+sweep:
+	scripts/setup.sh
+	.venv/bin/fsdp-bench sweep
+
+# The whole test suite, with its system services (local Slurm, Chromium) where this machine allows.
+test:
+	scripts/test.sh
+
+test-fast:
+	scripts/setup.sh dev
+	.venv/bin/python -m pytest tests/unit -q
+
+bench:
+	scripts/setup.sh dev
+	.venv/bin/python scripts/bench_engine.py
+
+lint:
+	scripts/setup.sh dev
+	.venv/bin/ruff check . && .venv/bin/ruff format --check .

@@ -1,0 +1,245 @@
+"""The single home of the pydantic models: what a point is (RunSpec) and what it yields (RunResult).
+
+Torch-free. `RunSpec` validates a composed config before anything launches; `RunResult`
+validates every stored record (extra="forbid", a versioned schema), so a record written
+by an older or broken writer is reported rather than silently misread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from bench.hardware import CLUSTERS, ClusterFacts
+from fsdp_core.flavors import FLAVORS, ModelArgs
+
+SCHEMA_VERSION = 1
+
+Strategy = Literal["full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2", "no_shard"]
+Precision = Literal["fp32", "bf16", "bf16_pure", "fp16", "fp8"]
+Launcher = Literal["local", "slurm", "kubeflow", "ray"]
+Checkpointing = Literal["none", "full", "selective"]
+Status = Literal["ok", "oom", "failed", "timeout", "invalid", "interrupted", "skipped"]
+
+STRATEGIES: tuple[str, ...] = Strategy.__args__
+PRECISIONS: tuple[str, ...] = Precision.__args__
+LAUNCHERS: tuple[str, ...] = Launcher.__args__
+CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
+STATUSES: tuple[str, ...] = Status.__args__
+
+# Spec fields that say where or how patiently a point runs, not what it measures:
+# they are left out of the point id so moving a results folder or raising a timeout keeps ids.
+_NON_IDENTITY_FIELDS = {"sweep", "point_timeout_s", "results_dir"}
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class DebugKnobs(Strict):
+    """Fault injection and slow-down knobs for testing the harness itself (documented in the README)."""
+
+    fail_rank: int | None = Field(None, ge=0, description="rank that raises at fail_step")
+    fail_step: int | None = Field(None, ge=0, description="step at which fail_rank raises")
+    hang: bool = Field(False, description="fail_rank sleeps forever at fail_step instead of raising")
+    oom: bool = Field(False, description="fail_rank raises an out-of-memory error at fail_step")
+    slow_fraction: float = Field(0.0, ge=0.0, lt=10.0, description="sleep this fraction of each step's compute time")
+
+
+class RunSpec(Strict):
+    """One benchmark point, fully resolved. Field names are the CLI/config contract."""
+
+    sweep: str = "adhoc"
+    model: str
+    model_overrides: dict[str, int | float] = Field(default_factory=dict)
+    nodes: int = Field(1, ge=1)
+    gpus_per_node: int = Field(1, ge=1)
+    world_size: int = 0
+    strategy: Strategy = "full_shard"
+    precision: Precision = "fp32"
+    cluster: str = "local-cpu"
+    cluster_overrides: dict[str, Any] = Field(default_factory=dict)
+    device_type: Literal["cpu", "cuda"] = "cpu"
+    launcher: Launcher = "local"
+    seq_len: int = Field(0, ge=0, description="0 means the flavor's default sequence length")
+    micro_batch: int = Field(1, ge=1)
+    grad_accum: int = Field(1, ge=1)
+    steps: int = Field(8, ge=1)
+    warmup_steps: int = Field(2, ge=0)
+    activation_checkpointing: Checkpointing = "none"
+    compile: bool = False
+    cpu_offload: bool = False
+    seed: int = 0
+    lr: float = Field(3e-4, gt=0)
+    data: str = Field("synthetic", description="'synthetic' or the path of a token file (uint16/uint32 memmap)")
+    threads_per_rank: int = Field(0, ge=0, description="CPU threads per rank; 0 = cores // local ranks")
+    repeat: int = Field(0, ge=0, description="repeat index (sweep.repeats); part of the point id")
+    point_timeout_s: float = Field(600.0, gt=0)
+    debug: DebugKnobs = Field(default_factory=DebugKnobs)
+
+    @model_validator(mode="after")
+    def _check_consistency(self) -> RunSpec:
+        if self.model not in FLAVORS:
+            raise ValueError(f"model: unknown model '{self.model}'; allowed: {', '.join(FLAVORS)}")
+        args = self.model_args()  # raises on unknown override fields or inconsistent dims
+        self.cluster_facts()  # raises on an unknown preset or a physically meaningless override
+        if self.seq_len == 0:
+            self.seq_len = args.default_seq_len
+        if self.seq_len > args.max_seq_len:
+            raise ValueError(f"train.seq_len: {self.seq_len} exceeds {self.model}'s maximum {args.max_seq_len}")
+        if self.warmup_steps >= self.steps:
+            raise ValueError(f"train.warmup_steps: must be fewer than train.steps ({self.warmup_steps} >= {self.steps})")
+        expected_world = self.nodes * self.gpus_per_node
+        if self.world_size not in (0, expected_world):
+            raise ValueError(f"world_size: {self.world_size} != nodes x gpus_per_node = {expected_world}")
+        self.world_size = expected_world
+        if self.precision == "fp8" and self.device_type != "cuda":
+            raise ValueError("precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); "
+                             "allowed on CPU: fp32, bf16, bf16_pure, fp16")
+        if self.strategy.startswith("hybrid") and self.nodes < 1:
+            raise ValueError("strategy: hybrid strategies need nodes >= 1")
+        return self
+
+    def model_args(self) -> ModelArgs:
+        """The flavor with this spec's overrides applied."""
+        try:
+            return FLAVORS[self.model].with_overrides(**self.model_overrides)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"model: {exc}") from None
+
+    def cluster_facts(self) -> ClusterFacts:
+        """The cluster preset with this spec's overrides applied, checked for physical sense."""
+        if self.cluster not in CLUSTERS:
+            raise ValueError(f"cluster: unknown cluster '{self.cluster}'; allowed: {', '.join(CLUSTERS)}")
+        try:
+            facts = CLUSTERS[self.cluster].with_overrides(**self.cluster_overrides)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"cluster: {exc}") from None
+        for name in ("gpus_per_node", "device_memory_gib", "intra_node_gbps", "inter_node_gbps"):
+            if getattr(facts, name) <= 0:
+                raise ValueError(f"cluster.{name}: must be positive, got {getattr(facts, name)}")
+        for dtype, value in facts.peak_tflops.items():
+            if value <= 0:
+                raise ValueError(f"cluster.peak_tflops.{dtype}: must be positive, got {value}")
+        return facts
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that define what is measured (used for the point id and baseline matching)."""
+        return self.model_dump(mode="json", exclude=_NON_IDENTITY_FIELDS)
+
+    @property
+    def point_id(self) -> str:
+        """Content hash of the resolved spec: the same point always gets the same id."""
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens of the global batch in one optimizer step."""
+        return self.world_size * self.micro_batch * self.grad_accum * self.seq_len
+
+
+class ModelInfo(Strict):
+    params: int
+    non_embedding_params: int
+    dim: int
+    n_layers: int
+    n_heads: int
+    n_kv_heads: int
+    ffn_dim: int
+    vocab_size: int
+
+
+class StepTimeStats(Strict):
+    median: float
+    mean: float
+    p10: float
+    p90: float
+    cv: float
+
+
+class PeakMemory(Strict):
+    max: int
+    per_rank: list[int]
+
+
+class CommBytes(Strict):
+    all_gather: int
+    reduce_scatter: int
+    all_reduce: int
+
+
+class Metrics(Strict):
+    """Measured numbers; null (with a reason in RunResult.notes) when they cannot be measured."""
+
+    tokens_per_s: float | None = None
+    tokens_per_s_per_device: float | None = None
+    step_times_s: list[float] = Field(default_factory=list)
+    step_time_s: StepTimeStats | None = None
+    mfu: float | None = None
+    hfu: float | None = None
+    tflops_per_device: float | None = None
+    peak_flops_per_device: float | None = None
+    peak_mem_bytes: PeakMemory | None = None
+    comm_bytes_per_step: CommBytes | None = None
+    loss_first: float | None = None
+    loss_last: float | None = None
+    losses: list[float] = Field(default_factory=list)
+    flops_per_token: float | None = None
+    tokens_per_step: int | None = None
+    timed_window_s: float | None = None
+
+
+class EnvInfo(Strict):
+    torch: str | None = None
+    cuda: str | None = None
+    nccl: str | None = None
+    device_name: str | None = None
+    device_count: int | None = None
+    hostnames: list[str] = Field(default_factory=list)
+    python: str | None = None
+    platform: str | None = None
+    git_sha: str | None = None
+    git_dirty: bool | None = None
+    env_vars: dict[str, str] = Field(default_factory=dict)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """What must match for two results to be comparable: software and hardware, not hosts."""
+        return {"torch": self.torch, "cuda": self.cuda, "nccl": self.nccl, "device_name": self.device_name,
+                "platform": self.platform}
+
+
+class RunResult(Strict):
+    """One point's record: `RESULTS/<sweep>/<point_id>/result.json`."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    point_id: str
+    sweep: str
+    status: Status
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    wall_s: float | None = None
+    spec: RunSpec
+    model_info: ModelInfo
+    metrics: Metrics = Field(default_factory=Metrics)
+    env: EnvInfo = Field(default_factory=EnvInfo)
+    notes: dict[str, str] = Field(default_factory=dict)
+    prediction: dict[str, Any] | None = None
+    log_dir: str | None = None
+
+
+def describe_validation_error(exc: ValidationError) -> list[str]:
+    """One line per problem, naming the field, for the CLI's exit-2 messages."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "literal_error":
+            allowed = err.get("ctx", {}).get("expected", "")
+            msg = f"got {err.get('input')!r}; allowed: {allowed}"
+        lines.append(f"{loc}: {msg}" if loc else msg)
+    return lines

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Make .venv ready to run fsdp-bench: idempotent, fast when nothing changed.
+# torch: a torch already importable by $PYTHON (a GPU cluster's container) is used as it is
+# (the venv sees system site-packages); otherwise `torch==2.13.0` is installed, which on these
+# CPU machines resolves to the CPU wheel on local disk, never a multi-GB CUDA build.
+# Usage: scripts/setup.sh [extras]   e.g. scripts/setup.sh dev,ray
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+EXTRAS=${1:-}
+if [ ! -x .venv/bin/python ]; then
+  if "$PY" -c "import torch" >/dev/null 2>&1; then
+    "$PY" -m venv --system-site-packages .venv
+  else
+    "$PY" -m venv .venv
+  fi
+fi
+PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
+  "${PIP[@]}" "torch==2.13.0"
+fi
+stamp=.venv/.fsdp-bench-installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${EXTRAS//,/_}
+if [ ! -f "$stamp" ]; then
+  target="."
+  [ -n "$EXTRAS" ] && target=".[$EXTRAS]"
+  "${PIP[@]}" -e "$target"
+  rm -f .venv/.fsdp-bench-installed-*
+  touch "$stamp"
+fi
