@@ -131,10 +131,18 @@ def _non_null(mapping: dict[str, Any]) -> dict[str, Any]:
 
 # RunSpec field -> the config key a user types, so messages name what to fix.
 _CONTRACT_KEYS = {
-    "seq_len": "train.seq_len", "micro_batch": "train.micro_batch", "grad_accum": "train.grad_accum",
-    "steps": "train.steps", "warmup_steps": "train.warmup_steps", "compile": "train.compile",
-    "activation_checkpointing": "train.activation_checkpointing", "cpu_offload": "train.cpu_offload",
-    "seed": "train.seed", "lr": "train.lr", "data": "train.data", "threads_per_rank": "train.threads_per_rank",
+    "seq_len": "train.seq_len",
+    "micro_batch": "train.micro_batch",
+    "grad_accum": "train.grad_accum",
+    "steps": "train.steps",
+    "warmup_steps": "train.warmup_steps",
+    "compile": "train.compile",
+    "activation_checkpointing": "train.activation_checkpointing",
+    "cpu_offload": "train.cpu_offload",
+    "seed": "train.seed",
+    "lr": "train.lr",
+    "data": "train.data",
+    "threads_per_rank": "train.threads_per_rank",
     "point_timeout_s": "sweep.point_timeout_s",
 }
 

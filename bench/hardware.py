@@ -67,45 +67,107 @@ _NVIDIA_H200 = "NVIDIA H200 datasheet (dense): same Hopper compute as H100 SXM, 
 PRECISION_PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "bf16_pure": "bf16", "fp16": "fp16", "fp8": "fp8"}
 
 DEVICES: dict[str, DeviceFacts] = {
-    "a100-40gb": DeviceFacts("a100-40gb", ("A100-SXM4-40GB", "A100 40GB", "A100-PCIE-40GB"), 40,
-                             {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312}, _NVIDIA_A100),
-    "a100-80gb": DeviceFacts("a100-80gb", ("A100-SXM4-80GB", "A100 80GB", "A100"), 80,
-                             {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312}, _NVIDIA_A100),
-    "h100-sxm": DeviceFacts("h100-sxm", ("H100 80GB HBM3", "H100 SXM"), 80,
-                            {"fp32": 67, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9}, _NVIDIA_H100),
-    "h200": DeviceFacts("h200", ("H200",), 141,
-                        {"fp32": 67, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9}, _NVIDIA_H200),
+    "a100-40gb": DeviceFacts(
+        "a100-40gb",
+        ("A100-SXM4-40GB", "A100 40GB", "A100-PCIE-40GB"),
+        40,
+        {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+        _NVIDIA_A100,
+    ),
+    "a100-80gb": DeviceFacts(
+        "a100-80gb",
+        ("A100-SXM4-80GB", "A100 80GB", "A100"),
+        80,
+        {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+        _NVIDIA_A100,
+    ),
+    "h100-sxm": DeviceFacts(
+        "h100-sxm",
+        ("H100 80GB HBM3", "H100 SXM"),
+        80,
+        {"fp32": 67, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},
+        _NVIDIA_H100,
+    ),
+    "h200": DeviceFacts(
+        "h200", ("H200",), 141, {"fp32": 67, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9}, _NVIDIA_H200
+    ),
 }
 
 
 def _cluster(name: str, device: str, intra: float, inter: float, efa: int, source: str, **kw: object) -> ClusterFacts:
     dev = DEVICES[device]
-    return ClusterFacts(name=name, device=device, gpus_per_node=int(kw.pop("gpus_per_node", 8)),
-                        device_memory_gib=dev.memory_gib, peak_tflops=dict(dev.peak_tflops),
-                        intra_node_gbps=intra, inter_node_gbps=inter, efa_devices=efa, source=source, **kw)
+    return ClusterFacts(
+        name=name,
+        device=device,
+        gpus_per_node=int(kw.pop("gpus_per_node", 8)),
+        device_memory_gib=dev.memory_gib,
+        peak_tflops=dict(dev.peak_tflops),
+        intra_node_gbps=intra,
+        inter_node_gbps=inter,
+        efa_devices=efa,
+        source=source,
+        **kw,
+    )
 
 
 # NVLink: A100 NVLink3 600 GB/s bidirectional = 300 GB/s = 2400 Gbit/s each way per GPU;
 # H100/H200 NVLink4 900 GB/s bidirectional = 450 GB/s = 3600 Gbit/s each way per GPU.
 CLUSTERS: dict[str, ClusterFacts] = {
-    "p4d.24xlarge": _cluster("p4d.24xlarge", "a100-40gb", 2400, 400, 4,
-                             "https://aws.amazon.com/ec2/instance-types/p4/ (8x A100 40GB, 400 Gbps EFA)"),
-    "p4de.24xlarge": _cluster("p4de.24xlarge", "a100-80gb", 2400, 400, 4,
-                              "https://aws.amazon.com/ec2/instance-types/p4/ (8x A100 80GB, 400 Gbps EFA)"),
-    "p5.48xlarge": _cluster("p5.48xlarge", "h100-sxm", 3600, 3200, 32,
-                            "https://aws.amazon.com/ec2/instance-types/p5/ (8x H100 80GB, 3200 Gbps EFAv2, 32 EFA)"),
-    "p5e.48xlarge": _cluster("p5e.48xlarge", "h200", 3600, 3200, 32,
-                             "https://aws.amazon.com/ec2/instance-types/p5/ (8x H200 141GB, 3200 Gbps EFA)"),
-    "p5en.48xlarge": _cluster("p5en.48xlarge", "h200", 3600, 3200, 16,
-                              "https://aws.amazon.com/ec2/instance-types/p5/ (8x H200, 3200 Gbps EFAv3, 16 EFA)"),
+    "p4d.24xlarge": _cluster(
+        "p4d.24xlarge",
+        "a100-40gb",
+        2400,
+        400,
+        4,
+        "https://aws.amazon.com/ec2/instance-types/p4/ (8x A100 40GB, 400 Gbps EFA)",
+    ),
+    "p4de.24xlarge": _cluster(
+        "p4de.24xlarge",
+        "a100-80gb",
+        2400,
+        400,
+        4,
+        "https://aws.amazon.com/ec2/instance-types/p4/ (8x A100 80GB, 400 Gbps EFA)",
+    ),
+    "p5.48xlarge": _cluster(
+        "p5.48xlarge",
+        "h100-sxm",
+        3600,
+        3200,
+        32,
+        "https://aws.amazon.com/ec2/instance-types/p5/ (8x H100 80GB, 3200 Gbps EFAv2, 32 EFA)",
+    ),
+    "p5e.48xlarge": _cluster(
+        "p5e.48xlarge",
+        "h200",
+        3600,
+        3200,
+        32,
+        "https://aws.amazon.com/ec2/instance-types/p5/ (8x H200 141GB, 3200 Gbps EFA)",
+    ),
+    "p5en.48xlarge": _cluster(
+        "p5en.48xlarge",
+        "h200",
+        3600,
+        3200,
+        16,
+        "https://aws.amazon.com/ec2/instance-types/p5/ (8x H200, 3200 Gbps EFAv3, 16 EFA)",
+    ),
     # Generic nodes: DGX-style, one 200G (A100, HDR) or 400G (H100/H200, NDR) NIC per GPU.
     "a100-8x": _cluster("a100-8x", "a100-80gb", 2400, 1600, 0, "NVIDIA DGX A100 (8x HDR 200 Gb/s)"),
     "h100-8x": _cluster("h100-8x", "h100-sxm", 3600, 3200, 0, "NVIDIA DGX H100 (8x NDR 400 Gb/s)"),
     "h200-8x": _cluster("h200-8x", "h200", 3600, 3200, 0, "NVIDIA DGX H200 (8x NDR 400 Gb/s)"),
     # This machine: no published peak (MFU is null on CPU); `fsdp-bench calibrate` measures the rest.
     "local-cpu": ClusterFacts(
-        name="local-cpu", device="cpu", gpus_per_node=1, device_memory_gib=16, peak_tflops={},
-        intra_node_gbps=8.0, inter_node_gbps=8.0, link_latency_s=50e-6, device_type="cpu",
+        name="local-cpu",
+        device="cpu",
+        gpus_per_node=1,
+        device_memory_gib=16,
+        peak_tflops={},
+        intra_node_gbps=8.0,
+        inter_node_gbps=8.0,
+        link_latency_s=50e-6,
+        device_type="cpu",
         source="defaults for a laptop/CI runner; run `fsdp-bench calibrate` to measure",
     ),
 }
@@ -137,5 +199,7 @@ def match_device(device_name: str) -> DeviceFacts | None:
 
 def peak_table() -> list[dict[str, object]]:
     """The device table as plain data, shipped to ranks inside their spec (they never import bench)."""
-    return [{"device": d.name, "match": list(d.match), "peak_tflops": dict(d.peak_tflops), "source": d.source}
-            for d in DEVICES.values()]
+    return [
+        {"device": d.name, "match": list(d.match), "peak_tflops": dict(d.peak_tflops), "source": d.source}
+        for d in DEVICES.values()
+    ]

@@ -91,14 +91,18 @@ class RunSpec(Strict):
         if self.seq_len > args.max_seq_len:
             raise ValueError(f"train.seq_len: {self.seq_len} exceeds {self.model}'s maximum {args.max_seq_len}")
         if self.warmup_steps >= self.steps:
-            raise ValueError(f"train.warmup_steps: must be fewer than train.steps ({self.warmup_steps} >= {self.steps})")
+            raise ValueError(
+                f"train.warmup_steps: must be fewer than train.steps ({self.warmup_steps} >= {self.steps})"
+            )
         expected_world = self.nodes * self.gpus_per_node
         if self.world_size not in (0, expected_world):
             raise ValueError(f"world_size: {self.world_size} != nodes x gpus_per_node = {expected_world}")
         self.world_size = expected_world
         if self.precision == "fp8" and self.device_type != "cuda":
-            raise ValueError("precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); "
-                             "allowed on CPU: fp32, bf16, bf16_pure, fp16")
+            raise ValueError(
+                "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); "
+                "allowed on CPU: fp32, bf16, bf16_pure, fp16"
+            )
         if self.strategy.startswith("hybrid") and self.nodes < 1:
             raise ValueError("strategy: hybrid strategies need nodes >= 1")
         return self
@@ -208,8 +212,13 @@ class EnvInfo(Strict):
 
     def fingerprint(self) -> dict[str, Any]:
         """What must match for two results to be comparable: software and hardware, not hosts."""
-        return {"torch": self.torch, "cuda": self.cuda, "nccl": self.nccl, "device_name": self.device_name,
-                "platform": self.platform}
+        return {
+            "torch": self.torch,
+            "cuda": self.cuda,
+            "nccl": self.nccl,
+            "device_name": self.device_name,
+            "platform": self.platform,
+        }
 
 
 class RunResult(Strict):

@@ -34,9 +34,7 @@ class ModelArgs:
         if self.dim % self.n_heads:
             raise ValueError(f"model.dim={self.dim} must be divisible by model.n_heads={self.n_heads}")
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(
-                f"model.n_heads={self.n_heads} must be divisible by model.n_kv_heads={self.n_kv_heads}"
-            )
+            raise ValueError(f"model.n_heads={self.n_heads} must be divisible by model.n_kv_heads={self.n_kv_heads}")
         object.__setattr__(self, "head_dim", self.dim // self.n_heads)
 
     def with_overrides(self, **overrides: object) -> ModelArgs:
@@ -92,46 +90,96 @@ FLAVORS: dict[str, ModelArgs] = {
     # CPU flavors. debug: a training step well under a second on one core; dims divisible by 4 so
     # every parameter shards evenly on 1, 2 and 4 ranks (the communication closed form assumes it).
     "debug": ModelArgs(
-        name="debug", dim=64, n_layers=2, n_heads=4, n_kv_heads=2, ffn_dim=172,
-        vocab_size=512, max_seq_len=512, default_seq_len=64,
+        name="debug",
+        dim=64,
+        n_layers=2,
+        n_heads=4,
+        n_kv_heads=2,
+        ffn_dim=172,
+        vocab_size=512,
+        max_seq_len=512,
+        default_seq_len=64,
         source="fsdp-bench's own CPU test size",
     ),
     # tiny: ~7 M parameters, the smallest size whose step time is dominated by matmuls, not overhead.
     "tiny": ModelArgs(
-        name="tiny", dim=256, n_layers=4, n_heads=8, n_kv_heads=4, ffn_dim=688,
-        vocab_size=8192, max_seq_len=2048, default_seq_len=256,
+        name="tiny",
+        dim=256,
+        n_layers=4,
+        n_heads=8,
+        n_kv_heads=4,
+        ffn_dim=688,
+        vocab_size=8192,
+        max_seq_len=2048,
+        default_seq_len=256,
         source="fsdp-bench's own CPU benchmark size",
     ),
     # A ~1.1 B model for single-GPU checks: TinyLlama's published shape.
     # https://huggingface.co/TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T/blob/main/config.json
     "tinyllama-1.1b": ModelArgs(
-        name="tinyllama-1.1b", dim=2048, n_layers=22, n_heads=32, n_kv_heads=4, ffn_dim=5632,
-        vocab_size=32000, max_seq_len=2048, default_seq_len=2048,
+        name="tinyllama-1.1b",
+        dim=2048,
+        n_layers=22,
+        n_heads=32,
+        n_kv_heads=4,
+        ffn_dim=5632,
+        vocab_size=32000,
+        max_seq_len=2048,
+        default_seq_len=2048,
         source="https://huggingface.co/TinyLlama/TinyLlama-1.1B-intermediate-step-1431k-3T",
     ),
     # Llama-2: Meta's params.json; ffn_dim from the reference code's rounding
     # (multiple_of=256; 70B: ffn_dim_multiplier=1.3, multiple_of=4096).
     # https://github.com/meta-llama/llama/blob/main/llama/model.py and the Llama-2 paper, Table 1.
     "llama2-7b": ModelArgs(
-        name="llama2-7b", dim=4096, n_layers=32, n_heads=32, n_kv_heads=32, ffn_dim=11008,
-        vocab_size=32000, max_seq_len=4096, default_seq_len=4096,
+        name="llama2-7b",
+        dim=4096,
+        n_layers=32,
+        n_heads=32,
+        n_kv_heads=32,
+        ffn_dim=11008,
+        vocab_size=32000,
+        max_seq_len=4096,
+        default_seq_len=4096,
         source="https://github.com/meta-llama/llama (7B params.json)",
     ),
     "llama2-13b": ModelArgs(
-        name="llama2-13b", dim=5120, n_layers=40, n_heads=40, n_kv_heads=40, ffn_dim=13824,
-        vocab_size=32000, max_seq_len=4096, default_seq_len=4096,
+        name="llama2-13b",
+        dim=5120,
+        n_layers=40,
+        n_heads=40,
+        n_kv_heads=40,
+        ffn_dim=13824,
+        vocab_size=32000,
+        max_seq_len=4096,
+        default_seq_len=4096,
         source="https://github.com/meta-llama/llama (13B params.json)",
     ),
     "llama2-70b": ModelArgs(
-        name="llama2-70b", dim=8192, n_layers=80, n_heads=64, n_kv_heads=8, ffn_dim=28672,
-        vocab_size=32000, max_seq_len=4096, default_seq_len=4096,
+        name="llama2-70b",
+        dim=8192,
+        n_layers=80,
+        n_heads=64,
+        n_kv_heads=8,
+        ffn_dim=28672,
+        vocab_size=32000,
+        max_seq_len=4096,
+        default_seq_len=4096,
         source="https://github.com/meta-llama/llama (70B params.json, GQA with 8 KV heads)",
     ),
     # Llama-3 8B, to compare with torchtitan's published H100 figures.
     # https://github.com/meta-llama/llama3/blob/main/llama/model.py and torchtitan's llama3 8B flavor.
     "llama3-8b": ModelArgs(
-        name="llama3-8b", dim=4096, n_layers=32, n_heads=32, n_kv_heads=8, ffn_dim=14336,
-        vocab_size=128256, max_seq_len=8192, default_seq_len=8192, rope_theta=500000.0,
+        name="llama3-8b",
+        dim=4096,
+        n_layers=32,
+        n_heads=32,
+        n_kv_heads=8,
+        ffn_dim=14336,
+        vocab_size=128256,
+        max_seq_len=8192,
+        default_seq_len=8192,
+        rope_theta=500000.0,
         source="https://github.com/pytorch/torchtitan (llama3 8B flavor)",
     ),
 }

@@ -8,6 +8,7 @@ one process's memory.
 
 from __future__ import annotations
 
+import hashlib
 import math
 
 import torch
@@ -27,9 +28,6 @@ class RMSNorm(nn.Module):
         # Normalise in fp32 for stability under bf16/fp16 compute, as Meta's reference does.
         normed = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + self.eps)
         return normed.type_as(x) * self.weight
-
-    def reset_parameters(self) -> None:
-        nn.init.ones_(self.weight)
 
 
 def rope_tables(head_dim: int, seq_len: int, theta: float, device: torch.device) -> torch.Tensor:
@@ -71,11 +69,6 @@ class Attention(nn.Module):
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=self.n_kv_heads != self.n_heads)
         return self.wo(out.transpose(1, 2).reshape(batch, seq_len, -1))
 
-    def init_weights(self, std: float) -> None:
-        for linear in (self.wq, self.wk, self.wv):
-            nn.init.trunc_normal_(linear.weight, mean=0.0, std=0.02)
-        nn.init.trunc_normal_(self.wo.weight, mean=0.0, std=std)
-
 
 class FeedForward(nn.Module):
     """SwiGLU: w2(silu(w1 x) * w3 x)."""
@@ -89,11 +82,6 @@ class FeedForward(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.w2(F.silu(self.w1(x)) * self.w3(x))
 
-    def init_weights(self, std: float) -> None:
-        nn.init.trunc_normal_(self.w1.weight, mean=0.0, std=0.02)
-        for linear in (self.w2, self.w3):
-            nn.init.trunc_normal_(linear.weight, mean=0.0, std=std)
-
 
 class TransformerBlock(nn.Module):
     def __init__(self, layer_id: int, args: ModelArgs) -> None:
@@ -102,18 +90,10 @@ class TransformerBlock(nn.Module):
         self.feed_forward = FeedForward(args.dim, args.ffn_dim)
         self.attention_norm = RMSNorm(args.dim, args.norm_eps)
         self.ffn_norm = RMSNorm(args.dim, args.norm_eps)
-        # Depth-scaled init of the residual projections (as torchtitan): keeps activations bounded.
-        self.weight_init_std = 0.02 / math.sqrt(2 * (layer_id + 1))
 
     def forward(self, x: torch.Tensor, rope: torch.Tensor) -> torch.Tensor:
         h = x + self.attention(self.attention_norm(x), rope)
         return h + self.feed_forward(self.ffn_norm(h))
-
-    def init_weights(self) -> None:
-        self.attention_norm.reset_parameters()
-        self.ffn_norm.reset_parameters()
-        self.attention.init_weights(self.weight_init_std)
-        self.feed_forward.init_weights(self.weight_init_std)
 
 
 class Transformer(nn.Module):
@@ -128,7 +108,11 @@ class Transformer(nn.Module):
         self.norm = RMSNorm(args.dim, args.norm_eps)
         self.output = nn.Linear(args.dim, args.vocab_size, bias=False)
         # Rotary tables are a non-persistent buffer: rebuilt by init_weights on the real device.
-        self.register_buffer("rope", rope_tables(args.head_dim, args.max_seq_len, args.rope_theta, torch.device("meta")), persistent=False)
+        self.register_buffer(
+            "rope",
+            rope_tables(args.head_dim, args.max_seq_len, args.rope_theta, torch.device("meta")),
+            persistent=False,
+        )
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         h = self.tok_embeddings(tokens)
@@ -137,16 +121,48 @@ class Transformer(nn.Module):
         return self.output(self.norm(h))
 
     @torch.no_grad()
-    def init_weights(self, buffer_device: torch.device | None = None) -> None:
-        """Fill parameters and buffers in place; call after moving off the meta device."""
-        device = buffer_device or self.tok_embeddings.weight.device
+    def init_weights(self, seed: int = 0) -> None:
+        """Fill every (unsharded) parameter and rebuild the rotary tables; call off the meta device."""
+        self.init_buffers(self.tok_embeddings.weight.device)
+        for name, param in self.named_parameters():
+            init_parameter_(param, name, self.args, parameter_generator(seed, name, param.device))
+
+    def init_buffers(self, device: torch.device) -> None:
         self.rope = rope_tables(self.args.head_dim, self.args.max_seq_len, self.args.rope_theta, device)
-        nn.init.normal_(self.tok_embeddings.weight)
-        for layer in self.layers.values():
-            layer.init_weights()
-        self.norm.reset_parameters()
-        cutoff = 3 * self.args.dim**-0.5
-        nn.init.trunc_normal_(self.output.weight, mean=0.0, std=self.args.dim**-0.5, a=-cutoff, b=cutoff)
+
+
+def canonical_name(name: str) -> str:
+    """A parameter's name without the wrappers' prefixes (activation checkpointing, torch.compile)."""
+    return name.replace("_checkpoint_wrapped_module.", "").replace("_orig_mod.", "")
+
+
+def parameter_generator(seed: int, name: str, device: torch.device) -> torch.Generator:
+    """A generator seeded by (seed, parameter name): the same values on any world size or sharding."""
+    digest = int.from_bytes(
+        hashlib.blake2b(f"{seed}:{canonical_name(name)}".encode(), digest_size=8).digest(), "little"
+    )
+    return torch.Generator(device=device).manual_seed(digest & (2**63 - 1))
+
+
+@torch.no_grad()
+def init_parameter_(tensor: torch.Tensor, name: str, args: ModelArgs, generator: torch.Generator) -> None:
+    """Initialise one full parameter in place by its name (torchtitan's Llama init scheme)."""
+    name = canonical_name(name)
+    if name.endswith("norm.weight"):
+        nn.init.ones_(tensor)
+    elif name == "tok_embeddings.weight":
+        nn.init.normal_(tensor, generator=generator)
+    elif name == "output.weight":
+        std = args.dim**-0.5
+        nn.init.trunc_normal_(tensor, mean=0.0, std=std, a=-3 * std, b=3 * std, generator=generator)
+    elif name.endswith(("wq.weight", "wk.weight", "wv.weight", "w1.weight")):
+        nn.init.trunc_normal_(tensor, mean=0.0, std=0.02, generator=generator)
+    elif name.endswith(("wo.weight", "w2.weight", "w3.weight")):
+        # Depth-scaled residual projections keep activations bounded as layers stack (torchtitan).
+        layer_id = int(name.split(".")[1])
+        nn.init.trunc_normal_(tensor, mean=0.0, std=0.02 / math.sqrt(2 * (layer_id + 1)), generator=generator)
+    else:
+        raise KeyError(f"no init rule for parameter {name}")
 
 
 def build_model(args: ModelArgs, device: str | torch.device = "meta") -> Transformer:

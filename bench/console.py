@@ -1,0 +1,54 @@
+"""Console output of results: a point's summary and the sweep's table. Formatting only."""
+
+from __future__ import annotations
+
+from bench.schemas import RunResult
+
+
+def human_bytes(value: float | None) -> str:
+    if value is None:
+        return "-"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.1f} {unit}" if unit != "B" else f"{int(value)} B"
+        value /= 1024
+    return "-"
+
+
+def fmt(value: float | None, spec: str = ".1f") -> str:
+    return "-" if value is None else format(value, spec)
+
+
+def point_summary(record: RunResult, path: str | None = None) -> str:
+    """A few lines a person reads after `fsdp-bench run`."""
+    s, m = record.spec, record.metrics
+    head = (
+        f"point {record.point_id}  {s.model} nodes={s.nodes} gpus_per_node={s.gpus_per_node} "
+        f"{s.strategy} {s.precision}  status={record.status}"
+    )
+    lines = [head]
+    if record.error:
+        lines.append(f"  error: {record.error}")
+    if m.tokens_per_s is not None and m.step_time_s is not None:
+        st = m.step_time_s
+        lines += [
+            f"  tokens/s: {m.tokens_per_s:,.0f} global, {m.tokens_per_s_per_device:,.0f} per device",
+            f"  step time: median {st.median * 1e3:.1f} ms (p10 {st.p10 * 1e3:.1f}, p90 {st.p90 * 1e3:.1f}, "
+            f"cv {st.cv:.3f}) over {len(m.step_times_s)} timed steps",
+            f"  MFU: {fmt(m.mfu and m.mfu * 100)}%  HFU: {fmt(m.hfu and m.hfu * 100)}%  "
+            f"achieved {fmt(m.tflops_per_device, '.3f')} TFLOP/s per device"
+            + (f"  ({record.notes['mfu']})" if m.mfu is None and "mfu" in record.notes else ""),
+        ]
+    if m.peak_mem_bytes is not None:
+        lines.append(f"  peak memory: {human_bytes(m.peak_mem_bytes.max)} (max over ranks)")
+    if m.comm_bytes_per_step is not None:
+        c = m.comm_bytes_per_step
+        lines.append(
+            f"  comm per step: all-gather {human_bytes(c.all_gather)}, reduce-scatter "
+            f"{human_bytes(c.reduce_scatter)}, all-reduce {human_bytes(c.all_reduce)}"
+        )
+    if m.loss_first is not None:
+        lines.append(f"  loss: {m.loss_first:.4f} -> {m.loss_last:.4f}")
+    if path:
+        lines.append(f"  record: {path}")
+    return "\n".join(lines)

@@ -1,0 +1,183 @@
+"""Run points through a launcher and turn every outcome into a stored record.
+
+A launch carries all pending points of one world shape. If it dies part-way, the point that
+was running gets a failure record (oom, failed, timeout or interrupted, with a one-line
+reason from the failing rank) and the points after it are launched again: one failing point
+never costs the others their results.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from bench.hardware import PRECISION_PEAK_DTYPE, peak_table
+from bench.launch import LaunchOutcome, LaunchRequest
+from bench.launch.base import STARTED_MARK, Launcher
+from bench.records import RESULT_FILE, read_record, write_record
+from bench.schemas import RunResult, RunSpec
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+# Messages a rank prints when a *peer* died: never the root cause of a failure.
+_SECONDARY = (
+    "connection closed by peer",
+    "connection reset",
+    "broken pipe",
+    "socket",
+    "timed out",
+    "nccl communicator was aborted",
+)
+
+
+class Interrupted(Exception):
+    """Raised after the running point was recorded as interrupted (SIGINT/SIGTERM)."""
+
+
+def point_dir(results_dir: Path, spec: RunSpec) -> Path:
+    return Path(results_dir) / spec.sweep / spec.point_id
+
+
+def git_info() -> dict:
+    """The checkout's commit and dirty flag, captured in the parent (cluster images may lack .git)."""
+
+    def git(*args: str) -> str | None:
+        try:
+            out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return out.stdout.strip() if out.returncode == 0 else None
+
+    sha = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"sha": sha, "dirty": bool(status) if status is not None else None}
+
+
+def launch_payload(specs: list[RunSpec], dirs: list[Path]) -> dict:
+    """The resolved JSON the ranks read: specs, model shapes, the peak-FLOPs table, git info."""
+    points = []
+    for spec, directory in zip(specs, dirs):
+        args = spec.model_args()
+        model_args = {k: getattr(args, k) for k in args.__dataclass_fields__ if args.__dataclass_fields__[k].init}
+        points.append(
+            {
+                "point_id": spec.point_id,
+                "point_dir": str(directory),
+                "log_dir": str(directory),
+                "spec": spec.model_dump(mode="json"),
+                "model_args": model_args,
+                "peak_dtype": PRECISION_PEAK_DTYPE[spec.precision],
+            }
+        )
+    return {"points": points, "peak_table": peak_table(), "git": git_info()}
+
+
+def prepare_launch(specs: list[RunSpec], results_dir: Path) -> LaunchRequest:
+    """Clear stale files of the points, write the launch file, return the request."""
+    dirs = [point_dir(results_dir, spec) for spec in specs]
+    for directory in dirs:
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in (directory / RESULT_FILE, directory / STARTED_MARK, *directory.glob("errors/rank*.json")):
+            stale.unlink(missing_ok=True)
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
+    work_dir = Path(results_dir) / specs[0].sweep / "_launches" / f"{stamp}-{specs[0].point_id}"
+    work_dir.mkdir(parents=True, exist_ok=True)
+    launch_file = work_dir / "launch.json"
+    launch_file.write_text(json.dumps(launch_payload(specs, dirs), indent=2))
+    return LaunchRequest(points=specs, point_dirs=dirs, launch_file=launch_file, work_dir=work_dir)
+
+
+def run_group(
+    specs: list[RunSpec], launcher: Launcher, results_dir: Path, on_record: Callable[[RunResult], None] | None = None
+) -> list[RunResult]:
+    """Run points of one world shape, relaunching after a failed point; one record per point."""
+    records: dict[str, RunResult] = {}
+    pending = list(specs)
+    while pending:
+        request = prepare_launch(pending, results_dir)
+        started = dt.datetime.now(dt.timezone.utc)
+        outcome = launcher.launch(request)
+        for record in collect_launch(request, outcome, started):
+            records[record.point_id] = record
+            if on_record:
+                on_record(record)
+        if outcome.interrupted:
+            raise Interrupted(next(reversed(records), ""))
+        pending = [s for s in pending if s.point_id not in records]
+    return [records[s.point_id] for s in specs]
+
+
+def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.datetime) -> list[RunResult]:
+    """Records of a finished launch: every point with a result, plus the first point without one.
+
+    The first unfinished point is the one the launch died on (or before): it gets the failure
+    record. Points after it never ran; they stay pending for the next launch, so every launch
+    settles at least one point and the loop always ends.
+    """
+    records = []
+    for spec, directory in zip(request.points, request.point_dirs):
+        result_path = directory / RESULT_FILE
+        if result_path.exists():
+            try:
+                records.append(read_record(result_path))
+                continue
+            except ValueError as exc:
+                records.append(_failure(spec, directory, "failed", f"invalid record written: {exc}", started, outcome))
+                continue
+        status, reason = classify(directory, outcome)
+        records.append(_failure(spec, directory, status, reason, started, outcome))
+        break
+    return records
+
+
+def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:
+    """(status, one-line reason) of a point that started but left no result."""
+    errors = [json.loads(p.read_text()) for p in sorted(directory.glob("errors/rank*.json"))]
+    if outcome.interrupted:
+        return "interrupted", "interrupted by signal (SIGINT/SIGTERM); rerun the sweep to continue"
+    if outcome.returncode == 0 and not errors:
+        return "failed", "the launch ended without writing this point's result"
+    if outcome.timed_out and not errors:
+        return "timeout", outcome.detail or "no result within the point timeout"
+    if any(e.get("oom") for e in errors):
+        first = next(e for e in errors if e.get("oom"))
+        return "oom", f"rank {first['rank']}: {first['message']}"
+    primary = [e for e in errors if not any(s in e["message"].lower() for s in _SECONDARY)] or errors
+    if primary:
+        return ("timeout" if outcome.timed_out else "failed"), f"rank {primary[0]['rank']}: {primary[0]['message']}"
+    return ("timeout" if outcome.timed_out else "failed"), _launch_reason(outcome)
+
+
+def _launch_reason(outcome: LaunchOutcome) -> str:
+    """A one-line reason from the launch's logs when no rank left one."""
+    for log in outcome.log_files:
+        if log.exists():
+            lines = [ln.strip() for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+            errors = [ln for ln in lines if "Error" in ln or "error:" in ln]
+            if errors:
+                return errors[-1][:300]
+    if outcome.timed_out:
+        return "launch timed out before the point started"
+    return outcome.detail or f"launch exited with code {outcome.returncode} and left no reason"
+
+
+def _failure(
+    spec: RunSpec, directory: Path, status: str, reason: str, started: dt.datetime, outcome: LaunchOutcome
+) -> RunResult:
+    finished = dt.datetime.now(dt.timezone.utc)
+    record = RunResult(
+        point_id=spec.point_id,
+        sweep=spec.sweep,
+        status=status,
+        error=reason.splitlines()[0][:500],
+        started_at=started.isoformat(timespec="seconds"),
+        finished_at=finished.isoformat(timespec="seconds"),
+        wall_s=(finished - started).total_seconds(),
+        spec=spec,
+        model_info=spec.model_args().info(),
+        log_dir=str(outcome.log_files[0].parent) if outcome.log_files else str(directory),
+    )
+    write_record(record, directory / RESULT_FILE)
+    return record

@@ -1,0 +1,130 @@
+"""The one small interface every launcher implements, and what they share.
+
+A launch runs one or more points that share a world shape (nodes x gpus_per_node) inside a
+single job: torchrun agents here, a Slurm job, a PyTorchJob or a Ray job. The worker marks
+each point `started` and writes its result.json; `PointWatch` turns those marks into the
+per-point deadline every launcher enforces.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.schemas import RunSpec
+
+STARTED_MARK = "started"  # must match fsdp_core.worker.STARTED_MARK
+# Time allowed before the first point starts: interpreter, torch import, rendezvous.
+STARTUP_GRACE_S = 120.0
+
+
+@dataclass
+class LaunchRequest:
+    """What to run: the points (all of one world shape), where their records go, the launch file."""
+
+    points: list[RunSpec]
+    point_dirs: list[Path]
+    launch_file: Path
+    work_dir: Path
+
+    @property
+    def nodes(self) -> int:
+        return self.points[0].nodes
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.points[0].gpus_per_node
+
+
+@dataclass
+class LaunchOutcome:
+    returncode: int | None
+    timed_out: bool = False
+    interrupted: bool = False
+    detail: str = ""
+    log_files: list[Path] = field(default_factory=list)
+
+
+class Launcher(ABC):
+    name: str = ""
+
+    def __init__(self, options: dict | None = None) -> None:
+        # The `launcher` config group's fields (partition, image, namespace, ...), `name` included.
+        self.options = dict(options or {})
+
+    def check_available(self, spec: RunSpec) -> None:
+        """Raise ConfigError (one line, with an install hint) if this launcher cannot work here."""
+
+    @abstractmethod
+    def launch(self, request: LaunchRequest) -> LaunchOutcome:
+        """Run the request's points to completion, failure, timeout or interruption."""
+
+
+class PointWatch:
+    """Deadline of the point currently running inside a launch, from the worker's marks."""
+
+    def __init__(self, request: LaunchRequest, startup_grace_s: float = STARTUP_GRACE_S) -> None:
+        self.request = request
+        self.launched_at = time.time()
+        self.startup_grace_s = startup_grace_s
+
+    def current(self) -> tuple[RunSpec, Path] | None:
+        for spec, point_dir in zip(self.request.points, self.request.point_dirs):
+            if not (point_dir / "result.json").exists():
+                return spec, point_dir
+        return None
+
+    def deadline(self) -> float:
+        """Wall-clock time by which the running point must finish."""
+        current = self.current()
+        if current is None:
+            return self.launched_at + self.startup_grace_s
+        spec, point_dir = current
+        mark = point_dir / STARTED_MARK
+        if mark.exists():
+            return mark.stat().st_mtime + spec.point_timeout_s
+        # Not started yet: the previous point's finish (or the launch) plus start-up and the timeout.
+        previous = [d / "result.json" for d in self.request.point_dirs if (d / "result.json").exists()]
+        since = max((p.stat().st_mtime for p in previous), default=self.launched_at)
+        return since + self.startup_grace_s + spec.point_timeout_s
+
+    def expired(self) -> bool:
+        return time.time() > self.deadline()
+
+    def describe_timeout(self) -> str:
+        current = self.current()
+        limit = current[0].point_timeout_s if current else self.startup_grace_s
+        return f"no result within sweep.point_timeout_s={limit:g} s (the point hung or ran too slowly)"
+
+
+def kill_process_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM the process's whole group (it was started in a new session), then SIGKILL stragglers."""
+    if proc.poll() is not None and not _group_alive(proc.pid):
+        return
+    for sig, wait in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 2.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        deadline = time.time() + wait
+        while time.time() < deadline and _group_alive(proc.pid):
+            proc.poll()
+            time.sleep(0.1)
+        if not _group_alive(proc.pid):
+            break
+    proc.poll()
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True

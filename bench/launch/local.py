@@ -1,0 +1,113 @@
+"""`launcher=local`: torchrun agents on this host.
+
+`nodes=N` starts N torchrun agents (each with gpus_per_node ranks) that meet through c10d
+rendezvous on 127.0.0.1 at a free port: multi-node in miniature, for real. Each agent runs
+in its own session so a timeout or Ctrl-C kills every rank it started.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+from bench.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
+
+POLL_S = 0.25
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def torchrun_command(request: LaunchRequest, port: int, rdzv_id: str) -> list[str]:
+    """One agent's argument list (never a shell string: values cannot inject commands)."""
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nnodes",
+        str(request.nodes),
+        "--nproc-per-node",
+        str(request.gpus_per_node),
+        "--rdzv-backend",
+        "c10d",
+        "--rdzv-endpoint",
+        f"127.0.0.1:{port}",
+        "--rdzv-id",
+        rdzv_id,
+        # Advertise loopback: a host without a routable interface must still rendezvous.
+        "--local-addr",
+        "127.0.0.1",
+        "--max-restarts",
+        "0",
+        "--monitor-interval",
+        "0.5",
+        "-m",
+        "fsdp_core.worker",
+        str(request.launch_file),
+    ]
+
+
+def rank_env(request: LaunchRequest) -> dict[str, str]:
+    """Environment of every rank: how many ranks share this host (for thread sizing)."""
+    env = dict(os.environ)
+    ranks_here = request.nodes * request.gpus_per_node
+    env["FSDP_BENCH_RANKS_PER_HOST"] = str(ranks_here)
+    threads = request.points[0].threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
+    env["OMP_NUM_THREADS"] = str(threads)
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    return env
+
+
+class LocalLauncher(Launcher):
+    name = "local"
+
+    def launch(self, request: LaunchRequest) -> LaunchOutcome:
+        port, env = free_port(), rank_env(request)
+        rdzv_id = f"{request.launch_file.parent.name}-{port}"
+        logs = [request.work_dir / f"agent{i}.log" for i in range(request.nodes)]
+        procs = []
+        try:
+            for log in logs:
+                with open(log, "wb") as handle:
+                    procs.append(
+                        subprocess.Popen(
+                            torchrun_command(request, port, rdzv_id),
+                            stdout=handle,
+                            stderr=subprocess.STDOUT,
+                            env=env,
+                            start_new_session=True,
+                        )
+                    )
+            return self._wait(procs, PointWatch(request), logs)
+        except KeyboardInterrupt:
+            for proc in procs:
+                kill_process_group(proc)
+            return LaunchOutcome(returncode=None, interrupted=True, detail="interrupted", log_files=logs)
+
+    def _wait(self, procs: list[subprocess.Popen], watch: PointWatch, logs) -> LaunchOutcome:
+        while True:
+            codes = [proc.poll() for proc in procs]
+            if all(code is not None for code in codes):
+                for proc in procs:  # ranks left behind by an agent that died
+                    kill_process_group(proc, grace_s=1.0)
+                worst = max(codes, key=lambda c: c != 0)
+                return LaunchOutcome(returncode=worst, log_files=logs)
+            if any(code not in (None, 0) for code in codes):
+                # One agent failed: give the others a moment to notice, then stop them.
+                deadline = time.time() + 15
+                while time.time() < deadline and any(proc.poll() is None for proc in procs):
+                    time.sleep(POLL_S)
+                for proc in procs:
+                    kill_process_group(proc, grace_s=2.0)
+                return LaunchOutcome(returncode=next(c for c in codes if c not in (None, 0)), log_files=logs)
+            if watch.expired():
+                for proc in procs:
+                    kill_process_group(proc)
+                return LaunchOutcome(returncode=None, timed_out=True, detail=watch.describe_timeout(), log_files=logs)
+            time.sleep(POLL_S)

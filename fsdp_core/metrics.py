@@ -1,0 +1,146 @@
+"""Timers, step-time statistics, peak memory and environment capture, inside each rank."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import socket
+import statistics
+import sys
+import time
+
+import torch
+import torch.distributed as dist
+
+ENV_PREFIXES = ("NCCL_", "FI_", "TORCH_", "CUDA_", "OMP_NUM_THREADS", "FSDP_BENCH_")
+
+
+class StepTimer:
+    """Times steps bounded by device synchronisation: CUDA events on GPU, a barrier on CPU.
+
+    On GPU no host sync happens per step (events are read after the loop); on CPU each step
+    ends with a barrier, so its time already includes waiting for the slowest rank.
+    """
+
+    def __init__(self, device: torch.device) -> None:
+        self.device = device
+        self._pending: list[tuple[object, object]] = []
+        self._host_times: list[float] = []
+        self._start: object = None
+        self.host_start = 0.0
+
+    def start(self) -> None:
+        if self.device.type == "cuda":
+            self._start = torch.cuda.Event(enable_timing=True)
+            self._start.record()
+        else:
+            dist.barrier()
+            self._start = time.perf_counter()
+        self.host_start = time.perf_counter()
+
+    def stop(self) -> None:
+        if self.device.type == "cuda":
+            end = torch.cuda.Event(enable_timing=True)
+            end.record()
+            self._pending.append((self._start, end))
+        else:
+            dist.barrier()
+            self._host_times.append(time.perf_counter() - self._start)
+
+    def elapsed_host_s(self) -> float:
+        """Host time since start(); on GPU, synchronise first so it covers the queued work."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+        return time.perf_counter() - self.host_start
+
+    def times_s(self) -> list[float]:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            return [start.elapsed_time(end) / 1000.0 for start, end in self._pending]
+        return list(self._host_times)
+
+
+def max_over_ranks(values: list[float], device: torch.device) -> list[float]:
+    """Element-wise maximum over ranks: a step is as slow as its slowest rank."""
+    tensor = torch.tensor(values, dtype=torch.float64, device=device)
+    dist.all_reduce(tensor, op=dist.ReduceOp.MAX)
+    return tensor.tolist()
+
+
+def step_time_stats(times: list[float]) -> dict[str, float]:
+    """median, mean, p10, p90 and coefficient of variation of step times."""
+    ordered = sorted(times)
+    mean = statistics.fmean(ordered)
+    quantiles = statistics.quantiles(ordered, n=10, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 9
+    return {
+        "median": statistics.median(ordered),
+        "mean": mean,
+        "p10": quantiles[0],
+        "p90": quantiles[-1],
+        "cv": statistics.pstdev(ordered) / mean if mean > 0 else 0.0,
+    }
+
+
+def reset_peak_memory(device: torch.device) -> None:
+    """Start a fresh peak (needed when one launch runs several points)."""
+    if device.type == "cuda":
+        torch.cuda.reset_peak_memory_stats(device)
+    elif os.path.exists("/proc/self/clear_refs"):
+        # Writing 5 resets the kernel's peak-RSS counter (VmHWM) of this process (proc(5)).
+        try:
+            with open("/proc/self/clear_refs", "w") as handle:
+                handle.write("5")
+        except OSError:
+            pass
+
+
+def peak_memory_bytes(device: torch.device) -> int:
+    """Allocator peak on GPU; peak resident set size of this rank's process on CPU."""
+    if device.type == "cuda":
+        return int(torch.cuda.max_memory_allocated(device))
+    try:
+        with open("/proc/self/status") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
+
+
+def gather_ints(value: int, device: torch.device) -> list[int]:
+    """One integer from every rank, in rank order."""
+    tensors = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(dist.get_world_size())]
+    dist.all_gather(tensors, torch.tensor([value], dtype=torch.int64, device=device))
+    return [int(t.item()) for t in tensors]
+
+
+def node_name() -> str:
+    """This rank's node: Slurm's node name when under Slurm (several slurmd may share a host), else the host."""
+    return os.environ.get("SLURMD_NODENAME") or os.environ.get("FSDP_BENCH_NODE_NAME") or socket.gethostname()
+
+
+def capture_env(device: torch.device, git: dict | None = None) -> dict:
+    """Versions, devices, hosts and the communication-relevant environment variables."""
+    hostnames: list[str] = [""] * dist.get_world_size()
+    dist.all_gather_object(hostnames, node_name())
+    cuda = device.type == "cuda"
+    nccl = None
+    if cuda and hasattr(torch.cuda, "nccl"):
+        nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
+    return {
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda if cuda else None,
+        "nccl": nccl,
+        "device_name": torch.cuda.get_device_name(device)
+        if cuda
+        else f"cpu ({platform.processor() or platform.machine()})",
+        "device_count": torch.cuda.device_count() if cuda else os.cpu_count(),
+        "hostnames": sorted(set(hostnames)),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "git_sha": (git or {}).get("sha"),
+        "git_dirty": (git or {}).get("dirty"),
+        "env_vars": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+    }

@@ -1,0 +1,119 @@
+"""The timed training loop: warm-up, timed steps, counted communication, losses.
+
+Nothing in the timed region reads a value back to the host (no `loss.item()`): losses stay
+on the device and are read after the loop, so timing is not distorted by per-step syncs.
+Communication is counted on the last warm-up step: the counts are the same every step, and
+the counting dispatch mode adds Python overhead that must stay out of the timed steps.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+
+from fsdp_core.comm_counter import CommCounter
+from fsdp_core.data import local_batch
+from fsdp_core.metrics import StepTimer
+from fsdp_core.precision import after_optimizer_step
+
+
+@dataclass(frozen=True)
+class LoopConfig:
+    steps: int
+    warmup_steps: int
+    grad_accum: int
+    micro_batch: int
+    seq_len: int
+    precision: str
+    fail_rank: int | None = None
+    fail_step: int | None = None
+    hang: bool = False
+    oom: bool = False
+    slow_fraction: float = 0.0
+
+
+@dataclass
+class LoopResult:
+    step_times_s: list[float]  # timed steps, this rank's view
+    losses: list[float]  # every step, this rank's mean loss
+    comm_bytes: dict[str, int] | None
+    comm_calls: dict[str, int] = field(default_factory=dict)
+    timed_window_s: float = 0.0
+
+
+def inject_fault(cfg: LoopConfig, step: int, rank: int) -> None:
+    """The documented fault-injection knob (debug.fail_rank / debug.fail_step / hang / oom)."""
+    if cfg.fail_step != step or cfg.fail_rank != rank:
+        return
+    if cfg.hang:
+        while True:  # the point's timeout must end this
+            time.sleep(3600)
+    if cfg.oom:
+        raise torch.OutOfMemoryError(f"debug: injected out-of-memory on rank {rank} at step {step}")
+    raise RuntimeError(f"debug: injected failure on rank {rank} at step {step}")
+
+
+def train_step(model, optimizer, scaler, source, cfg: LoopConfig, step: int, device: torch.device) -> torch.Tensor:
+    """One optimizer step over grad_accum micro-batches; returns the mean loss as a device tensor."""
+    rank = dist.get_rank()
+    total = torch.zeros((), device=device)
+    for micro in range(cfg.grad_accum):
+        inputs, targets = local_batch(source, step, micro, rank, cfg.micro_batch, cfg.seq_len)
+        inputs, targets = inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
+        logits = model(inputs)
+        # Cross-entropy in fp32 whatever the compute dtype: bf16 log-softmax loses the signal.
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), targets.flatten()) / cfg.grad_accum
+        (scaler.scale(loss) if scaler else loss).backward()
+        total += loss.detach()
+    if scaler:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    after_optimizer_step(model, cfg.precision)
+    return total
+
+
+def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.device) -> LoopResult:
+    """Warm-up steps (the last one counted), then timed steps bounded by device syncs."""
+    timer, counter = StepTimer(device), CommCounter()
+    losses: list[torch.Tensor] = []
+    rank = dist.get_rank()
+    window_start = None
+    for step in range(cfg.steps):
+        inject_fault(cfg, step, rank)
+        counted = step == cfg.warmup_steps - 1
+        timed = step >= cfg.warmup_steps
+        if timed and window_start is None:
+            window_start = time.perf_counter()
+        if timed:
+            timer.start()
+        if counted:
+            with counter:
+                losses.append(train_step(model, optimizer, scaler, source, cfg, step, device))
+        else:
+            losses.append(train_step(model, optimizer, scaler, source, cfg, step, device))
+        if timed:
+            _slow_down(cfg, timer)
+            timer.stop()
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    window = time.perf_counter() - window_start if window_start is not None else 0.0
+    return LoopResult(
+        step_times_s=timer.times_s(),
+        losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
+        comm_bytes=counter.snapshot() if cfg.warmup_steps >= 1 else None,
+        comm_calls=dict(counter.calls),
+        timed_window_s=window,
+    )
+
+
+def _slow_down(cfg: LoopConfig, timer: StepTimer) -> None:
+    """debug.slow_fraction: sleep that fraction of the step's own time (validates regression checks)."""
+    if cfg.slow_fraction > 0:
+        time.sleep(cfg.slow_fraction * timer.elapsed_host_s())

@@ -1,0 +1,255 @@
+"""The torchrun entry point: a launch file in, one result.json per point out.
+
+    torchrun ... -m fsdp_core.worker LAUNCH.json
+
+LAUNCH.json (written by bench, resolved: ranks never see Hydra) holds one or more points
+that share this world shape; they run in turn, each with a fresh model and clean state.
+Rank 0 writes each point's result.json atomically. A rank that fails writes
+`<point_dir>/errors/rank<R>.json` with a one-line reason, then exits non-zero; bench turns
+that into a failed/oom record.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import gc
+import json
+import os
+import sys
+import time
+import traceback
+from pathlib import Path
+
+import torch
+import torch.distributed as dist
+
+from fsdp_core.data import build_source
+from fsdp_core.flavors import ModelArgs
+from fsdp_core.flops import flops_per_token, hardware_flops_per_token
+from fsdp_core.metrics import (
+    capture_env,
+    gather_ints,
+    max_over_ranks,
+    peak_memory_bytes,
+    reset_peak_memory,
+    step_time_stats,
+)
+from fsdp_core.model import build_model
+from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
+from fsdp_core.precision import build_grad_scaler, check_precision_supported
+from fsdp_core.train import LoopConfig, run_loop
+
+STARTED_MARK = "started"
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def setup_device(device_type: str, threads_per_rank: int) -> torch.device:
+    """Pick this rank's device; on CPU, size its thread pool so ranks never oversubscribe the cores."""
+    local_rank = int(os.environ.get("LOCAL_RANK", 0))
+    if device_type == "cuda":
+        torch.cuda.set_device(local_rank)
+        return torch.device("cuda", local_rank)
+    ranks_here = int(os.environ.get("FSDP_BENCH_RANKS_PER_HOST") or os.environ.get("LOCAL_WORLD_SIZE", 1))
+    threads = threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
+    torch.set_num_threads(threads)
+    return torch.device("cpu")
+
+
+def init_distributed(device: torch.device, timeout_s: float, cpu_offload: bool) -> None:
+    if dist.is_initialized():
+        return
+    backend = "gloo"
+    if device.type == "cuda":
+        # CPU offload keeps some collectives' tensors on the host: gloo serves those.
+        backend = "cpu:gloo,cuda:nccl" if cpu_offload else "nccl"
+    kwargs = {"device_id": device} if device.type == "cuda" else {}
+    dist.init_process_group(backend=backend, timeout=dt.timedelta(seconds=timeout_s), **kwargs)
+
+
+def lookup_peak_tflops(peak_table: list[dict], device_name: str, dtype: str) -> tuple[float | None, str | None]:
+    """(peak TFLOP/s, None) for a known device, or (None, reason): never another device's peak."""
+    for entry in peak_table:
+        if any(pattern in device_name for pattern in entry["match"]):
+            peak = entry["peak_tflops"].get(dtype)
+            if peak is None:
+                return None, f"no {dtype} peak for {entry['device']} in the device table"
+            return float(peak), None
+    return None, f"device '{device_name}' is not in the peak-FLOPs table (bench/hardware.py)"
+
+
+def run_point(point: dict, launch: dict) -> None:
+    """Train one point and have rank 0 write its record."""
+    spec, started, t0 = point["spec"], now_iso(), time.perf_counter()
+    point_dir = Path(point["point_dir"])
+    device = setup_device(spec["device_type"], spec.get("threads_per_rank", 0))
+    init_distributed(device, float(spec["point_timeout_s"]), spec["cpu_offload"])
+    if dist.get_rank() == 0:
+        point_dir.mkdir(parents=True, exist_ok=True)
+        (point_dir / STARTED_MARK).write_text(started)
+    check_precision_supported(spec["precision"], device)
+    torch.manual_seed(spec["seed"])
+    reset_peak_memory(device)
+    args = ModelArgs(**point["model_args"])
+    model, optimizer, scaler = build_training(args, spec, device)
+    loop = run_loop(
+        model, optimizer, scaler, build_source(spec["data"], args.vocab_size, spec["seed"]), loop_config(spec), device
+    )
+    record = assemble_record(point, launch, args, loop, device, started, time.perf_counter() - t0)
+    if dist.get_rank() == 0:
+        write_json_atomic(point_dir / "result.json", record)
+    del model, optimizer, scaler
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+    dist.barrier()
+
+
+def build_training(args: ModelArgs, spec: dict, device: torch.device):
+    """Meta model -> parallelised -> materialised, plus AdamW and the fp16 scaler."""
+    cfg = ParallelConfig(
+        strategy=spec["strategy"],
+        precision=spec["precision"],
+        nodes=spec["nodes"],
+        gpus_per_node=spec["gpus_per_node"],
+        activation_checkpointing=spec["activation_checkpointing"],
+        compile=spec["compile"],
+        cpu_offload=spec["cpu_offload"],
+    )
+    model = parallelize_llama(build_model(args), cfg, build_mesh(cfg, device.type))
+    materialize(model, device, spec["seed"], offload=spec["cpu_offload"])
+    # foreach=True: one fused kernel per parameter group instead of one per tensor, also on DTensors.
+    optimizer = torch.optim.AdamW(model.parameters(), lr=spec["lr"], weight_decay=0.1, foreach=True)
+    return model, optimizer, build_grad_scaler(spec["precision"], device.type)
+
+
+def loop_config(spec: dict) -> LoopConfig:
+    debug = spec.get("debug") or {}
+    return LoopConfig(
+        steps=spec["steps"],
+        warmup_steps=spec["warmup_steps"],
+        grad_accum=spec["grad_accum"],
+        micro_batch=spec["micro_batch"],
+        seq_len=spec["seq_len"],
+        precision=spec["precision"],
+        fail_rank=debug.get("fail_rank"),
+        fail_step=debug.get("fail_step"),
+        hang=bool(debug.get("hang")),
+        oom=bool(debug.get("oom")),
+        slow_fraction=float(debug.get("slow_fraction") or 0.0),
+    )
+
+
+def assemble_record(point: dict, launch: dict, args: ModelArgs, loop, device, started: str, wall_s: float) -> dict:
+    """The RunResult-shaped record (bench validates it with pydantic when it reads it back)."""
+    spec, world = point["spec"], dist.get_world_size()
+    step_times = max_over_ranks(loop.step_times_s, device)
+    losses = torch.tensor(loop.losses, dtype=torch.float64, device=device)
+    dist.all_reduce(losses)
+    losses = (losses / world).tolist()
+    env = capture_env(device, launch.get("git"))
+    metrics, notes = throughput_metrics(spec, args, step_times, env["device_name"], point, launch)
+    peaks = gather_ints(peak_memory_bytes(device), device)
+    metrics.update(
+        {
+            "peak_mem_bytes": {"max": max(peaks), "per_rank": peaks},
+            "comm_bytes_per_step": loop.comm_bytes,
+            "loss_first": losses[0],
+            "loss_last": losses[-1],
+            "losses": losses,
+            "timed_window_s": loop.timed_window_s,
+        }
+    )
+    if device.type == "cpu":
+        notes["peak_mem_bytes"] = "peak resident set size of each rank's process (CPU: includes the Python runtime)"
+    if loop.comm_bytes is None:
+        notes["comm_bytes_per_step"] = "counted on the last warm-up step: needs train.warmup_steps >= 1"
+    return {
+        "schema_version": 1,
+        "point_id": point["point_id"],
+        "sweep": spec["sweep"],
+        "status": "ok",
+        "error": None,
+        "started_at": started,
+        "finished_at": now_iso(),
+        "wall_s": wall_s,
+        "spec": spec,
+        "model_info": args.info(),
+        "metrics": metrics,
+        "env": env,
+        "notes": notes,
+        "log_dir": point.get("log_dir"),
+    }
+
+
+def throughput_metrics(
+    spec: dict, args: ModelArgs, step_times: list[float], device_name: str, point: dict, launch: dict
+):
+    """tokens/s, step-time distribution, achieved TFLOP/s, MFU and HFU (null with a reason when unknown)."""
+    world = spec["nodes"] * spec["gpus_per_node"]
+    tokens_per_step = world * spec["micro_batch"] * spec["grad_accum"] * spec["seq_len"]
+    stats = step_time_stats(step_times)
+    tokens_per_s = tokens_per_step / stats["median"]
+    per_device = tokens_per_s / world
+    model_flops = flops_per_token(args, spec["seq_len"])
+    hw_flops = hardware_flops_per_token(args, spec["seq_len"], spec["activation_checkpointing"])
+    peak, reason = lookup_peak_tflops(launch.get("peak_table", []), device_name, point.get("peak_dtype", "bf16"))
+    metrics = {
+        "tokens_per_s": tokens_per_s,
+        "tokens_per_s_per_device": per_device,
+        "step_times_s": step_times,
+        "step_time_s": stats,
+        "tflops_per_device": per_device * model_flops / 1e12,
+        "peak_flops_per_device": peak * 1e12 if peak else None,
+        "mfu": per_device * model_flops / (peak * 1e12) if peak else None,
+        "hfu": per_device * hw_flops / (peak * 1e12) if peak else None,
+        "flops_per_token": model_flops,
+        "tokens_per_step": tokens_per_step,
+    }
+    notes = {"mfu": reason, "hfu": reason} if reason else {}
+    return metrics, notes
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(path)
+
+
+def record_failure(point: dict, exc: BaseException) -> None:
+    """Leave this rank's one-line reason where bench will look for it."""
+    rank = int(os.environ.get("RANK", 0))
+    errors = Path(point["point_dir"]) / "errors"
+    errors.mkdir(parents=True, exist_ok=True)
+    message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".strip()
+    oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    payload = {
+        "rank": rank,
+        "type": type(exc).__name__,
+        "message": message[:500],
+        "oom": oom,
+        "traceback": traceback.format_exc()[-4000:],
+    }
+    write_json_atomic(errors / f"rank{rank}.json", payload)
+
+
+def main(argv: list[str]) -> int:
+    launch = json.loads(Path(argv[0]).read_text())
+    for point in launch["points"]:
+        try:
+            run_point(point, launch)
+        except BaseException as exc:  # noqa: BLE001 - every failure must leave its reason behind
+            record_failure(point, exc)
+            traceback.print_exc()
+            sys.stderr.flush()
+            # Skip interpreter teardown: a process group with a dead peer can hang in its destructor.
+            os._exit(1)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
