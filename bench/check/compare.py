@@ -1,0 +1,173 @@
+"""Compare current points with baseline points: one Finding per (point, metric).
+
+Counters are compared exactly (floats within a relative 1e-9): any change is reported, a
+worsening beyond its threshold (0% by default) fails. Timings are compared on per-step samples:
+a regression is declared only when the median drops beyond the threshold AND the drop is
+significant (one-sided Mann-Whitney U p < alpha and the bootstrap CI of the median ratio
+excludes 1). A point that ran ok in the baseline but not now fails on its status.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bench.check.points import PointData
+from bench.check.stats import SampleComparison, compare_samples
+from bench.check.thresholds import COUNTERS, METRICS, TIMINGS, Threshold, Thresholds
+
+# Floats such as flops_per_token are products of integers: a relative 1e-9 absorbs rounding
+# in the JSON round trip and nothing else.
+FLOAT_RTOL = 1e-9
+ALPHA = 0.05
+# Fewer samples per side than this cannot make a one-sided U test significant at 5%.
+MIN_SAMPLES = 3
+
+# Verdicts that fail the check when the finding is gating.
+FAILING = {"regression", "missing"}
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One row of the check's table."""
+
+    point: str
+    metric: str
+    kind: str  # "counter", "timing" or "status"
+    baseline: float | str | None
+    current: float | str | None
+    change: float | None  # current / baseline - 1
+    verdict: str  # ok, regression, improved, changed, noise, missing, new, insufficient
+    confidence: str = ""
+    gating: bool = True
+
+    @property
+    def fails(self) -> bool:
+        return self.gating and self.verdict in FAILING
+
+
+@dataclass
+class CheckReport:
+    """All findings plus the points that only one side has."""
+
+    findings: list[Finding] = field(default_factory=list)
+    only_in_baseline: list[str] = field(default_factory=list)
+    only_in_current: list[str] = field(default_factory=list)
+    matched: int = 0
+    env_lines: list[str] = field(default_factory=list)
+    thresholds: str = ""
+
+    @property
+    def regressions(self) -> list[Finding]:
+        return [f for f in self.findings if f.fails]
+
+    @property
+    def exit_code(self) -> int:
+        """0 pass, 1 regression, 2 nothing comparable (DESIGN section 3)."""
+        if not self.matched:
+            return 2
+        return 1 if self.regressions else 0
+
+
+def compare(
+    baseline: list[PointData],
+    current: list[PointData],
+    thresholds: Thresholds | None = None,
+    *,
+    gate_timings: bool = True,
+    alpha: float = ALPHA,
+) -> CheckReport:
+    """Match points by identity and compare every counter and timing of each matched pair."""
+    thresholds = thresholds or Thresholds()
+    base_by_key = {p.key: p for p in baseline}
+    cur_keys = {p.key for p in current}
+    report = CheckReport(thresholds=thresholds.describe())
+    report.only_in_baseline = [p.label for p in baseline if p.key not in cur_keys]
+    for point in sorted(current, key=lambda p: p.label):
+        base = base_by_key.get(point.key)
+        if base is None or base.status != "ok":
+            report.only_in_current.append(point.label)
+            continue
+        report.matched += 1
+        report.findings.extend(compare_point(base, point, thresholds, gate_timings=gate_timings, alpha=alpha))
+    return report
+
+
+def compare_point(
+    base: PointData, cur: PointData, thresholds: Thresholds, *, gate_timings: bool, alpha: float
+) -> list[Finding]:
+    """Findings for one matched pair; a current point that is no longer ok fails on its status."""
+    if cur.status != "ok":
+        return [Finding(cur.label, "status", "status", base.status, cur.status, None, "regression")]
+    findings = [compare_counter(cur.label, base, cur, thresholds[name]) for name in COUNTERS]
+    findings += [
+        compare_timing(cur.label, base, cur, thresholds[name], alpha=alpha, gating=gate_timings) for name in TIMINGS
+    ]
+    return [f for f in findings if f is not None]
+
+
+def compare_counter(label: str, base: PointData, cur: PointData, threshold: Threshold) -> Finding | None:
+    """Exact comparison of one deterministic counter (None when neither side measured it)."""
+    name = threshold.metric
+    before, after = base.counters.get(name), cur.counters.get(name)
+    if before is None and after is None:
+        return None
+    if before is None or after is None:
+        verdict = "new" if before is None else "missing"
+        return Finding(label, name, "counter", before, after, None, verdict)
+    change = after / before - 1.0 if before else None
+    if abs(after - before) <= FLOAT_RTOL * max(abs(before), abs(after)):
+        verdict = "ok"
+    elif threshold.is_exceeded(before, after):
+        verdict = "regression"
+    else:
+        verdict = "improved" if threshold.worsening_pct(before, after) < 0 else "changed"
+    return Finding(label, name, "counter", before, after, change, verdict, "exact")
+
+
+def compare_timing(
+    label: str, base: PointData, cur: PointData, threshold: Threshold, *, alpha: float, gating: bool
+) -> Finding | None:
+    """Noise-aware comparison of one timing's per-step samples (None when neither side has any)."""
+    name = threshold.metric
+    before, after = base.samples.get(name), cur.samples.get(name)
+    if not before and not after:
+        return None
+    if not before or not after:
+        return Finding(label, name, "timing", None, None, None, "new" if not before else "missing", gating=False)
+    n_before, n_after = sum(map(len, before)), sum(map(len, after))
+    if min(n_before, n_after) < MIN_SAMPLES:
+        note = f"n={n_before}/{n_after} < {MIN_SAMPLES}"
+        return Finding(label, name, "timing", None, None, None, "insufficient", note, gating=False)
+    result = compare_samples(before, after)
+    verdict, p = timing_verdict(result, threshold, alpha)
+    confidence = f"p={p:.2g} CI[{result.ci_low:.3f},{result.ci_high:.3f}] n={n_before}/{n_after}"
+    return Finding(
+        label,
+        name,
+        "timing",
+        result.baseline_median,
+        result.current_median,
+        result.ratio - 1.0,
+        verdict,
+        confidence,
+        gating,
+    )
+
+
+def timing_verdict(result: SampleComparison, threshold: Threshold, alpha: float) -> tuple[str, float]:
+    """(verdict, one-sided p-value in the direction of the change) for a timing comparison.
+
+    "regression"/"improved": beyond the threshold and significant; "noise": beyond the threshold
+    but not significant; "ok": within the threshold.
+    """
+    higher_better = METRICS[threshold.metric].better == "higher"
+    p_worse, p_better = (result.p_less, result.p_greater) if higher_better else (result.p_greater, result.p_less)
+    # The CI excludes "no change" on the worse (better) side.
+    ci_worse = result.ci_high < 1.0 if higher_better else result.ci_low > 1.0
+    ci_better = result.ci_low > 1.0 if higher_better else result.ci_high < 1.0
+    worsening = threshold.worsening_pct(result.baseline_median, result.current_median)
+    if worsening > threshold.pct:
+        return ("regression" if p_worse < alpha and ci_worse else "noise"), p_worse
+    if -worsening > threshold.pct and p_better < alpha and ci_better:
+        return "improved", p_better
+    return "ok", (p_worse if worsening > 0 else p_better)

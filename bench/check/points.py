@@ -1,0 +1,122 @@
+"""One comparable point: its matching identity, deterministic counters and per-step samples.
+
+Both sides of a check (a results folder or a saved baseline) become a list of `PointData`.
+Repeats of a point (`sweep.repeats=K`: the same spec but `repeat`) are grouped into one
+`PointData` whose samples keep one list per run, so the statistics can see run-to-run spread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.schemas import RunResult, RunSpec
+
+# Spec fields that do not change what is measured, on top of RunSpec.identity()'s exclusions:
+# the repeat index (repeats are pooled) and the slow-down knob (an injected slowdown must be
+# compared against its clean baseline; that is what the knob is for).
+_IGNORED_FIELDS = ("repeat",)
+_IGNORED_DEBUG_FIELDS = ("slow_fraction",)
+
+
+@dataclass
+class PointData:
+    """Everything `check` compares about one point, pooled over its repeats."""
+
+    key: str
+    label: str
+    identity: dict[str, Any]
+    status: str
+    runs: int
+    counters: dict[str, float] = field(default_factory=dict)
+    samples: dict[str, list[list[float]]] = field(default_factory=dict)
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+
+
+def match_identity(spec: RunSpec) -> dict[str, Any]:
+    """RunSpec.identity() without the fields that repeats and injected slowdowns vary."""
+    identity = spec.identity()
+    for name in _IGNORED_FIELDS:
+        identity.pop(name, None)
+    debug = dict(identity.get("debug") or {})
+    for name in _IGNORED_DEBUG_FIELDS:
+        debug.pop(name, None)
+    identity["debug"] = debug
+    return identity
+
+
+def identity_key(identity: dict[str, Any]) -> str:
+    """A short content hash of a matching identity (what points are matched on)."""
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def point_label(identity: dict[str, Any], key: str) -> str:
+    """A readable name: model, nodes x ranks per node, strategy, precision and the key (unique)."""
+    shape = f"{identity.get('nodes')}x{identity.get('gpus_per_node')}"
+    return f"{identity.get('model')} {shape} {identity.get('strategy')} {identity.get('precision')} #{key[:6]}"
+
+
+def record_counters(record: RunResult) -> dict[str, float]:
+    """The deterministic counters a record measured (skipping nulls).
+
+    Peak memory counts only on CUDA, where the caching allocator's peak is reproducible for a
+    fixed config; on CPU it is the process's max RSS, which is not.
+    """
+    metrics = record.metrics
+    counters: dict[str, float] = {"params": record.model_info.params}
+    if metrics.flops_per_token is not None:
+        counters["flops_per_token"] = metrics.flops_per_token
+    if metrics.comm_bytes_per_step is not None:
+        for name, value in metrics.comm_bytes_per_step.model_dump().items():
+            counters[f"comm_bytes_per_step.{name}"] = value
+    if record.spec.device_type == "cuda" and metrics.peak_mem_bytes is not None:
+        counters["peak_mem_bytes"] = metrics.peak_mem_bytes.max
+    return counters
+
+
+def record_samples(record: RunResult) -> dict[str, list[float]]:
+    """Per-step samples of each timing: step time, tokens/s (tokens per step / step time) and MFU.
+
+    MFU is proportional to tokens/s for a fixed point, so its per-step samples scale the record's
+    MFU by each step's tokens/s over the record's.
+    """
+    metrics = record.metrics
+    times = [t for t in metrics.step_times_s if t > 0]
+    if not times:
+        return {}
+    tokens = metrics.tokens_per_step or record.spec.tokens_per_step
+    throughput = [tokens / t for t in times]
+    samples = {"step_time_s": times, "tokens_per_s": throughput}
+    if metrics.mfu is not None and metrics.tokens_per_s:
+        samples["mfu"] = [metrics.mfu * tps / metrics.tokens_per_s for tps in throughput]
+    return samples
+
+
+def points_from_records(records: Iterable[RunResult]) -> list[PointData]:
+    """Group records by matching identity (pooling repeats) into PointData, in first-seen order."""
+    groups: dict[str, list[RunResult]] = {}
+    identities: dict[str, dict[str, Any]] = {}
+    for record in records:
+        identity = match_identity(record.spec)
+        key = identity_key(identity)
+        groups.setdefault(key, []).append(record)
+        identities[key] = identity
+    return [_pool(key, identities[key], group) for key, group in groups.items()]
+
+
+def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointData:
+    """One point from its repeats: counters of the first ok run, samples of every ok run."""
+    ok = sorted((r for r in group if r.status == "ok"), key=lambda r: r.spec.repeat)
+    point = PointData(key, point_label(identity, key), identity, "ok" if ok else group[0].status, len(ok))
+    if not ok:
+        return point
+    point.counters = record_counters(ok[0])
+    point.fingerprint = ok[0].env.fingerprint()
+    for record in ok:
+        for metric, values in record_samples(record).items():
+            point.samples.setdefault(metric, []).append(values)
+    return point

@@ -1,0 +1,93 @@
+"""`fsdp-bench check RESULTS --baseline B`: the regression check for CI.
+
+Exit 0 pass, 1 regression, 2 nothing comparable or invalid input (DESIGN section 3).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "compare results with a baseline: exact counters, noise-aware timings (exit 1 on a regression)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("results", help="results folder (or one result.json) to check")
+    parser.add_argument(
+        "--baseline", required=True, help="a baseline file (`fsdp-bench baseline save`) or a results folder"
+    )
+    parser.add_argument(
+        "--threshold",
+        action="append",
+        default=[],
+        metavar="METRIC:[+-]N%",
+        help="per-metric threshold, e.g. tokens_per_s:-5%% or peak_mem_bytes:+0%% (repeatable; "
+        "defaults: 5%% for timings, 0%% for counters)",
+    )
+    parser.add_argument("--junit", metavar="FILE", help="also write JUnit XML here")
+    parser.add_argument("--summary", metavar="FILE", help="also write a markdown summary here")
+    parser.add_argument(
+        "--allow-env-change",
+        action="store_true",
+        help="compare even when the environment fingerprint differs (and say so)",
+    )
+    parser.add_argument(
+        "--no-gate-timings",
+        action="store_true",
+        help="print timing comparisons but gate only on deterministic counters",
+    )
+    parser.add_argument(
+        "--alpha", type=float, default=0.05, help="significance level of the timing tests (default 0.05)"
+    )
+
+
+def _error(message: str) -> int:
+    print(f"error: {message}", file=sys.stderr)
+    return 2
+
+
+def main(args: argparse.Namespace) -> int:
+    from bench.check import fingerprint
+    from bench.check.baseline import BaselineError, load_side
+    from bench.check.compare import compare
+    from bench.check.table import report_rows, text_table, verdict_line
+    from bench.check.thresholds import ThresholdError, Thresholds
+
+    if not 0.0 < args.alpha < 1.0:
+        return _error(f"--alpha: must be between 0 and 1, got {args.alpha}")
+    try:
+        thresholds = Thresholds.parse(args.threshold)
+        base, cur = load_side(args.baseline), load_side(args.results)
+    except (ThresholdError, BaselineError) as exc:
+        return _error(str(exc))
+    for problem in base.problems + cur.problems:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    gate_timings = not args.no_gate_timings
+    env = fingerprint.decide(base.env, cur.env, allow_change=args.allow_env_change, gate_timings=gate_timings)
+    for line in env.lines:
+        print(line, file=sys.stderr if env.refused else sys.stdout)
+    if env.refused:
+        return 2
+    report = compare(base.points, cur.points, thresholds, gate_timings=gate_timings, alpha=args.alpha)
+    report.env_lines = env.lines
+    print(f"baseline: {base.source}  current: {cur.source}")
+    print(f"thresholds: {report.thresholds}" + ("" if gate_timings else " (timings not gating)"))
+    if report.findings:
+        print(text_table(report_rows(report)))
+    for label in report.only_in_baseline:
+        print(f"not in current results: {label}")
+    for label in report.only_in_current:
+        print(f"no baseline for: {label}")
+    print(verdict_line(report))
+    _write_outputs(args, report, base.source, cur.source)
+    return report.exit_code
+
+
+def _write_outputs(args: argparse.Namespace, report, baseline: str, current: str) -> None:
+    from bench.check.junit import write_junit
+    from bench.check.summary import write_summary
+
+    if args.junit:
+        write_junit(report, args.junit)
+    if args.summary:
+        write_summary(report, args.summary, baseline=baseline, current=current)

@@ -1,0 +1,135 @@
+"""Matching, counters, statuses and repeats in `check` (bench.check.points/compare/fingerprint)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.check import fingerprint
+from bench.check.compare import compare
+from bench.check.points import points_from_records
+from bench.check.synthetic import SYNTHETIC_ENV, make_record, step_times
+from bench.check.thresholds import Thresholds
+
+
+def _records(seed: int, scale: float = 1.0, **kwargs):
+    """Two synthetic points (1 and 2 nodes), 40 steps each."""
+    return [
+        make_record(step_times(0.05 * scale, 0.02, 40, seed=seed), spec={"nodes": 1}, **kwargs),
+        make_record(step_times(0.08 * scale, 0.02, 40, seed=seed + 100), spec={"nodes": 2}, **kwargs),
+    ]
+
+
+def _check(base_records, cur_records, **kwargs):
+    return compare(points_from_records(base_records), points_from_records(cur_records), Thresholds(), **kwargs)
+
+
+def test_same_distribution_passes_with_every_metric_ok():
+    report = _check(_records(1), _records(2))
+    assert report.exit_code == 0
+    assert report.matched == 2
+    verdicts = {(f.point.split()[1], f.metric): f.verdict for f in report.findings}
+    assert verdicts[("1x1", "comm_bytes_per_step.all_gather")] == "ok"
+    assert verdicts[("2x1", "params")] == "ok"
+    assert verdicts[("1x1", "tokens_per_s")] == "ok"
+    assert "peak_mem_bytes" not in {f.metric for f in report.findings}  # CPU: max RSS is not deterministic
+
+
+def test_changed_counter_fails():
+    more = {"all_gather": 1_000_001, "reduce_scatter": 500_000, "all_reduce": 0}
+    report = _check(_records(1), _records(2, comm=more))
+    assert report.exit_code == 1
+    failing = [(f.metric, f.baseline, f.current) for f in report.regressions]
+    assert failing == [("comm_bytes_per_step.all_gather", 1_000_000, 1_000_001)] * 2
+
+
+def test_fewer_bytes_is_reported_as_improved_and_passes():
+    fewer = {"all_gather": 900_000, "reduce_scatter": 500_000, "all_reduce": 0}
+    report = _check(_records(1), _records(2, comm=fewer))
+    assert report.exit_code == 0
+    changed = [f for f in report.findings if f.metric == "comm_bytes_per_step.all_gather"]
+    assert [f.verdict for f in changed] == ["improved", "improved"]
+    assert changed[0].change == pytest.approx(-0.1)
+
+
+def test_counter_threshold_allows_a_small_rise():
+    more = {"all_gather": 1_005_000, "reduce_scatter": 500_000, "all_reduce": 0}
+    base, cur = points_from_records(_records(1)), points_from_records(_records(2, comm=more))
+    assert compare(base, cur, Thresholds.parse(["comm_bytes_per_step:+1%"])).exit_code == 0
+    assert compare(base, cur, Thresholds()).exit_code == 1
+
+
+def test_slower_timings_fail_unless_timings_are_not_gating():
+    base, cur = _records(1), _records(2, scale=1.25)
+    assert _check(base, cur).exit_code == 1
+    report = _check(base, cur, gate_timings=False)
+    assert report.exit_code == 0
+    tps = [f for f in report.findings if f.metric == "tokens_per_s"]
+    assert [f.verdict for f in tps] == ["regression", "regression"]
+    assert not any(f.gating for f in tps)
+
+
+def test_point_that_now_fails_is_a_regression():
+    cur = [_records(2)[0], make_record([], spec={"nodes": 2}, status="oom")]
+    report = _check(_records(1), cur)
+    assert report.exit_code == 1
+    assert [(f.metric, f.baseline, f.current) for f in report.regressions] == [("status", "ok", "oom")]
+
+
+def test_nothing_comparable_exits_2():
+    base = [make_record(step_times(0.05, 0.02, 20, seed=1), spec={"strategy": "no_shard"})]
+    report = _check(base, _records(2))
+    assert report.exit_code == 2
+    assert report.matched == 0
+    assert len(report.only_in_baseline) == 1 and len(report.only_in_current) == 2
+
+
+def test_repeats_are_pooled_and_slowdown_knob_still_matches():
+    repeats = [make_record(step_times(0.05, 0.02, 10, seed=r), spec={"repeat": r}) for r in range(3)]
+    (point,) = points_from_records(repeats)
+    assert point.runs == 3
+    assert [len(run) for run in point.samples["tokens_per_s"]] == [10, 10, 10]
+    slowed = [make_record(step_times(0.05, 0.02, 10, seed=9), spec={"debug": {"slow_fraction": 0.1}})]
+    assert points_from_records(slowed)[0].key == point.key
+    other = [make_record(step_times(0.05, 0.02, 10, seed=9), spec={"seq_len": 32})]
+    assert points_from_records(other)[0].key != point.key
+
+
+def test_peak_memory_is_a_counter_on_cuda_only():
+    from bench.schemas import PeakMemory
+
+    def with_memory(record, peak: int, device: str):
+        spec = record.spec.model_copy(update={"device_type": device})
+        metrics = record.metrics.model_copy(update={"peak_mem_bytes": PeakMemory(max=peak, per_rank=[peak])})
+        return record.model_copy(update={"spec": spec, "metrics": metrics})
+
+    base = make_record(step_times(0.05, 0.02, 20, seed=1))
+    cur = make_record(step_times(0.05, 0.02, 20, seed=2))
+    cpu = _check([with_memory(base, 100, "cpu")], [with_memory(cur, 200, "cpu")])
+    assert cpu.exit_code == 0
+    gpu = _check([with_memory(base, 100, "cuda")], [with_memory(cur, 101, "cuda")])
+    assert [(f.metric, f.verdict) for f in gpu.regressions] == [("peak_mem_bytes", "regression")]
+
+
+def test_mfu_samples_follow_tokens_per_s():
+    record = make_record([0.1, 0.2, 0.1, 0.1], mfu=0.3)
+    (point,) = points_from_records([record])
+    assert point.samples["mfu"][0] == pytest.approx([0.3, 0.15, 0.3, 0.3])
+
+
+def test_mismatched_environment_is_refused_with_a_clear_message():
+    base = points_from_records(_records(1))
+    cur = points_from_records(_records(2, env={**SYNTHETIC_ENV, "torch": "2.1.0"}))
+    decision = fingerprint.decide(base[0].fingerprint, cur[0].fingerprint, allow_change=False, gate_timings=True)
+    assert decision.refused
+    assert decision.lines[0] == "environment changed: torch: 2.0.0+synthetic -> 2.1.0"
+    assert "pass --allow-env-change to compare anyway" in decision.lines[1]
+    allowed = fingerprint.decide(base[0].fingerprint, cur[0].fingerprint, allow_change=True, gate_timings=True)
+    assert not allowed.refused and "comparing anyway (--allow-env-change)" in allowed.lines[1]
+    counters_only = fingerprint.decide(base[0].fingerprint, cur[0].fingerprint, allow_change=False, gate_timings=False)
+    assert not counters_only.refused and "comparing counters only" in counters_only.lines[1]
+
+
+def test_mixed_environments_in_one_side_are_reported():
+    points = points_from_records(_records(1) + [make_record([0.1] * 5, spec={"nodes": 4}, env={"torch": "9"})])
+    with pytest.raises(ValueError, match="more than one environment"):
+        fingerprint.common_fingerprint(points)
