@@ -154,13 +154,13 @@ def _contract_name(line: str) -> str:
 
 def load_point(overrides: Sequence[str]) -> Point:
     """Compose and validate a single point (the `run` and single-point `plan` path)."""
-    if any(_is_sweep(o) for o in overrides):
+    if any(is_grid_override(o) for o in overrides):
         raise ConfigError(["a comma-separated override makes a grid: use `fsdp-bench sweep` for grids"])
     cfg = compose(overrides)
     return Point(tuple(overrides), cfg, spec_from_config(cfg))
 
 
-def _is_sweep(override: str) -> bool:
+def is_grid_override(override: str) -> bool:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     try:
@@ -174,7 +174,7 @@ def expand_grid(overrides: Sequence[str]) -> list[list[str]]:
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    fixed = [o for o in overrides if not _is_sweep(o)]
+    fixed = [o for o in overrides if not is_grid_override(o)]
     base = compose(fixed)
     grid = {str(k): str(v) for k, v in (base.get("sweep", {}).get("grid") or {}).items()}
     merged: dict[str, str] = {key: f"{key}={value}" for key, value in grid.items()}

@@ -1,0 +1,131 @@
+"""`fsdp-bench sweep [OVERRIDES]`: a grid of points; exit 0 all ok, 1 some not ok, 2 invalid input.
+
+With no experiment and no grid of your own, `experiment=cpu_smoke` is used. Comma-separated
+overrides make a grid (`nodes=1,2,4 strategy=full_shard,hybrid_shard`) that is crossed with
+the experiment's `sweep.grid`; the command line wins for keys given in both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from pathlib import Path
+
+HELP = "run a grid of points (default experiment=cpu_smoke), resuming where a previous run stopped"
+DEFAULT_EXPERIMENT = "cpu_smoke"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides; comma-separated values make a grid")
+
+
+def with_default_experiment(overrides: list[str]) -> list[str]:
+    from bench.config import is_grid_override
+
+    if any(o.startswith("experiment=") for o in overrides) or any(is_grid_override(o) for o in overrides):
+        return overrides
+    return [f"experiment={DEFAULT_EXPERIMENT}", *overrides]
+
+
+def main(args: argparse.Namespace) -> int:
+    from bench.config import ConfigError, load_grid
+    from bench.launch import get_launcher
+
+    overrides = with_default_experiment(list(args.overrides))
+    try:
+        points = load_grid(overrides)
+        launcher = get_launcher(points[0].spec.launcher, points[0].config.get("launcher"))
+        for spec in {p.spec.launcher: p.spec for p in points}.values():
+            launcher.check_available(spec)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        print(f"error: {len(exc.lines)} problem(s); nothing was launched", file=sys.stderr)
+        return 2
+    if len({p.spec.launcher for p in points}) > 1:
+        print("error: launcher: one sweep uses one launcher; split the grid", file=sys.stderr)
+        return 2
+    return _run(points, launcher, overrides)
+
+
+def _run(points, launcher, overrides: list[str]) -> int:
+    from bench.progress import SweepProgress
+    from bench.signals import sigterm_as_interrupt
+    from bench.sweep import SweepSettings, run_sweep
+
+    cfg = points[0].config
+    settings = SweepSettings(
+        results_dir=Path(cfg.get("results_dir") or "results"),
+        force=bool(cfg["sweep"]["force"]),
+        retry_failed=bool(cfg["sweep"]["retry_failed"]),
+        repeats=int(cfg["sweep"]["repeats"]),
+        group_launches=bool(cfg["sweep"]["group_launches"]),
+        plan=bool(cfg["sweep"]["plan"]),
+    )
+    sweep_name = points[0].spec.sweep
+    print(
+        f"sweep {sweep_name}: {len(points)} point(s) x {settings.repeats} repeat(s) -> "
+        f"{settings.results_dir / sweep_name}",
+        flush=True,
+    )
+    skip_check = _plan_skip_check() if settings.plan else None
+    with sigterm_as_interrupt(), SweepProgress(len(points) * max(1, settings.repeats)) as progress:
+        outcome = run_sweep(points, launcher, settings, skip_check=skip_check, progress=progress)
+    for decision in outcome.skipped:
+        print(f"  skipped {decision.spec.point_id}: {decision.reason}")
+    print_summary(outcome.records)
+    if outcome.interrupted:
+        print(f"interrupted: {len(outcome.ran)} point(s) recorded in this run; run the same command to continue")
+        return 1
+    if cfg.get("report", True) and outcome.records:
+        _write_report(outcome.records, settings.results_dir / sweep_name / "report", overrides)
+    n_bad = sum(r.status != "ok" for r in outcome.records)
+    print(f"sweep {sweep_name}: {len(outcome.records) - n_bad} ok, {n_bad} not ok, wall {outcome.wall_s:.1f} s")
+    return 0 if outcome.all_ok else 1
+
+
+def print_summary(records) -> None:
+    """The end-of-sweep table: point, configuration, status, tokens/s, scaling efficiency."""
+    efficiency = _efficiencies(records)
+    header = f"{'point':<13}{'model':<12}{'nodes':>6}{'gpn':>4}  {'strategy':<19}{'precision':<10}{'status':<12}{'tokens/s':>12}{'eff':>8}"
+    print(header)
+    print("-" * len(header))
+    for r in records:
+        s, tps, eff = r.spec, r.metrics.tokens_per_s, efficiency.get(r.point_id)
+        label = s.point_id + (f"/r{s.repeat}" if s.repeat else "")
+        print(
+            f"{label:<13}{s.model:<12}{s.nodes:>6}{s.gpus_per_node:>4}  {s.strategy:<19}{s.precision:<10}"
+            f"{r.status:<12}{(f'{tps:,.0f}' if tps else '-'):>12}{(f'{eff:.0%}' if eff is not None else '-'):>8}"
+        )
+
+
+def _efficiencies(records) -> dict[str, float]:
+    """Per-point scaling efficiency from the report's aggregation (one implementation)."""
+    try:
+        from reports import analyse
+
+        points = analyse(records).points
+    except Exception as exc:  # noqa: BLE001 - the table must print even if aggregation cannot
+        print(f"(scaling efficiency unavailable: {exc})")
+        return {}
+    pairs = zip(points["point_id"], points.get("scaling_efficiency", []))
+    return {pid: float(eff) for pid, eff in pairs if eff == eff and eff is not None}
+
+
+def _write_report(records, out_dir: Path, overrides: list[str]) -> None:
+    from bench.commands.report import write_report
+
+    command = "fsdp-bench sweep " + " ".join(shlex.quote(o) for o in overrides)
+    path = write_report(records, out_dir, reproduce=[command.strip()])
+    print(f"report: {path}")
+
+
+def _plan_skip_check():
+    """sweep.plan=true: a function returning a `skipped` record for points predicted not to fit."""
+    try:
+        from bench.planner.skip import skip_if_not_fitting
+    except ImportError:
+        print("warning: sweep.plan=true but the planner is not available; running every point", file=sys.stderr)
+        return None
+    return skip_if_not_fitting

@@ -1,0 +1,117 @@
+"""Run a validated grid: ledger decisions, repeats, one launch per world shape, failure isolation.
+
+The order is: every point validated (bench.config.load_grid) -> repeats expanded and
+interleaved -> the ledger drops points already done -> pending points grouped by world
+shape -> each group runs in one launch (bench.execute.run_group), each point recorded as
+it finishes. Ctrl-C/SIGTERM stops the running launch, records its point as interrupted and
+keeps everything else: the next `sweep` continues where this one stopped.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.config import Point
+from bench.execute import Interrupted, run_group
+from bench.launch import Launcher
+from bench.ledger import Decision, Ledger
+from bench.progress import SweepProgress
+from bench.schemas import RunResult, RunSpec
+
+
+@dataclass
+class SweepOutcome:
+    records: list[RunResult] = field(default_factory=list)  # one per point of the grid (latest record)
+    ran: list[str] = field(default_factory=list)  # point ids run in this invocation
+    skipped: list[Decision] = field(default_factory=list)
+    interrupted: bool = False
+    wall_s: float = 0.0
+
+    @property
+    def all_ok(self) -> bool:
+        return not self.interrupted and all(r.status == "ok" for r in self.records)
+
+
+@dataclass(frozen=True)
+class SweepSettings:
+    results_dir: Path
+    force: bool = False
+    retry_failed: bool = False
+    repeats: int = 1
+    group_launches: bool = True
+    plan: bool = False
+
+
+def expand_repeats(points: list[Point], repeats: int) -> list[RunSpec]:
+    """K copies of every point (spec.repeat = 0..K-1), interleaved: r0 of all points, then r1, ..."""
+    return [p.spec.model_copy(update={"repeat": r}) for r in range(max(1, repeats)) for p in points]
+
+
+def group_by_world_shape(specs: list[RunSpec], grouped: bool) -> list[list[RunSpec]]:
+    """Points sharing launcher, nodes and gpus_per_node run in one launch (order kept)."""
+    if not grouped:
+        return [[s] for s in specs]
+    groups: dict[tuple, list[RunSpec]] = {}
+    for spec in specs:
+        groups.setdefault((spec.launcher, spec.nodes, spec.gpus_per_node), []).append(spec)
+    return list(groups.values())
+
+
+def run_sweep(
+    points: list[Point],
+    launcher: Launcher,
+    settings: SweepSettings,
+    skip_check: Callable[[RunSpec], RunResult | None] | None = None,
+    progress: SweepProgress | None = None,
+) -> SweepOutcome:
+    """Run every point that the ledger says is pending; return all of the grid's records."""
+    started = time.monotonic()
+    specs = expand_repeats(points, settings.repeats)
+    sweep_name = specs[0].sweep
+    ledger = Ledger(settings.results_dir, sweep_name, settings.force, settings.retry_failed)
+    outcome, latest = SweepOutcome(), {}
+    decisions = [ledger.decide(spec) for spec in specs]
+    pending = []
+    for decision in decisions:
+        if decision.run:
+            pending.append(decision.spec)
+        else:
+            outcome.skipped.append(decision)
+            latest[decision.spec.point_id] = decision.previous
+        ledger.log("decide", decision.spec.point_id, run=decision.run, reason=decision.reason)
+    pending = _apply_plan(pending, skip_check, latest, ledger)
+    progress = progress or SweepProgress(len(pending), enabled=False)
+
+    def record_done(record: RunResult) -> None:
+        latest[record.point_id] = record
+        outcome.ran.append(record.point_id)
+        ledger.log("finished", record.point_id, status=record.status, error=record.error)
+        progress.finished(record)
+
+    try:
+        for group in group_by_world_shape(pending, settings.group_launches):
+            progress.running(f"{len(group)} point(s) at {group[0].nodes}x{group[0].gpus_per_node}")
+            run_group(group, launcher, settings.results_dir, on_record=record_done)
+    except Interrupted:
+        outcome.interrupted = True
+    outcome.records = [latest[s.point_id] for s in specs if s.point_id in latest]
+    outcome.wall_s = time.monotonic() - started
+    return outcome
+
+
+def _apply_plan(pending: list[RunSpec], skip_check, latest: dict, ledger: Ledger) -> list[RunSpec]:
+    """With sweep.plan=true, points predicted not to fit become `skipped` records instead of launches."""
+    if skip_check is None:
+        return pending
+    kept = []
+    for spec in pending:
+        skipped = skip_check(spec)
+        if skipped is None:
+            kept.append(spec)
+        else:
+            latest[spec.point_id] = skipped
+            ledger.log("planned-skip", spec.point_id, reason=skipped.error)
+    return kept
