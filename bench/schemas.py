@@ -82,29 +82,17 @@ class RunSpec(Strict):
 
     @model_validator(mode="after")
     def _check_consistency(self) -> RunSpec:
+        """Cross-field rules; every broken rule is reported (one line each), not just the first."""
         if self.model not in FLAVORS:
             raise ValueError(f"model: unknown model '{self.model}'; allowed: {', '.join(FLAVORS)}")
         args = self.model_args()  # raises on unknown override fields or inconsistent dims
         self.cluster_facts()  # raises on an unknown preset or a physically meaningless override
         if self.seq_len == 0:
             self.seq_len = args.default_seq_len
-        if self.seq_len > args.max_seq_len:
-            raise ValueError(f"train.seq_len: {self.seq_len} exceeds {self.model}'s maximum {args.max_seq_len}")
-        if self.warmup_steps >= self.steps:
-            raise ValueError(
-                f"train.warmup_steps: must be fewer than train.steps ({self.warmup_steps} >= {self.steps})"
-            )
-        expected_world = self.nodes * self.gpus_per_node
-        if self.world_size not in (0, expected_world):
-            raise ValueError(f"world_size: {self.world_size} != nodes x gpus_per_node = {expected_world}")
-        self.world_size = expected_world
-        if self.precision == "fp8" and self.device_type != "cuda":
-            raise ValueError(
-                "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); "
-                "allowed on CPU: fp32, bf16, bf16_pure, fp16"
-            )
-        if self.strategy.startswith("hybrid") and self.nodes < 1:
-            raise ValueError("strategy: hybrid strategies need nodes >= 1")
+        self.world_size = self.world_size or self.nodes * self.gpus_per_node
+        problems = [msg for rule in _SPEC_RULES if (msg := rule(self, args))]
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
 
     def model_args(self) -> ModelArgs:
@@ -144,6 +132,38 @@ class RunSpec(Strict):
     def tokens_per_step(self) -> int:
         """Tokens of the global batch in one optimizer step."""
         return self.world_size * self.micro_batch * self.grad_accum * self.seq_len
+
+
+def _seq_len_rule(spec: RunSpec, args: ModelArgs) -> str | None:
+    if spec.seq_len > args.max_seq_len:
+        return f"train.seq_len: {spec.seq_len} exceeds {spec.model}'s maximum {args.max_seq_len}"
+    return None
+
+
+def _warmup_rule(spec: RunSpec, args: ModelArgs) -> str | None:
+    if spec.warmup_steps >= spec.steps:
+        return f"train.warmup_steps: must be fewer than train.steps ({spec.warmup_steps} >= {spec.steps})"
+    return None
+
+
+def _world_rule(spec: RunSpec, args: ModelArgs) -> str | None:
+    if spec.world_size != spec.nodes * spec.gpus_per_node:
+        return f"world_size: {spec.world_size} != nodes x gpus_per_node = {spec.nodes * spec.gpus_per_node}"
+    return None
+
+
+def _device_rule(spec: RunSpec, args: ModelArgs) -> str | None:
+    if spec.precision == "fp8" and spec.device_type != "cuda":
+        return (
+            "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); "
+            "allowed on CPU: fp32, bf16, bf16_pure, fp16"
+        )
+    if spec.cpu_offload and spec.device_type != "cuda":
+        return "train.cpu_offload: offloads GPU state to host memory, so it needs a CUDA cluster; allowed on CPU: false"
+    return None
+
+
+_SPEC_RULES = (_seq_len_rule, _warmup_rule, _world_rule, _device_rule)
 
 
 class ModelInfo(Strict):
@@ -250,5 +270,5 @@ def describe_validation_error(exc: ValidationError) -> list[str]:
         if err["type"] == "literal_error":
             allowed = err.get("ctx", {}).get("expected", "")
             msg = f"got {err.get('input')!r}; allowed: {allowed}"
-        lines.append(f"{loc}: {msg}" if loc else msg)
+        lines.extend(f"{loc}: {part}" if loc else part for part in msg.splitlines())
     return lines

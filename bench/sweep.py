@@ -95,7 +95,8 @@ def run_sweep(
         for group in group_by_world_shape(pending, settings.group_launches):
             progress.running(f"{len(group)} point(s) at {group[0].nodes}x{group[0].gpus_per_node}")
             run_group(group, launcher, settings.results_dir, on_record=record_done)
-    except Interrupted:
+    except (Interrupted, KeyboardInterrupt):
+        # A signal outside a launch (between points) lands here too: nothing was running to record.
         outcome.interrupted = True
     outcome.records = [latest[s.point_id] for s in specs if s.point_id in latest]
     outcome.wall_s = time.monotonic() - started

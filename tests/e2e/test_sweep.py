@@ -1,0 +1,175 @@
+"""`fsdp-bench sweep` as a user runs it: resume after a real SIGINT, failure isolation, bad grids."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from bench.config import load_grid
+from bench.records import load_records
+
+REPO = Path(__file__).resolve().parents[2]
+CLI = [sys.executable, "-m", "bench"]
+SMALL_GRID = [
+    "experiment=cpu_smoke",
+    "nodes=1",
+    "strategy=full_shard,no_shard",
+    "precision=fp32,bf16",
+    "train.steps=4",
+    "train.warmup_steps=1",
+    "report=false",
+]
+
+
+def sweep(args: list[str], results: Path, timeout: float = 240) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [*CLI, "sweep", *args, f"results_dir={results}"], cwd=REPO, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def worker_processes(results: Path) -> list[str]:
+    """Command lines of rank/agent processes still alive that belong to this test's results folder."""
+    alive = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if str(results) in cmdline and ("fsdp_core.worker" in cmdline or "torch.distributed.run" in cmdline):
+            alive.append(cmdline)
+    return alive
+
+
+def ok_ids(results: Path) -> set[str]:
+    records, _ = load_records(results)
+    return {r.point_id for r in records if r.status == "ok"}
+
+
+def finished_events(results: Path, sweep_name: str) -> list[dict]:
+    path = results / sweep_name / "ledger.jsonl"
+    return [e for e in map(json.loads, path.read_text().splitlines()) if e["event"] == "finished"]
+
+
+def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path):
+    expected = {p.spec.point_id for p in load_grid(SMALL_GRID)}
+    assert len(expected) == 4
+    proc = subprocess.Popen(
+        [*CLI, "sweep", *SMALL_GRID, "sweep.group_launches=false", f"results_dir={tmp_path}"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.time() + 180
+    while len(ok_ids(tmp_path)) < 2 and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert proc.poll() is None, "the sweep finished before it could be interrupted"
+    proc.send_signal(signal.SIGINT)
+    output, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1, output
+    assert "interrupted" in output
+    done_first = ok_ids(tmp_path)
+    assert 2 <= len(done_first) < 4
+    assert worker_processes(tmp_path) == []
+    records, _ = load_records(tmp_path)
+    assert {r.status for r in records} <= {"ok", "interrupted"}
+
+    second = sweep([*SMALL_GRID, "sweep.group_launches=false"], tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    events = finished_events(tmp_path, "cpu_smoke")
+    rerun = {e["point_id"] for e in events[-(4 - len(done_first)) :]}
+    assert rerun == expected - done_first
+    assert ok_ids(tmp_path) == expected
+    assert second.stdout.count("done: ok result exists") == len(done_first)
+
+
+def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path):
+    grid = [
+        "experiment=cpu_smoke",
+        "nodes=2",
+        "strategy=full_shard",
+        "precision=fp32",
+        "train.steps=4",
+        "train.warmup_steps=1",
+        "debug.fail_rank=1",
+        "debug.fail_step=null,1",
+        "debug.hang=false,true",
+        "sweep.point_timeout_s=20",
+        "report=false",
+    ]
+    started = time.time()
+    result = sweep(grid, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    records, problems = load_records(tmp_path)
+    assert problems == []
+    by_knobs = {(r.spec.debug.fail_step, r.spec.debug.hang): r for r in records}
+    assert by_knobs[(None, False)].status == "ok"
+    assert by_knobs[(None, True)].status == "ok"
+    assert by_knobs[(1, False)].status == "failed"
+    assert "rank 1" in by_knobs[(1, False)].error and "injected failure" in by_knobs[(1, False)].error
+    assert by_knobs[(1, True)].status == "timeout"
+    assert "sweep.point_timeout_s=20" in by_knobs[(1, True)].error
+    assert time.time() - started < 200
+    assert worker_processes(tmp_path) == []
+
+
+def test_invalid_points_are_listed_together_and_nothing_launches(tmp_path):
+    result = sweep(["experiment=cpu_smoke", "train.seq_len=64,4096", "strategy=full_shard,zero9"], tmp_path)
+    assert result.returncode == 2
+    assert "strategy: unknown strategy 'zero9'" in result.stderr
+    result = sweep(["experiment=cpu_smoke", "train.seq_len=64,4096", "train.warmup_steps=1,8"], tmp_path)
+    assert result.returncode == 2
+    lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error: [")]
+    # 12 cpu_smoke points x 2 seq lengths x 2 warm-ups: 24 with seq 4096 > 512, 24 with warm-up 8 >= 8 steps,
+    # 12 of them both -> 36 invalid points, each line naming its field.
+    assert len(lines) == 48
+    assert any("train.seq_len: 4096 exceeds debug's maximum 512" in ln for ln in lines)
+    assert any("train.warmup_steps: must be fewer than train.steps" in ln for ln in lines)
+    assert not tmp_path.exists() or not any(tmp_path.iterdir())
+
+
+def test_unreadable_record_is_reported_and_its_point_rerun(tmp_path):
+    grid = [
+        "experiment=cpu_smoke",
+        "nodes=1",
+        "strategy=full_shard",
+        "precision=fp32",
+        "train.steps=3",
+        "train.warmup_steps=1",
+        "report=false",
+    ]
+    first = sweep(grid, tmp_path)
+    assert first.returncode == 0, first.stdout + first.stderr
+    (record_path,) = list(tmp_path.rglob("result.json"))
+    record_path.write_text(record_path.read_text()[:100])  # truncated mid-write
+    second = sweep(grid, tmp_path)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "rerun: unreadable record" in (tmp_path / "cpu_smoke" / "ledger.jsonl").read_text()
+    assert ok_ids(tmp_path) == {record_path.parent.name}
+
+
+@pytest.mark.skipif(os.cpu_count() is None, reason="needs os.cpu_count")
+def test_completed_sweep_reruns_nothing(tmp_path):
+    grid = [
+        "experiment=cpu_smoke",
+        "nodes=1",
+        "strategy=no_shard",
+        "precision=fp32",
+        "train.steps=3",
+        "train.warmup_steps=1",
+        "report=false",
+    ]
+    assert sweep(grid, tmp_path).returncode == 0
+    again = sweep(grid, tmp_path)
+    assert again.returncode == 0
+    assert "done: ok result exists" in again.stdout
+    assert len(finished_events(tmp_path, "cpu_smoke")) == 1

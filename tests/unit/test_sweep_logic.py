@@ -1,0 +1,94 @@
+"""Sweep planning without launching: experiments compose, repeats interleave, grouping, ledger rules."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.config import group_options, load_grid
+from bench.execute import point_dir
+from bench.ledger import Ledger
+from bench.records import write_record
+from bench.schemas import RunResult
+from bench.sweep import expand_repeats, group_by_world_shape
+
+EXPECTED_SIZES = {"cpu_smoke": 12, "cpu_scaling": 4, "eks_llama2": 30, "strategy_shootout": 25}
+
+
+@pytest.mark.parametrize("experiment", group_options("experiment"))
+def test_every_shipped_experiment_composes_and_validates(experiment):
+    points = load_grid([f"experiment={experiment}"])
+    assert len(points) == EXPECTED_SIZES[experiment]
+    assert len({p.spec.point_id for p in points}) == len(points)
+    assert {p.spec.sweep for p in points} == {experiment}
+
+
+def test_eks_llama2_is_the_mission_grid():
+    specs = [p.spec for p in load_grid(["experiment=eks_llama2"])]
+    assert {s.model for s in specs} == {"llama2-7b", "llama2-13b", "llama2-70b"}
+    assert sorted({s.nodes for s in specs}) == [1, 2, 4, 8, 16]
+    assert {s.strategy for s in specs} == {"full_shard", "hybrid_shard"}
+    assert {(s.precision, s.seq_len, s.activation_checkpointing, s.gpus_per_node, s.cluster) for s in specs} == {
+        ("bf16", 4096, "full", 8, "p5.48xlarge")
+    }
+
+
+def test_inline_grid_crosses_with_the_experiment_and_the_command_line_wins():
+    points = load_grid(["experiment=cpu_smoke", "nodes=1", "strategy=full_shard,no_shard"])
+    assert len(points) == 4  # 1 node x 2 strategies x the experiment's 2 precisions
+    assert {p.spec.nodes for p in points} == {1}
+
+
+def test_repeats_are_interleaved_and_have_distinct_ids():
+    points = load_grid(["experiment=cpu_smoke", "nodes=1", "strategy=full_shard", "precision=fp32,bf16"])
+    specs = expand_repeats(points, 3)
+    assert [s.repeat for s in specs] == [0, 0, 1, 1, 2, 2]
+    assert [s.precision for s in specs] == ["fp32", "bf16"] * 3
+    assert len({s.point_id for s in specs}) == 6
+
+
+def test_points_of_one_world_shape_share_a_launch_in_order():
+    specs = [p.spec for p in load_grid(["experiment=cpu_scaling"])]
+    groups = group_by_world_shape(specs, grouped=True)
+    assert [(g[0].nodes, g[0].gpus_per_node, len(g)) for g in groups] == [(1, 1, 1), (1, 2, 1), (2, 1, 1), (2, 2, 1)]
+    smoke = [p.spec for p in load_grid(["experiment=cpu_smoke"])]
+    assert [len(g) for g in group_by_world_shape(smoke, grouped=True)] == [6, 6]
+    assert [len(g) for g in group_by_world_shape(smoke, grouped=False)] == [1] * 12
+
+
+def _record(spec, status):
+    return RunResult(
+        point_id=spec.point_id,
+        sweep=spec.sweep,
+        status=status,
+        spec=spec,
+        model_info=spec.model_args().info(),
+        error=None if status == "ok" else "boom",
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "force", "retry_failed", "runs"),
+    [
+        ("ok", False, False, False),
+        ("ok", True, False, True),
+        ("failed", False, False, False),
+        ("timeout", False, True, True),
+        ("oom", False, True, True),
+        ("interrupted", False, False, True),
+    ],
+)
+def test_ledger_rules(tmp_path, status, force, retry_failed, runs):
+    spec = load_grid(["experiment=cpu_smoke", "nodes=1", "strategy=full_shard", "precision=fp32"])[0].spec
+    write_record(_record(spec, status), point_dir(tmp_path, spec) / "result.json")
+    decision = Ledger(tmp_path, spec.sweep, force=force, retry_failed=retry_failed).decide(spec)
+    assert decision.run is runs
+    assert decision.previous.status == status
+
+
+def test_ledger_reruns_an_unknown_schema_version(tmp_path):
+    spec = load_grid(["experiment=cpu_smoke", "nodes=1", "strategy=full_shard", "precision=fp32"])[0].spec
+    path = point_dir(tmp_path, spec) / "result.json"
+    path.parent.mkdir(parents=True)
+    path.write_text('{"schema_version": 99}')
+    decision = Ledger(tmp_path, spec.sweep).decide(spec)
+    assert decision.run and "unknown schema_version 99" in decision.reason
