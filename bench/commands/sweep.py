@@ -82,6 +82,7 @@ def _run(points, launcher, overrides: list[str]) -> int:
         _write_report(outcome.records, settings.results_dir / sweep_name / "report", overrides)
     n_bad = sum(r.status != "ok" for r in outcome.records)
     print(f"sweep {sweep_name}: {len(outcome.records) - n_bad} ok, {n_bad} not ok, wall {outcome.wall_s:.1f} s")
+    print_overhead(outcome)
     return 0 if outcome.all_ok else 1
 
 
@@ -98,6 +99,14 @@ def print_summary(records) -> None:
             f"{label:<13}{s.model:<12}{s.nodes:>6}{s.gpus_per_node:>4}  {s.strategy:<19}{s.precision:<10}"
             f"{r.status:<12}{(f'{tps:,.0f}' if tps else '-'):>12}{(f'{eff:.0%}' if eff is not None else '-'):>8}"
         )
+
+
+def print_overhead(outcome) -> None:
+    """Sweep overhead = wall time / time spent in timed steps, over the points run now (launch costs show here)."""
+    ran = set(outcome.ran)
+    timed = sum(r.metrics.timed_window_s or 0.0 for r in outcome.records if r.point_id in ran)
+    if timed > 0:
+        print(f"sweep overhead: {outcome.wall_s:.1f} s wall / {timed:.1f} s timed = {outcome.wall_s / timed:.1f}x")
 
 
 def _efficiencies(records) -> dict[str, float]:
