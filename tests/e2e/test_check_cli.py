@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -118,3 +119,123 @@ def test_baseline_save_without_ok_records_exits_2(tmp_path):
     assert proc.returncode == 2
     assert "no ok result records to save" in proc.stderr
     assert not (tmp_path / "b.json").exists()
+
+
+# A stand-in for another environment's fsdp-bench: `run ... results_dir=X` writes a synthetic record
+# whose step times are scaled by $AB_SLOW, seeded by X so every run differs.
+FAKE_FSDP_BENCH = """
+import os, sys, zlib
+from pathlib import Path
+from bench.check.synthetic import make_record, step_times
+from bench.records import write_record
+args = sys.argv[1:]
+assert args[0] == "run", args
+results = Path(next(a.split("=", 1)[1] for a in args if a.startswith("results_dir=")))
+scale = float(os.environ.get("AB_SLOW", "1"))
+record = make_record(step_times(0.05 * scale, 0.02, 30, seed=zlib.crc32(str(results).encode())))
+write_record(record, results / record.sweep / record.point_id / "result.json")
+print("ok")
+"""
+
+
+def test_ab_alternates_sides_and_reports_the_ratio(tmp_path):
+    fake = tmp_path / "fake_bench.py"
+    fake.write_text(FAKE_FSDP_BENCH)
+    out = tmp_path / "ab"
+    proc = fsdp_bench(
+        "ab",
+        "--a",
+        f"{sys.executable} {fake}",
+        "--b",
+        f"env AB_SLOW=1.25 {sys.executable} {fake}",
+        "--rounds",
+        "3",
+        "-o",
+        out,
+        "model=debug",
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    progress = [line.split(":")[0] for line in proc.stdout.splitlines() if line.startswith("round ")]
+    assert progress == [
+        "round 1/3 A point 1/1",
+        "round 1/3 B point 1/1",
+        "round 2/3 B point 1/1",
+        "round 2/3 A point 1/1",
+        "round 3/3 A point 1/1",
+        "round 3/3 B point 1/1",
+    ]
+    row = next(line for line in proc.stdout.splitlines() if line.startswith("debug 1x1"))
+    cells = row.split()
+    assert cells[5] == "3/3"
+    assert float(cells[8]) == pytest.approx(0.8, abs=0.02)  # B/A of tokens/s: steps 1.25x longer
+    assert row.endswith("B slower")
+    assert sorted(p.name for p in (out / "B").iterdir()) == ["round00", "round01", "round02"]
+    summary = json.loads((out / "ab.json").read_text())
+    assert [r["returncode"] for r in summary["runs"]] == [0] * 6
+    assert summary["commands"]["B"][:2] == ["env", "AB_SLOW=1.25"]
+
+
+def test_ab_reports_a_missing_command(tmp_path):
+    proc = fsdp_bench("ab", "--b", str(tmp_path / "no-such-fsdp-bench"), "--rounds", "1", "-o", tmp_path, "model=debug")
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == f"error: --a/--b: command not found: {tmp_path / 'no-such-fsdp-bench'}"
+
+
+def test_ab_rejects_invalid_overrides_before_running(tmp_path):
+    proc = fsdp_bench("ab", "--rounds", "1", "-o", tmp_path / "ab", "model=nope")
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: model: unknown model 'nope'; allowed:")
+    assert not (tmp_path / "ab").exists()
+
+
+def test_check_on_real_records_against_themselves_and_their_baseline(tmp_path):
+    results = tmp_path / "results"
+    proc = fsdp_bench(
+        "run", "model=debug", "gpus_per_node=2", "train.steps=10", "train.warmup_steps=2", f"results_dir={results}"
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = fsdp_bench("check", results, "--baseline", results)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    rows = {line.split()[5]: line.split() for line in proc.stdout.splitlines() if line.startswith("debug 1x2")}
+    assert rows["comm_bytes_per_step.all_gather"][9] == "ok"
+    assert int(rows["comm_bytes_per_step.all_gather"][6].replace(",", "")) > 0  # 2 ranks shard and gather
+    assert rows["tokens_per_s"][8:10] == ["+0.00%", "ok"]
+    saved = tmp_path / "baseline.json"
+    assert fsdp_bench("baseline", "save", results, "-o", saved).returncode == 0
+    proc = fsdp_bench("check", results, "--baseline", saved, "--junit", tmp_path / "j.xml")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert ET.parse(tmp_path / "j.xml").getroot().find("testsuite").get("failures") == "0"
+
+
+def test_pytest_plugin_records_tokens_per_s_in_benchmark_json(tmp_path):
+    (tmp_path / "test_point.py").write_text(
+        "def test_debug_point(fsdp_point):\n"
+        "    rec = fsdp_point('model=debug train.steps=8 train.warmup_steps=2')\n"
+        "    assert rec.status == 'ok'\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--benchmark-enable",
+            "--benchmark-json",
+            "bench.json",
+            "test_point.py",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (entry,) = json.loads((tmp_path / "bench.json").read_text())["benchmarks"]
+    info = entry["extra_info"]
+    assert info["point"] == "debug 1x1 full_shard fp32"
+    assert info["status"] == "ok" and info["timed_steps"] == 6
+    assert info["tokens_per_s"] > 0
+    assert info["fsdp_points"][0]["point_id"] == info["point_id"]
+    assert entry["stats"]["rounds"] == 1

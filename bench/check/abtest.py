@@ -1,0 +1,201 @@
+"""A/B on one machine: the same points under two environments, rounds alternating A and B.
+
+Each environment is a command prefix that invokes fsdp-bench there (another virtualenv's
+`fsdp-bench`, `python -m bench` of another checkout) or sets its environment (`env FOO=1`).
+Rounds alternate the order (A B, B A, A B, ...) so slow drift of the machine (heat, other
+jobs) falls on both sides alike. Every run writes its own results folder; the ratio B/A of
+median tokens/s and its bootstrap CI are computed from the per-step samples of all rounds,
+resampling rounds, so the interval carries the round-to-round spread.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from bench.check.baseline import load_side
+from bench.check.points import PointData
+from bench.check.stats import compare_samples
+
+ALPHA = 0.05
+
+
+def build_command(prefix: str) -> list[str]:
+    """The argv that starts fsdp-bench for one side (a prefix split with shlex, never run by a shell).
+
+    A prefix that only sets the environment (`env FOO=1`, `FOO=1`, or empty) gets this
+    interpreter's `python -m bench` appended; anything else is taken as the fsdp-bench command.
+    """
+    tokens = shlex.split(prefix)
+    if tokens and all(_is_assignment(t) for t in tokens):
+        tokens = ["env", *tokens]  # shell-style `FOO=1` needs `env` without a shell
+    if not tokens or (Path(tokens[0]).name == "env" and not _env_runs_a_program(tokens[1:])):
+        return [*tokens, sys.executable, "-m", "bench"]
+    return tokens
+
+
+def _env_runs_a_program(args: list[str]) -> bool:
+    """Whether `env ARGS` names a program (a word that is not an option, its value, or NAME=VALUE)."""
+    takes_value = False
+    for token in args:
+        if takes_value:
+            takes_value = False
+        elif token in ("-u", "--unset", "-C", "--chdir"):
+            takes_value = True
+        elif not token.startswith("-") and not _is_assignment(token):
+            return True
+    return False
+
+
+def _is_assignment(token: str) -> bool:
+    name, eq, _ = token.partition("=")
+    return bool(eq) and name.isidentifier()
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    side: str
+    round: int
+    point: int
+    returncode: int
+    seconds: float
+    results_dir: str
+    log: str
+
+
+def schedule(rounds: int) -> list[tuple[int, str]]:
+    """(round, side) in run order: A B, then B A, alternating."""
+    order = []
+    for r in range(rounds):
+        order += [(r, "A"), (r, "B")] if r % 2 == 0 else [(r, "B"), (r, "A")]
+    return order
+
+
+def run_rounds(
+    commands: dict[str, list[str]],
+    points: list[list[str]],
+    rounds: int,
+    out: Path,
+    *,
+    timeout_s: float,
+    progress: Callable[[str], None] = print,
+) -> list[RunOutcome]:
+    """Run every point once per side per round; each run writes OUT/<side>/round<r>/ and a log."""
+    outcomes = []
+    for r, side in schedule(rounds):
+        for i, overrides in enumerate(points):
+            results_dir = out / side / f"round{r:02d}"
+            log = out / "logs" / f"{side}-round{r:02d}-point{i}.log"
+            argv = [*commands[side], "run", *overrides, f"results_dir={results_dir}"]
+            outcome = _run_one(argv, side, r, i, results_dir, log, timeout_s)
+            outcomes.append(outcome)
+            status = "ok" if outcome.returncode == 0 else f"exit {outcome.returncode} (see {log})"
+            progress(f"round {r + 1}/{rounds} {side} point {i + 1}/{len(points)}: {status} in {outcome.seconds:.1f} s")
+    return outcomes
+
+
+def _run_one(argv, side, r, i, results_dir, log, timeout_s) -> RunOutcome:
+    log.parent.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    with log.open("w") as handle:
+        handle.write("$ " + shlex.join(argv) + "\n")
+        handle.flush()
+        try:
+            code = subprocess.run(argv, stdout=handle, stderr=subprocess.STDOUT, timeout=timeout_s).returncode
+        except subprocess.TimeoutExpired:
+            handle.write(f"\ntimed out after {timeout_s} s\n")
+            code = 124  # timeout(1)'s exit status
+    return RunOutcome(side, r, i, code, time.perf_counter() - start, str(results_dir), str(log))
+
+
+@dataclass(frozen=True)
+class AbRow:
+    """One point's A/B result: medians of tokens/s, the ratio B/A, its CI and a two-sided p."""
+
+    point: str
+    rounds_a: int
+    rounds_b: int
+    median_a: float
+    median_b: float
+    ratio: float
+    ci_low: float
+    ci_high: float
+    p_value: float
+    verdict: str
+
+
+def summarize(a_points: list[PointData], b_points: list[PointData]) -> list[AbRow]:
+    """Compare the pooled tokens/s samples of the two sides, point by point."""
+    b_by_key = {p.key: p for p in b_points}
+    rows = []
+    for a in sorted(a_points, key=lambda p: p.label):
+        b = b_by_key.get(a.key)
+        a_runs, b_runs = a.samples.get("tokens_per_s"), b.samples.get("tokens_per_s") if b else None
+        if not a_runs or not b_runs:
+            continue
+        result = compare_samples(a_runs, b_runs)
+        p_value = min(1.0, 2.0 * min(result.p_less, result.p_greater))  # two-sided
+        verdict = "no significant difference"
+        if p_value < ALPHA and (result.ci_low > 1.0 or result.ci_high < 1.0):
+            verdict = "B faster" if result.ratio > 1.0 else "B slower"
+        rows.append(
+            AbRow(
+                a.label,
+                a.runs,
+                b.runs,
+                result.baseline_median,
+                result.current_median,
+                result.ratio,
+                result.ci_low,
+                result.ci_high,
+                p_value,
+                verdict,
+            )
+        )
+    return rows
+
+
+def ab_table(rows: list[AbRow]) -> list[list[str]]:
+    """Rows for text_table: point, rounds, medians, ratio, CI, p, verdict."""
+    return [
+        [
+            r.point,
+            f"{r.rounds_a}/{r.rounds_b}",
+            f"{r.median_a:,.1f}",
+            f"{r.median_b:,.1f}",
+            f"{r.ratio:.4f}",
+            f"[{r.ci_low:.4f}, {r.ci_high:.4f}]",
+            f"{r.p_value:.2g}",
+            r.verdict,
+        ]
+        for r in rows
+    ]
+
+
+AB_HEADERS = ("point", "rounds A/B", "A tokens/s", "B tokens/s", "B/A", "95% CI", "p", "verdict")
+
+
+def load_sides(out: Path) -> tuple[list[PointData], list[PointData], dict]:
+    """Both sides' points (repeats over rounds pooled) and their environment fingerprints."""
+    sides = {name: load_side(out / name) if (out / name).exists() else None for name in ("A", "B")}
+    points = {name: side.points if side else [] for name, side in sides.items()}
+    return points["A"], points["B"], {name: side.env if side else None for name, side in sides.items()}
+
+
+def write_summary(out: Path, rows: list[AbRow], envs: dict, commands: dict, outcomes: list[RunOutcome]) -> Path:
+    """OUT/ab.json: the commands, environments, every run's outcome and the per-point rows."""
+    path = out / "ab.json"
+    doc = {
+        "commands": commands,
+        "env": envs,
+        "runs": [asdict(o) for o in outcomes],
+        "points": [asdict(r) for r in rows],
+    }
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path

@@ -1,0 +1,66 @@
+"""`fsdp-bench ab --a CMD_A --b CMD_B [OVERRIDES] --rounds K`: A/B of two environments on one machine.
+
+Exit 0 when every run succeeded, 1 when some run failed (the rest is still reported), 2 on
+invalid input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "run the same points under two environments (commands), alternating, and report B/A of tokens/s with a CI"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--a",
+        default="",
+        metavar="CMD_A",
+        help="side A: the fsdp-bench command of that environment (e.g. '../venv-a/bin/fsdp-bench') "
+        "or an environment prefix ('env FOO=1'); default: this fsdp-bench",
+    )
+    parser.add_argument("--b", default="", metavar="CMD_B", help="side B, as --a")
+    parser.add_argument("--rounds", type=int, default=4, help="rounds; each runs every point on both sides (default 4)")
+    parser.add_argument("-o", "--out", default="results/ab", help="output folder (default results/ab)")
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take (default 900)")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides (a comma makes a grid: every point runs)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from bench.check import abtest
+    from bench.check.table import text_table
+    from bench.config import ConfigError, load_grid
+
+    if args.rounds < 1:
+        print(f"error: --rounds: must be at least 1, got {args.rounds}", file=sys.stderr)
+        return 2
+    try:
+        commands = {"A": abtest.build_command(args.a), "B": abtest.build_command(args.b)}
+        points = [list(p.overrides) for p in load_grid(args.overrides)]
+    except ValueError as exc:  # shlex's "No closing quotation" is a ValueError; so is ConfigError
+        lines = exc.lines if isinstance(exc, ConfigError) else [f"--a/--b: {exc}"]
+        for line in lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    for side, argv in commands.items():
+        print(f"{side}: {' '.join(argv)}")
+    try:
+        outcomes = abtest.run_rounds(commands, points, args.rounds, out, timeout_s=args.timeout)
+    except FileNotFoundError as exc:
+        print(f"error: --a/--b: command not found: {exc.filename}", file=sys.stderr)
+        return 2
+    a_points, b_points, envs = abtest.load_sides(out)
+    rows = abtest.summarize(a_points, b_points)
+    for side, env in envs.items():
+        print(f"{side} environment: {env}")
+    if rows:
+        print(text_table(abtest.ab_table(rows), abtest.AB_HEADERS))
+    print(f"summary: {abtest.write_summary(out, rows, envs, commands, outcomes)}")
+    failed = [o for o in outcomes if o.returncode != 0]
+    if failed or not rows:
+        print(f"{len(failed)} of {len(outcomes)} run(s) failed; logs under {out / 'logs'}", file=sys.stderr)
+        return 1
+    return 0
