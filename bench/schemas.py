@@ -163,7 +163,17 @@ def _device_rule(spec: RunSpec, args: ModelArgs) -> str | None:
     return None
 
 
-_SPEC_RULES = (_seq_len_rule, _warmup_rule, _world_rule, _device_rule)
+def _debug_rule(spec: RunSpec, args: ModelArgs) -> str | None:
+    """A fault aimed at a rank or step this point does not have would silently never fire."""
+    knobs = spec.debug
+    if knobs.fail_rank is not None and knobs.fail_rank >= spec.world_size:
+        return f"debug.fail_rank: {knobs.fail_rank} is not a rank of this point; allowed: 0..{spec.world_size - 1}"
+    if knobs.fail_step is not None and knobs.fail_step >= spec.steps:
+        return f"debug.fail_step: {knobs.fail_step} is not a step of this point; allowed: 0..{spec.steps - 1}"
+    return None
+
+
+_SPEC_RULES = (_seq_len_rule, _warmup_rule, _world_rule, _device_rule, _debug_rule)
 
 
 class ModelInfo(Strict):

@@ -9,7 +9,11 @@ Model FLOPs per token = 6·N + 12·L·d·s (torchtitan's and llm-foundry's conve
 Norms, rotary embeddings, activations and softmax are left out (a few percent at most).
 
 HFU adds what activation checkpointing recomputes: one more forward of each checkpointed
-block (2·N_block + 4·d·s per token and block).
+block, less its last matmul: 2·(N_block - d·ffn_dim) + 4·d·s per token and block. torch's
+non-reentrant checkpoint (the engine's checkpoint_wrapper) stops recomputing as soon as the
+last tensor saved for backward is rebuilt ("early stop", on by default), so the MLP's down
+projection (d x ffn_dim), whose output nothing saves, is never recomputed. FlopCounterMode
+on a checkpointed `debug` model confirms it (tests/unit/test_flops.py).
 """
 
 from __future__ import annotations
@@ -35,7 +39,12 @@ def checkpointed_blocks(args: ModelArgs, mode: str) -> int:
     return 0
 
 
+def recompute_flops_per_token(args: ModelArgs, seq_len: int) -> float:
+    """FLOPs one checkpointed block recomputes per token: its forward without the final down projection."""
+    return 2.0 * (args.block_params - args.dim * args.ffn_dim) + 4.0 * args.dim * seq_len
+
+
 def hardware_flops_per_token(args: ModelArgs, seq_len: int, activation_checkpointing: str) -> float:
     """FLOPs the hardware executes per token, recomputation included (the HFU numerator)."""
-    recompute_per_block = 2.0 * args.block_params + 4.0 * args.dim * seq_len
-    return flops_per_token(args, seq_len) + checkpointed_blocks(args, activation_checkpointing) * recompute_per_block
+    recompute = checkpointed_blocks(args, activation_checkpointing) * recompute_flops_per_token(args, seq_len)
+    return flops_per_token(args, seq_len) + recompute
