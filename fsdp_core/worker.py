@@ -235,17 +235,29 @@ def record_failure(point: dict, exc: BaseException) -> None:
     write_json_atomic(errors / f"rank{rank}.json", payload)
 
 
-def main(argv: list[str]) -> int:
-    launch = json.loads(Path(argv[0]).read_text())
+def run_launch(launch: dict) -> None:
+    """Run a launch's points in turn in this process; a failing point leaves its reason, then re-raises.
+
+    Callable in-process (Ray Train's TorchTrainer uses it as train_loop_per_worker, with the
+    process group already initialised); `main` is the torchrun entry point around it.
+    """
     for point in launch["points"]:
         try:
             run_point(point, launch)
         except BaseException as exc:  # noqa: BLE001 - every failure must leave its reason behind
             record_failure(point, exc)
-            traceback.print_exc()
-            sys.stderr.flush()
-            # Skip interpreter teardown: a process group with a dead peer can hang in its destructor.
-            os._exit(1)
+            raise
+
+
+def main(argv: list[str]) -> int:
+    launch = json.loads(Path(argv[0]).read_text())
+    try:
+        run_launch(launch)
+    except BaseException:  # noqa: BLE001 - the reason is recorded; exit without teardown
+        traceback.print_exc()
+        sys.stderr.flush()
+        # Skip interpreter teardown: a process group with a dead peer can hang in its destructor.
+        os._exit(1)
     if dist.is_initialized():
         dist.destroy_process_group()
     return 0
