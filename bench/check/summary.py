@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.check.compare import CheckReport
-from bench.check.table import HEADERS, report_rows, verdict_line
+from bench.check.table import HEADERS, hidden_line, report_rows, verdict_line
 
 
 def _escape(cell: str) -> str:
@@ -21,7 +21,9 @@ def markdown_summary(report: CheckReport, *, baseline: str = "", current: str = 
     lines += [f"> {line}" for line in report.env_lines]
     if report.env_lines:
         lines.append("")
-    rows = report_rows(report)
+    rows = report_rows(report, compact=True)
+    if hidden_line(report):
+        lines += [hidden_line(report) + ".", ""]
     if rows:
         lines.append("| " + " | ".join(HEADERS) + " |")
         lines.append("|" + "---|" * len(HEADERS))

@@ -47,10 +47,22 @@ def finding_row(finding: Finding) -> list[str]:
     ]
 
 
-def report_rows(report: CheckReport) -> list[list[str]]:
-    """One row per finding, failing rows first, then in point order."""
-    ordered = sorted(report.findings, key=lambda f: not f.fails)
+def is_routine(finding: Finding) -> bool:
+    """An unchanged counter: left out of the compact table (JUnit keeps every finding)."""
+    return finding.kind == "counter" and finding.verdict == "ok"
+
+
+def report_rows(report: CheckReport, *, compact: bool = False) -> list[list[str]]:
+    """One row per finding, failing rows first, then in point order; `compact` drops unchanged counters."""
+    shown = [f for f in report.findings if not (compact and is_routine(f))]
+    ordered = sorted(shown, key=lambda f: not f.fails)
     return [finding_row(f) for f in ordered]
+
+
+def hidden_line(report: CheckReport) -> str | None:
+    """What the compact table left out, in one line (None when nothing was)."""
+    hidden = sum(1 for f in report.findings if is_routine(f))
+    return f"{hidden} counter(s) identical to the baseline (not listed)" if hidden else None
 
 
 def text_table(rows: list[list[str]], headers: tuple[str, ...] = HEADERS) -> str:

@@ -37,6 +37,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="print timing comparisons but gate only on deterministic counters",
     )
     parser.add_argument(
+        "--all-rows", action="store_true", help="list unchanged counters too (by default only their count is printed)"
+    )
+    parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level of the timing tests (default 0.05)"
     )
 
@@ -50,7 +53,7 @@ def main(args: argparse.Namespace) -> int:
     from bench.check import fingerprint
     from bench.check.baseline import BaselineError, load_side
     from bench.check.compare import compare
-    from bench.check.table import report_rows, text_table, verdict_line
+    from bench.check.table import hidden_line, report_rows, text_table, verdict_line
     from bench.check.thresholds import ThresholdError, Thresholds
 
     if not 0.0 < args.alpha < 1.0:
@@ -72,8 +75,11 @@ def main(args: argparse.Namespace) -> int:
     report.env_lines = env.lines
     print(f"baseline: {base.source}  current: {cur.source}")
     print(f"thresholds: {report.thresholds}" + ("" if gate_timings else " (timings not gating)"))
-    if report.findings:
-        print(text_table(report_rows(report)))
+    rows = report_rows(report, compact=not args.all_rows)
+    if rows:
+        print(text_table(rows))
+    if not args.all_rows and hidden_line(report):
+        print(hidden_line(report))
     for label in report.only_in_baseline:
         print(f"not in current results: {label}")
     for label in report.only_in_current:

@@ -39,6 +39,8 @@ def test_check_against_itself_passes_and_writes_outputs(tmp_path):
     assert header.split() == ["point", "metric", "baseline", "current", "change", "verdict", "confidence"]
     tps = [line for line in lines if " tokens_per_s " in line]
     assert len(tps) == 2 and all("+0.00%" in line and " ok " in line for line in tps)
+    assert "10 counter(s) identical to the baseline (not listed)" in lines
+    assert not any(" params " in line for line in lines)
     assert ET.parse(junit).getroot().find("testsuite").get("failures") == "0"
     assert summary.read_text().startswith("## fsdp-bench check: PASS")
 
@@ -194,7 +196,7 @@ def test_check_on_real_records_against_themselves_and_their_baseline(tmp_path):
         "run", "model=debug", "gpus_per_node=2", "train.steps=10", "train.warmup_steps=2", f"results_dir={results}"
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = fsdp_bench("check", results, "--baseline", results)
+    proc = fsdp_bench("check", results, "--baseline", results, "--all-rows")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {line.split()[5]: line.split() for line in proc.stdout.splitlines() if line.startswith("debug 1x2")}
     assert rows["comm_bytes_per_step.all_gather"][9] == "ok"

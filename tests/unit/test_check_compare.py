@@ -133,3 +133,15 @@ def test_mixed_environments_in_one_side_are_reported():
     points = points_from_records(_records(1) + [make_record([0.1] * 5, spec={"nodes": 4}, env={"torch": "9"})])
     with pytest.raises(ValueError, match="more than one environment"):
         fingerprint.common_fingerprint(points)
+
+
+def test_keys_ignore_fields_at_their_defaults_so_old_baselines_still_match():
+    from bench.check.points import identity_key, match_identity
+
+    spec = make_record([0.1] * 3).spec
+    identity = match_identity(spec)
+    older = {k: v for k, v in identity.items() if k not in ("cpu_offload", "compile")}  # written before they existed
+    older["debug"] = {k: v for k, v in identity["debug"].items() if k != "hang"}
+    assert identity_key(older) == identity_key(identity)
+    assert identity_key({**identity, "cpu_offload": True}) != identity_key(identity)
+    assert identity_key({**identity, "debug": {**identity["debug"], "hang": True}}) != identity_key(identity)

@@ -13,7 +13,7 @@ from bench.check.junit import build_junit, write_junit
 from bench.check.points import points_from_records
 from bench.check.summary import markdown_summary
 from bench.check.synthetic import SYNTHETIC_ENV, make_record, step_times
-from bench.check.table import format_value, report_rows, text_table, verdict_line
+from bench.check.table import format_value, hidden_line, report_rows, text_table, verdict_line
 from bench.check.thresholds import Thresholds
 from bench.records import write_record
 
@@ -72,6 +72,13 @@ def test_table_and_summary_show_the_regression_first(regressed_report):
     assert "| point | metric | baseline | current | change | verdict | confidence |" in summary
     assert "Baseline points not in the current results: debug 2x1" in summary
     assert verdict_line(regressed_report).endswith("1 baseline point(s) not run, 0 new)")
+
+
+def test_compact_rows_leave_out_unchanged_counters(regressed_report):
+    compact = report_rows(regressed_report, compact=True)
+    assert [row[1] for row in compact] == ["comm_bytes_per_step.all_gather", "tokens_per_s", "step_time_s"]
+    assert hidden_line(regressed_report) == "4 counter(s) identical to the baseline (not listed)"
+    assert len(report_rows(regressed_report)) == 7
 
 
 def test_format_value():
