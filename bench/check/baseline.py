@@ -105,22 +105,28 @@ def parse_baseline(doc: Any, source: str) -> Side:
 
 
 def load_side(path: Path) -> Side:
-    """A results folder (or one result.json), or a saved baseline file, as a Side."""
+    """A results folder (or one result.json), an fsdp-bench SQLite store, or a saved baseline file, as a Side."""
     from bench.records import load_records
+    from bench.store import ResultStore, is_store
 
     path = Path(path)
     if not path.exists():
         raise BaselineError(f"{path}: no such file or folder")
+    if is_store(path):
+        return _side_from_records(*ResultStore(path).records(), source=str(path))
     if path.is_file() and path.name != "result.json":
         try:
             doc = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise BaselineError(f"{path}: unreadable JSON: {exc}") from None
         return parse_baseline(doc, str(path))
-    records, problems = load_records(path)
+    return _side_from_records(*load_records(path), source=str(path))
+
+
+def _side_from_records(records: list, problems: list, *, source: str) -> Side:
     points = points_from_records(records)
     try:
         env = common_fingerprint(points)
     except ValueError as exc:
-        raise BaselineError(f"{path}: {exc}") from None
-    return Side(points, env, [f"{p.path}: {p.reason}" for p in problems], str(path))
+        raise BaselineError(f"{source}: {exc}") from None
+    return Side(points, env, [f"{p.path}: {p.reason}" for p in problems], source)

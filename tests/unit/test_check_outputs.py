@@ -134,3 +134,15 @@ def test_invalid_baselines_are_named(doc, message, tmp_path):
 def test_missing_path_is_named(tmp_path):
     with pytest.raises(BaselineError, match="no such file or folder"):
         load_side(tmp_path / "nope")
+
+
+def test_a_store_is_a_side_too(tmp_path):
+    from bench.store import ResultStore
+
+    records = [make_record(step_times(0.05, 0.02, 12, seed=r), spec={"nodes": n}) for r, n in ((1, 1), (2, 2))]
+    store = ResultStore(tmp_path / "results.sqlite")
+    store.ingest(records)
+    side = load_side(tmp_path / "results.sqlite")
+    assert side.kind == "results" and side.source.endswith("results.sqlite")
+    assert sorted(p.label.split()[1] for p in side.points) == ["1x1", "2x1"]
+    assert compare(side.points, points_from_records(records), Thresholds()).exit_code == 0

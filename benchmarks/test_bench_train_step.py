@@ -1,0 +1,67 @@
+"""One `debug` training step (forward, backward, AdamW) of the FSDP2-wrapped model, in-process.
+
+A world of one gloo rank: the step runs the same fully_shard hooks as a real point, without the
+launcher's process start-up, so changes to the model, parallelisation or loop show up here.
+"""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def debug_training(monkeypatch_module):
+    import torch.distributed as dist
+
+    from bench.schemas import RunSpec
+    from fsdp_core.data import build_source
+    from fsdp_core.worker import build_training, loop_config
+
+    spec = RunSpec(model="debug", seq_len=64, micro_batch=2).model_dump(mode="json")
+    for key, value in {
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(_free_port()),
+        "RANK": "0",
+        "WORLD_SIZE": "1",
+        "LOCAL_RANK": "0",
+    }.items():
+        monkeypatch_module.setenv(key, value)
+    dist.init_process_group("gloo")
+    # One thread: OpenMP workers spin-wait on each other, so on a busy 2-core machine a second
+    # thread makes the step time depend on the neighbours' load more than on the code.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    args = RunSpec(model="debug").model_args()
+    torch.manual_seed(0)
+    model, optimizer, scaler = build_training(args, spec, torch.device("cpu"))
+    source = build_source(spec["data"], args.vocab_size, spec["seed"])
+    yield model, optimizer, scaler, source, loop_config(spec)
+    dist.destroy_process_group()
+    torch.set_num_threads(threads)
+
+
+@pytest.fixture(scope="module")
+def monkeypatch_module():
+    with pytest.MonkeyPatch.context() as patch:
+        yield patch
+
+
+def test_debug_train_step(benchmark, debug_training):
+    from fsdp_core.train import train_step
+
+    model, optimizer, scaler, source, cfg = debug_training
+    device = torch.device("cpu")
+    steps = iter(range(10**9))
+    loss = benchmark(lambda: train_step(model, optimizer, scaler, source, cfg, next(steps), device))
+    assert float(loss) > 0
+    benchmark.extra_info["tokens_per_step"] = cfg.micro_batch * cfg.seq_len
