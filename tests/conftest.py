@@ -1,0 +1,83 @@
+"""Fixtures shared by every test folder.
+
+`fsdp_bench` runs the console script as a user does (a subprocess in its own session, killed
+with everything it started if it outlives its timeout) and returns (rc, stdout, stderr,
+records), records being every valid result.json under the results folder it was pointed at.
+`worker_processes` lists rank and agent processes still alive that belong to a results folder.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from bench.records import load_records
+from bench.schemas import RunResult
+
+# The installed console script next to this interpreter; `python -m bench` where it is missing.
+_SCRIPT = Path(sys.executable).with_name("fsdp-bench")
+CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "bench"]
+
+
+@dataclass
+class CliRun:
+    """What one `fsdp-bench` invocation left: unpacks as (rc, stdout, stderr, records)."""
+
+    rc: int
+    stdout: str
+    stderr: str
+    records: list[RunResult] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    def __iter__(self):
+        return iter((self.rc, self.stdout, self.stderr, self.records))
+
+
+def run_cli(*args: object, results: Path | None = None, timeout: float = 180.0) -> CliRun:
+    """Run `fsdp-bench ARGS...`; on timeout kill its whole process group and fail the test."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        [*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        stdout, stderr = proc.communicate()
+        pytest.fail(f"fsdp-bench {' '.join(map(str, args))} ran past {timeout} s\n{stdout}\n{stderr}")
+    records = load_records(results)[0] if results is not None and Path(results).exists() else []
+    return CliRun(proc.returncode, stdout, stderr, records, time.monotonic() - started)
+
+
+@pytest.fixture(scope="session")
+def fsdp_bench():
+    """The `run_cli` helper: `rc, out, err, records = fsdp_bench("run", "model=debug", results=tmp_path)`."""
+    return run_cli
+
+
+def leftover_workers(results: Path) -> list[str]:
+    """Command lines of torchrun agents and ranks still alive whose arguments point into `results`."""
+    alive = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:  # the process ended while we looked
+            continue
+        if str(results) in cmdline and ("fsdp_core.worker" in cmdline or "torch.distributed.run" in cmdline):
+            alive.append(cmdline)
+    return alive
+
+
+@pytest.fixture(scope="session")
+def worker_processes():
+    """The `leftover_workers` helper: `assert worker_processes(tmp_path) == []`."""
+    return leftover_workers

@@ -1,0 +1,35 @@
+"""Session-scoped launches shared by the distributed tests: starting ranks is the expensive part."""
+
+from __future__ import annotations
+
+import pytest
+from dist_helpers import ENGINE_POINTS, debug_spec, run_engine, run_ranks
+
+from bench.schemas import RunResult
+
+
+@pytest.fixture(scope="session")
+def ws2_reports(tmp_path_factory) -> list[dict]:
+    """Sharding and precision reports of 2 ranks, one launch."""
+    jobs = {
+        "full_shard": ("rank_checks:sharding_report", {"strategy": "full_shard"}),
+        "shard_grad_op": ("rank_checks:sharding_report", {"strategy": "shard_grad_op"}),
+        "no_shard": ("rank_checks:sharding_report", {"strategy": "no_shard"}),
+        **{p: ("rank_checks:precision_report", {"precision": p}) for p in ("fp32", "bf16", "bf16_pure", "fp16")},
+    }
+    return run_ranks(2, jobs, tmp_path_factory.mktemp("ws2"))
+
+
+@pytest.fixture(scope="session")
+def ws4_reports(tmp_path_factory) -> list[dict]:
+    """hybrid_shard on a 2x2 mesh (2 "nodes" of 2 ranks), one launch of 4 ranks."""
+    jobs = {"hybrid": ("rank_checks:hybrid_report", {"nodes": 2})}
+    return run_ranks(4, jobs, tmp_path_factory.mktemp("ws4"))
+
+
+@pytest.fixture(scope="session")
+def engine_records(tmp_path_factory) -> dict[str, RunResult]:
+    """Records of ENGINE_POINTS, run by the real launcher and worker (three launches)."""
+    specs = {label: debug_spec(**fields) for label, fields in ENGINE_POINTS.items()}
+    by_id = run_engine(list(specs.values()), tmp_path_factory.mktemp("engine"))
+    return {label: by_id[spec.point_id] for label, spec in specs.items()}

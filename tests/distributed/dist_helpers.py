@@ -1,0 +1,103 @@
+"""Real gloo ranks for the distributed tests: a runner for in-rank checks and engine launches.
+
+`run_ranks(world_size, jobs, work_dir)` starts world_size Python processes (one per rank,
+env:// rendezvous on 127.0.0.1), runs rank_checks functions in each, and returns every rank's
+results. `run_engine(specs, results_dir)` runs points through the real launcher (torchrun
+agents, the worker, result records), exactly as `fsdp-bench run` does.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from bench.execute import run_group
+from bench.launch.base import kill_process_group
+from bench.launch.local import LocalLauncher, free_port
+from bench.schemas import RunResult, RunSpec
+
+HERE = Path(__file__).resolve().parent
+RANK_TIMEOUT_S = 180  # generous: two cores are shared with the rest of the suite
+
+
+def _rank_env(rank: int, world_size: int, port: int) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        RANK=str(rank),
+        LOCAL_RANK=str(rank),
+        WORLD_SIZE=str(world_size),
+        LOCAL_WORLD_SIZE=str(world_size),
+        MASTER_ADDR="127.0.0.1",
+        MASTER_PORT=str(port),
+        OMP_NUM_THREADS="1",
+        PYTHONPATH=os.pathsep.join([str(HERE), env.get("PYTHONPATH", "")]),
+    )
+    return env
+
+
+def run_ranks(world_size: int, jobs: dict[str, tuple[str, dict]], work_dir: Path) -> list[dict]:
+    """Run `jobs` ({name: ("rank_checks:function", kwargs)}) on world_size ranks; results in rank order."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    port, procs = free_port(), []
+    command = [sys.executable, str(HERE / "rank_entry.py"), json.dumps(jobs), str(work_dir)]
+    for rank in range(world_size):
+        with open(work_dir / f"rank{rank}.log", "wb") as log:
+            procs.append(
+                subprocess.Popen(
+                    command,
+                    env=_rank_env(rank, world_size, port),
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+            )
+    try:
+        codes = [proc.wait(timeout=RANK_TIMEOUT_S) for proc in procs]
+    except subprocess.TimeoutExpired:
+        codes = [None] * world_size
+    finally:
+        for proc in procs:
+            kill_process_group(proc, grace_s=1.0)
+    if codes != [0] * world_size:
+        logs = "\n".join(
+            f"--- rank {r} ---\n{(work_dir / f'rank{r}.log').read_text()[-3000:]}" for r in range(world_size)
+        )
+        pytest.fail(f"ranks exited with {codes}:\n{logs}")
+    return [json.loads((work_dir / f"rank{r}.json").read_text()) for r in range(world_size)]
+
+
+def run_engine(specs: list[RunSpec], results_dir: Path) -> dict[str, RunResult]:
+    """Run points through the local launcher (grouped into one launch per world shape); records by point id."""
+    shapes: dict[tuple[int, int], list[RunSpec]] = {}
+    for spec in specs:
+        shapes.setdefault((spec.nodes, spec.gpus_per_node), []).append(spec)
+    records = {}
+    for group in shapes.values():
+        for record in run_group(group, LocalLauncher(), results_dir):
+            records[record.point_id] = record
+    return records
+
+
+def debug_spec(**fields) -> RunSpec:
+    """A short `debug` point: 3 steps (1 warm-up), sequence 32, one thread per rank."""
+    base = {"model": "debug", "seq_len": 32, "steps": 3, "warmup_steps": 1, "threads_per_rank": 1, "sweep": "dist"}
+    return RunSpec.model_validate({**base, **fields})
+
+
+STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2", "no_shard")
+# label -> spec fields. World size 1 with micro_batch 2 and world size 2 with micro_batch 1 train on the
+# same global batch (data rows are seeded per global row). Hybrid strategies at world size 2 run as
+# 2 "nodes" x 1 rank; the others as 1 node x 2 ranks. The extra full_shard points serve the comm tests.
+ENGINE_POINTS = {
+    **{f"{s}/ws1": {"strategy": s, "micro_batch": 2} for s in STRATEGIES},
+    **{f"{s}/ws2": {"strategy": s, "nodes": 2} for s in STRATEGIES if s.startswith("hybrid")},
+    **{f"{s}/ws2": {"strategy": s, "gpus_per_node": 2} for s in STRATEGIES if not s.startswith("hybrid")},
+    "full_shard/ws2/ga2": {"strategy": "full_shard", "gpus_per_node": 2, "grad_accum": 2},
+    "full_shard/ws2/bf16": {"strategy": "full_shard", "gpus_per_node": 2, "precision": "bf16"},
+    "full_shard/ws2/bf16_pure": {"strategy": "full_shard", "gpus_per_node": 2, "precision": "bf16_pure"},
+}

@@ -1,0 +1,167 @@
+"""`fsdp-bench run` as a user runs it: real torchrun agents, records, failures, timeouts, bad input.
+
+The launched points are `debug` with 4 short steps; each costs mostly interpreter start-up and
+rendezvous (~10 s on two shared cores). Bad input is checked in-process through the same
+`bench.cli.main` the console script calls (nothing may launch, so nothing slow happens), plus
+subprocess runs with shell metacharacters.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import re
+
+import pytest
+
+from bench.cli import main as cli_main
+from bench.records import read_record
+from fsdp_core.flavors import FLAVORS
+
+SHORT = ["model=debug", "train.steps=4", "train.warmup_steps=1", "train.seq_len=32"]
+HANG_TIMEOUT_S = 10
+# A hang ends within the point timeout plus the time before the worker marks the point started
+# (interpreter, torch import, rendezvous: ~10 s here, at most STARTUP_GRACE_S) plus the kill grace
+# (SIGTERM, 5 s, then SIGKILL).
+HANG_LIMIT_S = HANG_TIMEOUT_S + 60
+
+
+@pytest.fixture(scope="module")
+def ok_run(tmp_path_factory, fsdp_bench):
+    """One nodes=2 run whose sweep name (a folder name) is full of shell metacharacters."""
+    root = tmp_path_factory.mktemp("ok")
+    canary = root / "pwned"
+    sweep = f"e2e; touch {canary} $(touch {canary}) `touch {canary}` | tee {canary} & x"
+    results = root / "results"
+    run = fsdp_bench("run", *SHORT, "nodes=2", f'sweep.name="{sweep}"', f"results_dir={results}", results=results)
+    return run, results, sweep, canary
+
+
+def test_run_nodes2_writes_a_valid_ok_record(ok_run, worker_processes):
+    run, results, sweep, canary = ok_run
+    assert run.rc == 0, run.stdout + run.stderr
+    (record,) = run.records
+    path = results / sweep / record.point_id / "result.json"
+    assert read_record(path) == record  # validated by RunResult, at the contract's path
+    assert f"record: {path}" in run.stdout and "status=ok" in run.stdout
+    assert not canary.exists()
+    assert record.status == "ok" and record.error is None
+    assert (record.spec.nodes, record.spec.gpus_per_node, record.spec.world_size) == (2, 1, 2)
+    assert record.spec.sweep == sweep
+    assert worker_processes(results) == []
+
+
+def test_ok_record_metrics(ok_run):
+    record = ok_run[0].records[0]
+    m = record.metrics
+    assert m.tokens_per_step == 2 * 32
+    assert m.tokens_per_s > 0 and m.tokens_per_s == pytest.approx(64 / m.step_time_s.median)
+    assert m.tokens_per_s_per_device == pytest.approx(m.tokens_per_s / 2)
+    assert len(m.step_times_s) == 3 and len(m.losses) == 4  # timed steps; every step's loss
+    assert (m.loss_first, m.loss_last) == (m.losses[0], m.losses[-1])
+    assert m.step_time_s.p10 <= m.step_time_s.median <= m.step_time_s.p90
+    # A CPU is not in the peak-FLOPs table: MFU is null with the reason, never another device's peak.
+    assert m.mfu is None and m.hfu is None and "peak-FLOPs table" in record.notes["mfu"]
+    assert len(m.peak_mem_bytes.per_rank) == 2 and m.peak_mem_bytes.max == max(m.peak_mem_bytes.per_rank)
+    params, blocks = FLAVORS["debug"].params, FLAVORS["debug"].n_layers * FLAVORS["debug"].block_params
+    assert m.comm_bytes_per_step.model_dump() == {
+        "all_gather": (params + blocks) * 4,
+        "reduce_scatter": params * 4,
+        "all_reduce": 0,
+    }
+    assert record.model_info.params == params == 156_480
+
+
+def test_ok_record_environment(ok_run):
+    env = ok_run[0].records[0].env
+    assert env.torch == importlib.metadata.version("torch")
+    assert env.cuda is None and env.nccl is None
+    assert env.device_name.startswith("cpu")
+    assert len(env.hostnames) == 1 and env.hostnames[0]
+    assert re.fullmatch(r"[0-9a-f]{40}", env.git_sha) and env.git_dirty in (True, False)
+    assert env.python.count(".") == 2 and env.platform.startswith("Linux")
+    # Each rank's thread pool is sized so the 2 ranks on this host never oversubscribe its cores.
+    assert env.env_vars["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // 2))
+
+
+def test_failing_rank_gives_a_failed_record_naming_it(tmp_path, fsdp_bench, worker_processes):
+    results = tmp_path / "results"
+    knobs = ["debug.fail_rank=1", "debug.fail_step=2"]
+    rc, stdout, _, records = fsdp_bench("run", *SHORT, "nodes=2", *knobs, f"results_dir={results}", results=results)
+    assert rc == 1
+    (record,) = records
+    assert record.status == "failed"
+    assert record.error == "rank 1: RuntimeError: debug: injected failure on rank 1 at step 2"
+    assert f"error: {record.error}" in stdout
+    assert worker_processes(results) == []
+
+
+def test_hanging_rank_times_out_and_leaves_no_process(tmp_path, fsdp_bench, worker_processes):
+    results = tmp_path / "results"
+    knobs = ["debug.fail_rank=1", "debug.fail_step=1", "debug.hang=true", f"sweep.point_timeout_s={HANG_TIMEOUT_S}"]
+    run = fsdp_bench("run", *SHORT, "nodes=2", *knobs, f"results_dir={results}", results=results)
+    assert run.rc == 1
+    (record,) = run.records
+    assert record.status == "timeout"
+    assert f"sweep.point_timeout_s={HANG_TIMEOUT_S} s" in record.error
+    assert HANG_TIMEOUT_S <= record.wall_s < HANG_LIMIT_S
+    assert run.elapsed_s < HANG_LIMIT_S
+    assert worker_processes(results) == []
+
+
+def test_out_of_memory_gives_status_oom(tmp_path, fsdp_bench):
+    results = tmp_path / "results"
+    knobs = ["debug.oom=true", "debug.fail_rank=0", "debug.fail_step=1"]
+    rc, _, _, records = fsdp_bench("run", *SHORT, *knobs, f"results_dir={results}", results=results)
+    assert rc == 1
+    (record,) = records
+    assert (record.status, record.error) == (
+        "oom",
+        "rank 0: OutOfMemoryError: debug: injected out-of-memory on rank 0 at step 1",
+    )
+
+
+# overrides -> the start of the one error line (field, then the allowed values)
+BAD_INPUT = {
+    "model=nope": "model: unknown model 'nope'; allowed: debug, llama2-13b,",
+    "strategy=zero9": "strategy: unknown strategy 'zero9'; allowed: full_shard, hybrid_shard,",
+    "precision=fp4": "precision: unknown precision 'fp4'; allowed: bf16, bf16_pure, fp16, fp32, fp8",
+    "cluster=tpu": "cluster: unknown cluster 'tpu'; allowed: a100-8x,",
+    "launcher=mpi": "launcher: unknown launcher 'mpi'; allowed: kubeflow, local, ray, slurm",
+    "nodes=0": "nodes: Input should be greater than or equal to 1",
+    "nodes=1.5": "nodes: Input should be a valid integer",
+    "gpus_per_node=0": "gpus_per_node: Input should be greater than or equal to 1",
+    "gpus_per_node=two": "gpus_per_node: Input should be a valid integer",
+    "train.micro_batch=0": "train.micro_batch: Input should be greater than or equal to 1",
+    "train.seq_len=-1": "train.seq_len: Input should be greater than or equal to 0",
+    "train.warmup_steps=8": "train.warmup_steps: must be fewer than train.steps (8 >= 8)",
+    "train.grad_accum=0": "train.grad_accum: Input should be greater than or equal to 1",
+    "precision=fp8": "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); allowed on CPU: fp32,",
+    "train.seq_len=513": "train.seq_len: 513 exceeds debug's maximum 512",
+    "train.activation_checkpointing=some": "train.activation_checkpointing: got 'some'; allowed: 'none', 'full'",
+    "debug.fail_rank=1": "debug.fail_rank: 1 is not a rank of this point; allowed: 0..0",
+}
+
+
+@pytest.mark.parametrize("override", list(BAD_INPUT))
+def test_bad_input_is_one_line_exit_2_and_launches_nothing(tmp_path, capsys, override):
+    results = tmp_path / "results"
+    rc = cli_main(["run", "model=debug", override, f"results_dir={results}"])
+    err = capsys.readouterr().err
+    assert rc == 2
+    assert err.count("\n") == 1 and err.startswith(f"error: {BAD_INPUT[override]}"), err
+    assert not results.exists()
+
+
+@pytest.mark.parametrize(
+    "override",
+    ["model=tiny; touch {canary}", "strategy=$(touch {canary})", "precision=fp32`touch {canary}`"],
+)
+def test_shell_metacharacters_are_inert(tmp_path, fsdp_bench, override):
+    canary, results = tmp_path / "pwned", tmp_path / "results"
+    rc, _, stderr, _ = fsdp_bench("run", override.format(canary=canary), f"results_dir={results}", timeout=60)
+    field = override.partition("=")[0]
+    assert rc == 2
+    assert stderr.startswith(f"error: {field}: unknown {field} ") and "; allowed: " in stderr
+    assert stderr.count("\n") == 1
+    assert not canary.exists() and not results.exists()

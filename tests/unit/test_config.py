@@ -1,0 +1,128 @@
+"""The Hydra config tree (sweeps/) composed into validated RunSpecs (bench/config.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.config import ConfigError, compose, group_options, load_point
+from bench.hardware import CLUSTERS
+from bench.schemas import LAUNCHERS, PRECISIONS, STRATEGIES
+from fsdp_core.flavors import FLAVORS
+
+# DESIGN.md section 3: the config keys other tools depend on (dotted paths in the composed config).
+CONTRACT_KEYS = [
+    "model",
+    "nodes",
+    "gpus_per_node",
+    "strategy",
+    "precision",
+    "cluster",
+    "launcher",
+    "train.seq_len",
+    "train.micro_batch",
+    "train.grad_accum",
+    "train.steps",
+    "train.warmup_steps",
+    "train.activation_checkpointing",
+    "train.compile",
+    "train.cpu_offload",
+    "results_dir",
+    "debug.fail_rank",
+    "debug.fail_step",
+    "debug.hang",
+    "debug.oom",
+    "debug.slow_fraction",
+]
+
+
+def error_lines(*overrides: str) -> list[str]:
+    with pytest.raises(ConfigError) as info:
+        load_point(list(overrides))
+    return info.value.lines
+
+
+def test_config_groups_offer_exactly_the_registries():
+    assert group_options("model") == sorted(FLAVORS)
+    assert group_options("strategy") == sorted(STRATEGIES)
+    assert group_options("precision") == sorted(PRECISIONS)
+    assert group_options("cluster") == sorted(CLUSTERS)
+    assert group_options("launcher") == sorted(LAUNCHERS)
+
+
+def test_contract_keys_exist():
+    cfg = compose([])
+    for key in CONTRACT_KEYS:
+        node = cfg
+        for part in key.split("."):
+            assert part in node, key
+            node = node[part]
+
+
+def test_defaults():
+    spec = load_point([]).spec
+    assert (spec.model, spec.nodes, spec.gpus_per_node, spec.world_size) == ("tiny", 1, 1, 1)
+    assert (spec.strategy, spec.precision, spec.cluster, spec.launcher) == ("full_shard", "fp32", "local-cpu", "local")
+    assert (spec.seq_len, spec.micro_batch, spec.grad_accum, spec.steps, spec.warmup_steps) == (256, 1, 1, 8, 2)
+    assert (spec.device_type, spec.activation_checkpointing, spec.compile, spec.cpu_offload) == (
+        "cpu",
+        "none",
+        False,
+        False,
+    )
+    assert spec.sweep == "adhoc" and spec.point_timeout_s == 600
+
+
+def test_overrides_reach_the_spec():
+    point = load_point(
+        [
+            "model=llama2-7b",
+            "model.n_layers=2",
+            "nodes=2",
+            "gpus_per_node=8",
+            "cluster=h100-8x",
+            "strategy=hybrid_shard",
+            "precision=bf16",
+            "train.seq_len=128",
+            "train.micro_batch=2",
+            "train.grad_accum=4",
+            "train.steps=5",
+            "train.warmup_steps=1",
+            "train.activation_checkpointing=selective",
+            "sweep.name=mine",
+            "sweep.point_timeout_s=30",
+            "debug.slow_fraction=0.5",
+        ]
+    )
+    spec = point.spec
+    assert spec.model_overrides == {"n_layers": 2}
+    assert spec.model_args().n_layers == 2 and spec.model_args().dim == 4096
+    assert (spec.world_size, spec.device_type, spec.strategy, spec.precision) == (16, "cuda", "hybrid_shard", "bf16")
+    assert (spec.seq_len, spec.micro_batch, spec.grad_accum, spec.steps, spec.warmup_steps) == (128, 2, 4, 5, 1)
+    assert spec.activation_checkpointing == "selective"
+    assert (spec.sweep, spec.point_timeout_s, spec.debug.slow_fraction) == ("mine", 30, 0.5)
+    assert point.overrides[0] == "model=llama2-7b"
+
+
+def test_unknown_group_options_name_the_field_and_allowed_values():
+    assert error_lines("model=gpt5", "strategy=zero9") == [
+        f"model: unknown model 'gpt5'; allowed: {', '.join(sorted(FLAVORS))}",
+        f"strategy: unknown strategy 'zero9'; allowed: {', '.join(sorted(STRATEGIES))}",
+    ]
+
+
+def test_every_broken_rule_is_reported():
+    assert error_lines("train.seq_len=9999", "train.warmup_steps=9") == [
+        "train.seq_len: 9999 exceeds tiny's maximum 2048",
+        "train.warmup_steps: must be fewer than train.steps (9 >= 8)",
+    ]
+
+
+def test_field_names_are_the_config_keys_a_user_types():
+    assert error_lines("train.micro_batch=0") == ["train.micro_batch: Input should be greater than or equal to 1"]
+    assert error_lines("sweep.point_timeout_s=0") == ["sweep.point_timeout_s: Input should be greater than 0"]
+    assert error_lines("model=debug", "model.n_heads=3") == ["model: model.dim=64 must be divisible by model.n_heads=3"]
+
+
+def test_unknown_keys_and_grids_are_refused():
+    assert error_lines("train.stepz=3") == ["Could not override 'train.stepz'."]
+    assert error_lines("nodes=1,2") == ["a comma-separated override makes a grid: use `fsdp-bench sweep` for grids"]
