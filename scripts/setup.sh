@@ -15,15 +15,19 @@ if [ ! -x .venv/bin/python ]; then
     "$PY" -m venv .venv
   fi
 fi
-PIP=(.venv/bin/python -m pip install --quiet --disable-pip-version-check)
+pip_install() {
+  # The machine's pip config lists local indexes that may be absent: drop pip's "is ignored" noise.
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check "$@" 2>&1 | { grep -v "is ignored: it is neither" || true; }
+  return "${PIPESTATUS[0]}"
+}
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
-  "${PIP[@]}" "torch==2.13.0"
+  pip_install "torch==2.13.0"
 fi
 stamp=.venv/.fsdp-bench-installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${EXTRAS//,/_}
 if [ ! -f "$stamp" ]; then
   target="."
   [ -n "$EXTRAS" ] && target=".[$EXTRAS]"
-  "${PIP[@]}" -e "$target"
+  pip_install -e "$target"
   rm -f .venv/.fsdp-bench-installed-*
   touch "$stamp"
 fi
