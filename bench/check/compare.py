@@ -24,6 +24,9 @@ MIN_SAMPLES = 3
 
 # Verdicts that fail the check when the finding is gating.
 FAILING = {"regression", "missing"}
+# Statuses of points that did not run (the planner skipped them, or the sweep was interrupted):
+# listed as "not in current results", not failed; failed, timeout and oom points fail.
+NOT_RUN = {"skipped", "interrupted"}
 
 
 @dataclass(frozen=True)
@@ -79,11 +82,13 @@ def compare(
     """Match points by identity and compare every counter and timing of each matched pair."""
     thresholds = thresholds or Thresholds()
     base_by_key = {p.key: p for p in baseline}
-    cur_keys = {p.key for p in current}
     report = CheckReport(thresholds=thresholds.describe())
-    report.only_in_baseline = [p.label for p in baseline if p.key not in cur_keys]
+    ran = {p.key for p in current if p.status not in NOT_RUN}
+    report.only_in_baseline = [p.label for p in baseline if p.key not in ran]
     for point in sorted(current, key=lambda p: p.label):
         base = base_by_key.get(point.key)
+        if point.status in NOT_RUN:
+            continue
         if base is None or base.status != "ok":
             report.only_in_current.append(point.label)
             continue

@@ -127,5 +127,7 @@ class Thresholds:
         return self._by_metric[metric]
 
     def describe(self) -> str:
-        """One line listing every threshold, for the check's header."""
-        return ", ".join(str(t) for t in self._by_metric.values())
+        """One line: every timing threshold, and the counter thresholds that are not exact."""
+        loose = [str(self[m]) for m in COUNTERS if self[m].pct != DEFAULT_COUNTER_PCT]
+        exact = "other counters exact" if loose else "counters exact"
+        return ", ".join([str(self[m]) for m in TIMINGS] + loose) + f"; {exact}"

@@ -75,6 +75,14 @@ def test_point_that_now_fails_is_a_regression():
     assert [(f.metric, f.baseline, f.current) for f in report.regressions] == [("status", "ok", "oom")]
 
 
+def test_point_skipped_or_interrupted_now_is_listed_as_not_run():
+    cur = [_records(2)[0], make_record([], spec={"nodes": 2}, status="skipped")]
+    report = _check(_records(1), cur)
+    assert report.exit_code == 0
+    assert [label.split()[1] for label in report.only_in_baseline] == ["2x1"]
+    assert report.matched == 1
+
+
 def test_nothing_comparable_exits_2():
     base = [make_record(step_times(0.05, 0.02, 20, seed=1), spec={"strategy": "no_shard"})]
     report = _check(base, _records(2))
