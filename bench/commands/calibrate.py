@@ -1,0 +1,62 @@
+"""`fsdp-bench calibrate [-o FILE]`: measure this machine for the planner's `local-cpu` preset.
+
+Measures matmul FLOP/s per dtype, a training step's achievable fraction of it, AdamW's
+streaming rate and gloo collective bandwidth/latency on 2 real local ranks (see
+bench/planner/measure.py), then writes the JSON the planner reads for `cluster=local-cpu`
+(default: bench.planner.calibration.calibration_path()). Takes about a minute.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+HELP = "measure this machine (matmul FLOP/s, gloo bandwidth) for the planner's local-cpu preset"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help="where to write (default: $FSDP_BENCH_CALIBRATION or ~/.cache/fsdp-bench/local-cpu.json)",
+    )
+
+
+def summary(data: dict) -> list[str]:
+    """Human-readable lines of what was measured."""
+    lines = []
+    for dtype, by_threads in data["matmul_gflops"].items():
+        cells = ", ".join(f"{t} thread(s) {v:.1f}" for t, v in by_threads.items())
+        lines.append(f"matmul {dtype}: {cells} GFLOP/s")
+    cells = ", ".join(f"{t} thread(s) {100 * v:.0f}%" for t, v in data["model_step"]["efficiency"].items())
+    lines.append(f"training step ({data['model_step']['model']}) achieves of fp32 matmul: {cells}")
+    lines.append(f"AdamW streaming: {data['optimizer_gbps']:.2f} GB/s")
+    for kind, fit in data["collectives"].items():
+        lines.append(f"gloo {kind}: {fit['gbps']:.2f} Gb/s, latency {1e6 * fit['latency_s']:.0f} us per ring step")
+    lines.append(f"host memory: {data['memory_gib']:.1f} GiB shared by all local ranks")
+    return lines
+
+
+def main(args: argparse.Namespace) -> int:
+    from bench.planner.calibration import calibration_path
+    from bench.planner.measure import run_calibration
+
+    path = args.output or calibration_path()
+    if path.exists() and path.is_dir():
+        print(f"error: --output: {path} is a directory; give a file path", file=sys.stderr)
+        return 2
+    data = run_calibration(progress=lambda line: print(line, file=sys.stderr))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(path)
+    for line in summary(data):
+        print(line)
+    print(f"written: {path}")
+    if args.output and args.output != calibration_path():
+        print(f"the planner reads {calibration_path()}; set FSDP_BENCH_CALIBRATION={path} to use this file")
+    return 0

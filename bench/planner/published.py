@@ -1,0 +1,181 @@
+"""The planner against published FSDP figures: per-row throughput, per-series scaling, the p5 anchor.
+
+Data: bench/planner/data/published_calibration.csv, a copy of
+../shared/reference/published_calibration.csv (llm-foundry MPT rows and torchtitan Llama-3.1-8B
+rows on H100, sources in its `source` column). Every row runs on 8-GPU H100 nodes with
+400 Gb/s per GPU of RDMA network (torchtitan states it; llm-foundry's H100 cluster is an
+8x400G InfiniBand cluster of the same kind), so rows are planned on the `h100-8x` preset
+(NVLink 3600 Gb/s per GPU, 3200 Gb/s per node). Each row is a Workload with the row's model,
+GPU count, sequence, micro-batch, checkpointing and compile setting; grad_accum is not
+published and is taken as 1 (it moves only the optimizer's small share of the step).
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from bench.hardware import CLUSTERS
+from bench.planner.shapes import MPT_DIMS, llama_shape, mpt_shape
+from bench.planner.step import tokens_per_s_per_device
+from bench.planner.workload import Workload
+from fsdp_core.flavors import FLAVORS
+
+CSV_PATH = Path(__file__).resolve().parent / "data" / "published_calibration.csv"
+PUBLISHED_CLUSTER = "h100-8x"
+
+
+@dataclass(frozen=True)
+class PublishedRow:
+    source: str
+    model: str
+    gpus: int
+    nodes: int
+    seq_len: int
+    micro_batch: int
+    activation_checkpointing: str
+    compile: bool
+    tokens_per_s_per_gpu: float
+    mfu: float | None
+
+    @property
+    def series(self) -> str:
+        """Rows that differ only in GPU count form one scaling series."""
+        tool = self.source.split()[0]
+        return f"{tool} {self.model}{' compile' if self.compile else ''}"
+
+
+def load_rows(path: Path = CSV_PATH) -> list[PublishedRow]:
+    with path.open(newline="") as handle:
+        return [
+            PublishedRow(
+                source=r["source"],
+                model=r["model"],
+                gpus=int(r["gpus"]),
+                nodes=int(r["nodes"]),
+                seq_len=int(r["seq_len"]),
+                micro_batch=int(r["micro_batch"]),
+                activation_checkpointing=r["ac"],
+                compile=r["compile"] == "yes",
+                tokens_per_s_per_gpu=float(r["tokens_per_s_per_gpu"]),
+                mfu=float(r["mfu"]) if r["mfu"] else None,
+            )
+            for r in csv.DictReader(handle)
+        ]
+
+
+def row_workload(row: PublishedRow) -> Workload:
+    """The planner's Workload for a published row (full_shard, bf16 with fp32 reduction)."""
+    shape = mpt_shape(row.model, row.seq_len) if row.model in MPT_DIMS else llama_shape(FLAVORS[row.model])
+    return Workload(
+        shape=shape,
+        cluster=CLUSTERS[PUBLISHED_CLUSTER],
+        nodes=row.nodes,
+        gpus_per_node=row.gpus // row.nodes,
+        strategy="full_shard",
+        precision="bf16",
+        seq_len=row.seq_len,
+        micro_batch=row.micro_batch,
+        activation_checkpointing=row.activation_checkpointing,
+        compile=row.compile,
+    )
+
+
+def throughput_table(rows: list[PublishedRow]) -> list[dict[str, object]]:
+    """Per row: predicted and published tokens/s per GPU and the relative error."""
+    table = []
+    for row in rows:
+        predicted = tokens_per_s_per_device(row_workload(row))
+        table.append(
+            {
+                "series": row.series,
+                "gpus": row.gpus,
+                "predicted": predicted,
+                "published": row.tokens_per_s_per_gpu,
+                "error": predicted / row.tokens_per_s_per_gpu - 1,
+            }
+        )
+    return table
+
+
+def scaling_table(throughput: list[dict[str, object]]) -> list[dict[str, object]]:
+    """Per series: efficiency of its largest GPU count against its smallest, predicted and published."""
+    series: dict[str, list[dict[str, object]]] = {}
+    for entry in throughput:
+        series.setdefault(str(entry["series"]), []).append(entry)
+    table = []
+    for name, entries in series.items():
+        small = min(entries, key=lambda e: e["gpus"])
+        large = max(entries, key=lambda e: e["gpus"])
+        if small is large:
+            continue
+        predicted = large["predicted"] / small["predicted"]
+        published = large["published"] / small["published"]
+        table.append(
+            {
+                "series": name,
+                "gpus": f"{small['gpus']}->{large['gpus']}",
+                "predicted": predicted,
+                "published": published,
+                "error_pp": 100 * (predicted - published),
+            }
+        )
+    return table
+
+
+def median_abs_error(throughput: list[dict[str, object]]) -> float:
+    return statistics.median(abs(float(e["error"])) for e in throughput)
+
+
+# The mission's anchor (../shared/reference/README.md): Llama-2 FSDP fine-tuning on up to 16
+# p5.48xlarge nodes, about 87% scaling efficiency at 16 nodes, with llama-recipes' defaults.
+ANCHOR_NODES = (1, 2, 4, 8, 16)
+
+
+def anchor_table(
+    models: tuple[str, ...] = ("llama2-7b", "llama2-13b", "llama2-70b"), micro_batches: tuple[int, ...] = (1, 4)
+) -> list[dict[str, object]]:
+    """Predicted 16-node scaling on p5.48xlarge under llama-recipes' defaults: FULL_SHARD, pure bf16
+    (parameters, gradients and reduction), full activation checkpointing, packed context 4096,
+    weak scaling from the smallest node count that fits (micro-batch 1, the eks_llama2 experiment's
+    setting, and 4, llama-recipes' default batch_size_training)."""
+    from bench.planner.predict import predict
+    from bench.schemas import RunSpec
+
+    table = []
+    for model in models:
+        for micro_batch in micro_batches:
+            points = []
+            for nodes in ANCHOR_NODES:
+                spec = RunSpec(
+                    model=model,
+                    nodes=nodes,
+                    gpus_per_node=8,
+                    strategy="full_shard",
+                    precision="bf16_pure",
+                    cluster="p5.48xlarge",
+                    device_type="cuda",
+                    launcher="kubeflow",
+                    seq_len=4096,
+                    micro_batch=micro_batch,
+                    activation_checkpointing="full",
+                )
+                points.append(predict(spec))
+            fitting = [p for p in points if p["fits"]]
+            if not fitting or fitting[-1]["spec"]["nodes"] != ANCHOR_NODES[-1]:
+                continue
+            base, top = fitting[0], fitting[-1]
+            table.append(
+                {
+                    "model": model,
+                    "micro_batch": micro_batch,
+                    "baseline_nodes": base["spec"]["nodes"],
+                    "efficiency": top["tokens_per_s_per_device"] / base["tokens_per_s_per_device"],
+                    "tokens_per_s_per_gpu": top["tokens_per_s_per_device"],
+                    "mfu": top["mfu"],
+                    "exposed_comm_share": top["step_time_split_s"]["exposed_comm"] / top["step_time_s"],
+                }
+            )
+    return table

@@ -1,0 +1,125 @@
+"""Console tables for `fsdp-bench plan`: one row per point, predictions then memory breakdown."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+GIB = 2**30
+MEMORY_COLUMNS = (
+    "params",
+    "grads",
+    "optimizer",
+    "unsharded_params",
+    "unsharded_grads",
+    "activations",
+    "logits",
+    "headroom",
+    "total",
+)
+
+
+def point_label(spec: dict[str, Any]) -> str:
+    """A short name for a point: what usually varies within a grid."""
+    label = (
+        f"{spec['model']} {spec['nodes']}x{spec['gpus_per_node']} {spec['strategy']} {spec['precision']} "
+        f"mb={spec['micro_batch']} s={spec['seq_len']}"
+    )
+    if spec["activation_checkpointing"] != "none":
+        label += f" ac={spec['activation_checkpointing']}"
+    if spec["grad_accum"] > 1:
+        label += f" ga={spec['grad_accum']}"
+    return label
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def summary_table(predictions: Sequence[dict[str, Any]]):
+    from rich.table import Table
+
+    table = Table(title="fsdp-bench plan: predicted per point", title_justify="left")
+    for name in (
+        "point",
+        "cluster",
+        "mem GiB",
+        "fits",
+        "max mb",
+        "step s",
+        "compute",
+        "exposed comm",
+        "other",
+        "tok/s/dev",
+        "MFU",
+        "scaling",
+    ):
+        table.add_column(name, justify="left" if name in ("point", "cluster") else "right")
+    for p in predictions:
+        split = p["step_time_split_s"]
+        memory = p["memory_bytes_per_device"]["total"] / GIB
+        capacity = p["device_memory_bytes"] / GIB
+        scaling = _pct(p["scaling_efficiency"])
+        if p["scaling_baseline_nodes"] is not None:
+            scaling += f" vs {p['scaling_baseline_nodes']}n"
+        table.add_row(
+            point_label(p["spec"]),
+            p["spec"]["cluster"],
+            f"{memory:.1f}/{capacity:.0f}",
+            "yes" if p["fits"] else "[red]no[/red]",
+            str(p["max_micro_batch"]),
+            f"{p['step_time_s']:.3f}",
+            f"{split['compute']:.3f}",
+            f"{split['exposed_comm']:.3f}",
+            f"{split['other']:.3f}",
+            f"{p['tokens_per_s_per_device']:,.0f}",
+            _pct(p["mfu"]),
+            scaling,
+        )
+    return table
+
+
+def memory_table(predictions: Sequence[dict[str, Any]]):
+    from rich.table import Table
+
+    table = Table(title="memory per device (GiB)", title_justify="left")
+    table.add_column("point")
+    for name in MEMORY_COLUMNS:
+        table.add_column(name.replace("_", " "), justify="right")
+    for p in predictions:
+        memory = p["memory_bytes_per_device"]
+        table.add_row(point_label(p["spec"]), *(f"{memory[name] / GIB:.2f}" for name in MEMORY_COLUMNS))
+    return table
+
+
+def assumption_lines(predictions: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per distinct set of assumptions (cluster, efficiency, calibration)."""
+    seen: dict[str, None] = {}
+    for p in predictions:
+        a = p["assumptions"]
+        line = (
+            f"{a['cluster']} ({a['device']}): achieved {a['achieved_tflops_per_device']:.3g} TFLOP/s per device, "
+            f"NVLink/intra {a['intra_node_gbps']:g} Gb/s, network {a['inter_node_gbps']:g} Gb/s per node, "
+            f"overlap interference {a['overlap_interference']:g}"
+        )
+        if "calibration" in a:
+            line += f", calibration: {a['calibration']}"
+        seen[line] = None
+    return list(seen)
+
+
+def print_plan(predictions: Sequence[dict[str, Any]]) -> None:
+    import sys
+
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 220)
+    console.print(summary_table(predictions))
+    console.print(memory_table(predictions))
+    for line in assumption_lines(predictions):
+        console.print(f"assumes {line}", highlight=False)
+    console.print(
+        "scaling: per-device tokens/s against the smallest node count of the same model, strategy, "
+        "precision, cluster and per-device batch (weak scaling: the global batch grows with the nodes)",
+        highlight=False,
+    )

@@ -1,0 +1,180 @@
+"""The planner's memory and communication closed forms on hand-checked small cases.
+
+The `debug` flavor: dim 64, 2 layers, 4 heads (head_dim 16), 2 KV heads (kv_dim 32), ffn 172,
+vocab 512. One block: wq 64*64 + wk 32*64 + wv 32*64 + wo 64*64 = 12,288; w1, w2, w3 3*64*172
+= 33,024; two norms 128 -> 45,440. Root: embeddings 512*64 + norm 64 + output 512*64 = 65,600.
+Total 2*45,440 + 65,600 = 156,480.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.hardware import CLUSTERS
+from bench.planner.comm import Link, comm_bytes_per_step, ring_time
+from bench.planner.memory import activation_bytes, activation_bytes_per_token, state_bytes, unsharded_bytes
+from bench.planner.shapes import llama_shape, mpt_shape, padded_numel
+from bench.planner.workload import Workload
+from fsdp_core.flavors import FLAVORS
+
+DEBUG = llama_shape(FLAVORS["debug"])
+P_TOTAL, P_BLOCK, P_ROOT = 156_480, 45_440, 65_600
+
+
+def debug_workload(**kw) -> Workload:
+    fields = {
+        "shape": DEBUG,
+        "cluster": CLUSTERS["local-cpu"],
+        "nodes": 2,
+        "gpus_per_node": 1,
+        "strategy": "full_shard",
+        "precision": "fp32",
+        "seq_len": 64,
+        "micro_batch": 1,
+    }
+    fields.update(kw)
+    return Workload(**fields)
+
+
+def test_debug_shape_counts_match_the_flavor():
+    assert (DEBUG.params, DEBUG.block_params, DEBUG.root_params) == (P_TOTAL, P_BLOCK, P_ROOT)
+    assert DEBUG.params == FLAVORS["debug"].params
+    assert DEBUG.non_embedding_params == FLAVORS["debug"].non_embedding_params == P_TOTAL - 512 * 64
+
+
+def test_mpt_7b_matches_llm_foundry_num_params():
+    # llm-foundry's benchmark table: NumParams 6,658,859,008 for the 7b at seq 2048.
+    assert mpt_shape("mpt-7b", 2048).params == 6_658_859_008
+    # Tied embeddings: only the learned position table (2048 x 4096) is a lookup.
+    assert mpt_shape("mpt-7b", 2048).non_embedding_params == 6_658_859_008 - 2048 * 4096
+
+
+def test_padding_rounds_each_parameter_dim0_up_to_the_shard_count():
+    # On 3 ranks: 64 -> 66 rows, 32 -> 33, 172 -> 174, 512 -> 513 (dim 1 unchanged).
+    block = 66 * 64 + 33 * 64 + 33 * 64 + 66 * 64 + 174 * 64 + 66 * 172 + 174 * 64 + 66 + 66
+    assert padded_numel(DEBUG.block_shapes, 3) == block == 46_428
+    assert padded_numel(DEBUG.root_shapes, 3) == 513 * 64 + 66 + 513 * 64 == 65_730
+    assert padded_numel(DEBUG.block_shapes, 2) == P_BLOCK  # every dim is even: no padding
+
+
+@pytest.mark.parametrize(
+    ("strategy", "precision", "expected"),
+    [
+        # all-gather: root once + each block twice (re-gathered in backward); reduce-scatter fp32.
+        (
+            "full_shard",
+            "fp32",
+            {"all_gather": 4 * (P_TOTAL + 2 * P_BLOCK), "reduce_scatter": 4 * P_TOTAL, "all_reduce": 0},
+        ),
+        (
+            "full_shard",
+            "bf16",
+            {"all_gather": 2 * (P_TOTAL + 2 * P_BLOCK), "reduce_scatter": 4 * P_TOTAL, "all_reduce": 0},
+        ),
+        (
+            "full_shard",
+            "bf16_pure",
+            {"all_gather": 2 * (P_TOTAL + 2 * P_BLOCK), "reduce_scatter": 2 * P_TOTAL, "all_reduce": 0},
+        ),
+        ("shard_grad_op", "fp32", {"all_gather": 625_920, "reduce_scatter": 625_920, "all_reduce": 0}),
+        ("no_shard", "fp32", {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 625_920}),
+        ("no_shard", "bf16", {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 625_920}),
+    ],
+)
+def test_comm_bytes_world_2(strategy, precision, expected):
+    assert comm_bytes_per_step(debug_workload(strategy=strategy, precision=precision)) == expected
+
+
+def test_full_shard_fp32_world_2_is_the_prototype_count_plus_the_blocks_regather():
+    counted = comm_bytes_per_step(debug_workload())
+    assert counted["all_gather"] == 625_920 + 4 * 2 * P_BLOCK == 989_440
+
+
+def test_hybrid_shards_within_the_node_and_all_reduces_the_shard_across_nodes():
+    w = debug_workload(strategy="hybrid_shard", gpus_per_node=2)
+    assert comm_bytes_per_step(w) == {"all_gather": 989_440, "reduce_scatter": 625_920, "all_reduce": 4 * P_TOTAL // 2}
+    one_gpu_per_node = debug_workload(strategy="hybrid_shard", gpus_per_node=1)
+    assert comm_bytes_per_step(one_gpu_per_node) == {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 4 * P_TOTAL}
+    one_node = debug_workload(strategy="hybrid_shard", nodes=1, gpus_per_node=2)
+    assert comm_bytes_per_step(one_node)["all_reduce"] == 0
+
+
+def test_grad_accum_multiplies_and_one_rank_moves_nothing():
+    assert comm_bytes_per_step(debug_workload(grad_accum=3))["reduce_scatter"] == 3 * 625_920
+    assert comm_bytes_per_step(debug_workload(nodes=1)) == {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 0}
+
+
+def test_padded_bytes_on_three_ranks():
+    padded = 2 * 46_428 + 65_730
+    counted = comm_bytes_per_step(debug_workload(nodes=3))
+    assert counted == {"all_gather": 4 * (padded + 2 * 46_428), "reduce_scatter": 4 * padded, "all_reduce": 0}
+
+
+def test_fp8_gathers_block_matrices_in_one_byte():
+    w = debug_workload(precision="fp8", cluster=CLUSTERS["h100-8x"], gpus_per_node=4, nodes=1)  # no padding on 4
+    block_matrices, block_norms = P_BLOCK - 128, 128
+    per_block = block_matrices * 1 + block_norms * 2
+    assert comm_bytes_per_step(w)["all_gather"] == 2 * P_ROOT + 2 * 2 * per_block
+
+
+def test_state_and_buffer_memory_full_shard_fp32_world_2():
+    w = debug_workload()
+    # Sharded fp32 master params and grads, AdamW's two fp32 moments: 78,240 params per rank.
+    assert state_bytes(w) == {"params": 312_960, "grads": 312_960, "optimizer": 625_920}
+    # Whole root (never resharded) + 2 whole blocks in flight; whole grads of root + 2 blocks.
+    assert unsharded_bytes(w) == {
+        "unsharded_params": 4 * (P_ROOT + 2 * P_BLOCK),
+        "unsharded_grads": 4 * (P_ROOT + 2 * P_BLOCK),
+    }
+
+
+def test_bf16_buffers_and_no_shard_states():
+    w = debug_workload(precision="bf16")
+    # bf16 gathered params; grads in bf16 plus their fp32 copy for the fp32 reduction.
+    assert unsharded_bytes(w) == {
+        "unsharded_params": 2 * (P_ROOT + 2 * P_BLOCK),
+        "unsharded_grads": (2 + 4) * (P_ROOT + 2 * P_BLOCK),
+    }
+    assert state_bytes(debug_workload(strategy="no_shard"))["optimizer"] == 8 * P_TOTAL
+
+
+def test_shard_grad_op_keeps_every_block_whole():
+    deep = Workload(
+        **{
+            **debug_workload().__dict__,
+            "shape": llama_shape(FLAVORS["debug"].with_overrides(n_layers=6)),
+            "strategy": "shard_grad_op",
+        }
+    )
+    assert unsharded_bytes(deep)["unsharded_params"] == 4 * (P_ROOT + 6 * P_BLOCK)
+    assert unsharded_bytes(deep.__class__(**{**deep.__dict__, "strategy": "full_shard"}))["unsharded_params"] == 4 * (
+        P_ROOT + 2 * P_BLOCK
+    )
+
+
+def test_activation_bytes_per_token_fp32_and_bf16():
+    # fp32, per token and block: 4 bytes x (2 norm inputs 2*64 + attention 4*64 + 2*32 + MLP 64 + 4*172) = 4,800.
+    per_token = activation_bytes_per_token(debug_workload())
+    assert per_token == {"block": 4800.0, "checkpointed_block": 256.0, "logits": 512 * 16 + 64 * 8}
+    # bf16 halves the tensors and adds the fp32 copies RMSNorm and RoPE keep: 4 x (2*64 + 64 + 32).
+    assert activation_bytes_per_token(debug_workload(precision="bf16"))["block"] == 2400 + 4 * 224
+
+
+def test_activation_memory_by_checkpointing_mode():
+    tokens = 64
+    none = activation_bytes(debug_workload())["activations"]
+    full = activation_bytes(debug_workload(activation_checkpointing="full"))["activations"]
+    selective = activation_bytes(debug_workload(activation_checkpointing="selective"))["activations"]
+    assert none == tokens * 2 * 4800
+    assert full == tokens * (2 * 256 + 4800)  # inputs kept, one block recomputed at a time
+    assert selective == tokens * (4800 + 256 + 4800)  # block 0 checkpointed, block 1 not
+
+
+def test_ring_time_closed_form():
+    link = Link(bytes_per_s=1e9, hop_latency_s=1e-5)
+    assert ring_time(1e9, 4, link) == pytest.approx(0.75 + 3e-5)
+    assert ring_time(1e9, 4, link, passes=2) == pytest.approx(1.5 + 6e-5)
+    assert ring_time(1e9, 1, link) == 0.0
+    network = Link(bytes_per_s=1e9, hop_latency_s=1e-6, net_latency_s=1e-5, nodes=2, base_latency_s=1e-6)
+    # 8 ranks on 2 nodes: 7 steps, one of them across the network.
+    assert ring_time(8e9, 8, network) == pytest.approx(1e-6 + 7.0 + 6e-6 + 1e-5)

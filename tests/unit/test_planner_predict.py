@@ -1,0 +1,160 @@
+"""The planner end to end: monotonicity properties, `fsdp-bench plan` output, bad input."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from bench.cli import main as cli_main
+from bench.hardware import CLUSTERS
+from bench.planner import predict, with_scaling_efficiency
+from bench.planner.calibration import device_efficiency
+from bench.planner.memory import fits, max_micro_batch, memory_breakdown
+from bench.planner.shapes import llama_shape
+from bench.planner.step import step_time
+from bench.planner.workload import Workload
+from bench.schemas import RunSpec
+from fsdp_core.flavors import FLAVORS
+
+
+def gpu_workload(model: str = "llama2-7b", **kw) -> Workload:
+    fields = {
+        "shape": llama_shape(FLAVORS[model]),
+        "cluster": CLUSTERS["p5.48xlarge"],
+        "nodes": 1,
+        "gpus_per_node": 8,
+        "strategy": "full_shard",
+        "precision": "bf16",
+        "seq_len": 4096,
+        "micro_batch": 1,
+        "activation_checkpointing": "full",
+    }
+    fields.update(kw)
+    return Workload(**fields)
+
+
+def states(w: Workload) -> int:
+    memory = memory_breakdown(w)
+    return memory["params"] + memory["grads"] + memory["optimizer"]
+
+
+@pytest.mark.parametrize("model", ["llama2-7b", "llama2-13b", "llama2-70b", "debug"])
+def test_more_nodes_never_increase_state_memory_under_full_shard(model):
+    by_nodes = [gpu_workload(model, nodes=n) for n in (1, 2, 3, 4, 6, 8, 16, 32, 64)]
+    state = [states(w) for w in by_nodes]
+    total = [memory_breakdown(w)["total"] for w in by_nodes]
+    assert state == sorted(state, reverse=True) and state[0] > state[-1]
+    if model != "debug":  # debug's 32-row matrices pad to 512 rows on 512 ranks: whole buffers grow
+        assert total == sorted(total, reverse=True)
+
+
+@pytest.mark.parametrize("strategy", ["full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2", "no_shard"])
+@pytest.mark.parametrize("field", ["inter_node_gbps", "intra_node_gbps"])
+def test_more_bandwidth_never_increases_step_time(strategy, field):
+    times = []
+    for gbps in (25, 100, 400, 1600, 3200, 6400, 12800):
+        cluster = CLUSTERS["p5.48xlarge"].with_overrides(**{field: gbps})
+        times.append(step_time(gpu_workload(nodes=4, strategy=strategy, cluster=cluster))["total"])
+    assert times == sorted(times, reverse=True)
+    assert times[0] > times[-1]
+
+
+def test_step_time_split_sums_and_max_micro_batch_is_the_fitting_edge():
+    w = gpu_workload("llama2-13b", nodes=2)
+    t = step_time(w)
+    assert t["compute"] + t["exposed_comm"] + t["other"] == pytest.approx(t["total"])
+    largest = max_micro_batch(w)
+    assert largest > 1
+    assert fits(w.with_micro_batch(largest)) and not fits(w.with_micro_batch(largest + 1))
+    assert max_micro_batch(gpu_workload("llama2-70b", nodes=1)) == 0  # 70B states alone exceed 8x80 GiB
+
+
+def test_cpu_offload_moves_states_to_the_host():
+    on_device = memory_breakdown(gpu_workload("llama2-70b", nodes=2))
+    offloaded = memory_breakdown(gpu_workload("llama2-70b", nodes=2, cpu_offload=True))
+    states_bytes = on_device["params"] + on_device["grads"] + on_device["optimizer"]
+    assert offloaded["params"] == offloaded["grads"] == offloaded["optimizer"] == 0
+    assert offloaded["host_offloaded"] == states_bytes
+    assert on_device["total"] - offloaded["total"] == states_bytes
+
+
+def test_unknown_device_lists_the_known_ones():
+    with pytest.raises(
+        ValueError, match=r"unknown device 'tpu-v5'; allowed: h100-sxm, h200, a100-80gb, a100-40gb, cpu"
+    ):
+        device_efficiency("tpu-v5")
+    cluster = dataclasses.replace(CLUSTERS["p5.48xlarge"], device="tpu-v5")
+    with pytest.raises(ValueError, match="cluster.device: unknown device 'tpu-v5'"):
+        step_time(gpu_workload(cluster=cluster))
+
+
+def test_predict_keys_and_scaling_groups():
+    specs = [
+        RunSpec(model="debug", nodes=n, gpus_per_node=1, strategy=s) for s in ("full_shard", "no_shard") for n in (1, 2)
+    ]
+    out = with_scaling_efficiency([predict(spec) for spec in specs])
+    assert {
+        "spec",
+        "model_info",
+        "memory_bytes_per_device",
+        "fits",
+        "max_micro_batch",
+        "step_time_s",
+        "tokens_per_s_per_device",
+        "mfu",
+        "scaling_efficiency",
+        "comm_bytes_per_step",
+    } <= set(out[0])
+    assert [p["scaling_efficiency"] is None for p in out] == [True, False, True, False]
+    assert out[1]["scaling_baseline_nodes"] == 1
+    assert out[1]["scaling_efficiency"] == pytest.approx(
+        out[1]["tokens_per_s_per_device"] / out[0]["tokens_per_s_per_device"]
+    )
+    assert out[0]["mfu"] is None  # CPU: no datasheet peak
+    json.dumps(out)  # plain data
+
+
+def run_plan(capsys, *argv: str) -> tuple[int, str, str]:
+    code = cli_main(["plan", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_plan_json_over_a_grid(capsys):
+    code, out, _ = run_plan(capsys, "model=debug", "nodes=1,2", "--json")
+    assert code == 0
+    points = json.loads(out)
+    assert [p["spec"]["nodes"] for p in points] == [1, 2]
+    assert points[0]["model_info"]["params"] == 156_480
+    assert points[0]["scaling_efficiency"] is None and 0 < points[1]["scaling_efficiency"] <= 1
+    assert points[1]["comm_bytes_per_step"] == {"all_gather": 989_440, "reduce_scatter": 625_920, "all_reduce": 0}
+    assert points[0]["memory_bytes_per_device"]["total"] == sum(
+        v for k, v in points[0]["memory_bytes_per_device"].items() if k not in ("total", "host_offloaded")
+    )
+
+
+def test_plan_experiment_table(capsys):
+    code, out, _ = run_plan(
+        capsys, "experiment=eks_llama2", "cluster=p5.48xlarge", "model=llama2-70b", "strategy=full_shard"
+    )
+    assert code == 0
+    assert "llama2-70b 16x8 full_shard bf16 mb=1 s=4096 ac=full" in out
+    assert "memory per device (GiB)" in out and "vs 1n" in out
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("cluster.inter_node_gbps=0", "cluster.inter_node_gbps: must be positive, got 0"),
+        ("cluster.intra_node_gbps=-5", "cluster.intra_node_gbps: must be positive, got -5"),
+        ("cluster.device_memory_gib=0", "cluster.device_memory_gib: must be positive"),
+        ("cluster.peak_tflops.bf16=-1", "cluster.peak_tflops.bf16: must be positive, got -1"),
+        ("cluster=dgx-9000", "cluster: unknown cluster 'dgx-9000'; allowed: "),
+    ],
+)
+def test_plan_refuses_meaningless_hardware(capsys, override, message):
+    code, out, err = run_plan(capsys, "cluster=p5.48xlarge", "model=llama2-7b", override)
+    assert code == 2
+    assert message in err and out == ""
