@@ -1,0 +1,146 @@
+"""`launcher=ray`: a launch runs through Ray Train's TorchTrainer on a Ray cluster.
+
+Workers = nodes x gpus_per_node (one GPU each on CUDA points). `launcher.address` names an
+existing cluster; without it the driver starts a local Ray on this host, with loopback as the
+node address so the torch rendezvous works on a host without a routable interface. The driver
+is a subprocess (bench/launch/ray_job.py) in its own session: a timeout or Ctrl-C stops it and
+the local cluster it started. On a multi-node Ray cluster, results_dir must be a filesystem
+every node mounts at the same path (rank 0 writes result.json there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from bench.launch.base import LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
+from bench.launch.options import ConfiguredLauncher
+
+POLL_S = 0.5
+# Seconds a stopped driver gets to shut Ray down (its SIGTERM handler) before SIGKILL.
+SHUTDOWN_GRACE_S = 15.0
+
+
+@dataclass
+class RayOptions:
+    """Fields of sweeps/launcher/ray.yaml (documented there and in the README)."""
+
+    address: str | None = None
+    node_ip_address: str = "127.0.0.1"
+    num_cpus: int | None = None
+    cpus_per_worker: float = 1.0
+    runtime_env: dict = field(default_factory=dict)
+    storage_path: str | None = None
+    startup_grace_s: float = 300.0
+
+
+class RayLauncher(ConfiguredLauncher):
+    name = "ray"
+    options_class = RayOptions
+
+    def check_available(self, spec) -> None:
+        from bench.config import ConfigError
+
+        if importlib.util.find_spec("ray") is None:
+            raise ConfigError(["launcher: ray needs Ray Train, which is not installed: pip install 'fsdp-bench[ray]'"])
+
+    def launch(self, request: LaunchRequest) -> LaunchOutcome:
+        job_file = request.work_dir / "ray_job.json"
+        job_file.write_text(json.dumps(ray_job(request, self.opts), indent=2))
+        log = request.work_dir / "ray_driver.log"
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        with open(log, "wb") as handle:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "bench.launch.ray_job", str(job_file)],
+                stdout=handle,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,
+            )
+        try:
+            return wait_driver(proc, PointWatch(request, self.opts.startup_grace_s), log)
+        except KeyboardInterrupt:
+            stop_session(proc)
+            return LaunchOutcome(returncode=None, interrupted=True, detail="interrupted", log_files=[log])
+
+
+def wait_driver(proc: subprocess.Popen, watch: PointWatch, log: Path) -> LaunchOutcome:
+    """Wait for the driver to exit, stopping it (and its local cluster) at the point deadline."""
+    while proc.poll() is None:
+        if watch.expired():
+            stop_session(proc)
+            return LaunchOutcome(returncode=None, timed_out=True, detail=watch.describe_timeout(), log_files=[log])
+        time.sleep(POLL_S)
+    stop_session(proc)  # Ray processes the driver left behind
+    return LaunchOutcome(returncode=proc.returncode, log_files=[log])
+
+
+def stop_session(proc: subprocess.Popen) -> None:
+    """Stop the driver, then every process of its session.
+
+    A local Ray puts each worker in a process group of its own, but all of them stay in the
+    driver's session (it was started with start_new_session): SIGTERM them, then SIGKILL.
+    """
+    kill_process_group(proc, grace_s=SHUTDOWN_GRACE_S)
+    for sig, wait_s in ((signal.SIGTERM, SHUTDOWN_GRACE_S), (signal.SIGKILL, 2.0)):
+        members = session_members(proc.pid)
+        for pid in members:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.time() + wait_s
+        while members and time.time() < deadline:
+            time.sleep(0.2)
+            members = session_members(proc.pid)
+        if not members:
+            return
+
+
+def session_members(sid: int) -> list[int]:
+    """Pids of the live processes in session `sid` (Linux /proc; elsewhere none are found)."""
+    pids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            # After "pid (comm)": state, ppid, pgrp, session, ...
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # Zombies (state Z) are dead already: only their parent can reap them.
+        if len(fields) > 3 and fields[3] == str(sid) and fields[0] != "Z":
+            pids.append(int(stat.parent.name))
+    return pids
+
+
+def ray_job(request: LaunchRequest, opts: RayOptions) -> dict:
+    """What the driver needs: where to run, how many workers, which process-group backend."""
+    spec = request.points[0]
+    workers = request.nodes * request.gpus_per_node
+    backend = "gloo"
+    if spec.device_type == "cuda":
+        # As fsdp_core.worker.init_distributed: CPU offload keeps some collectives on the host.
+        backend = "cpu:gloo,cuda:nccl" if spec.cpu_offload else "nccl"
+    num_cpus = opts.num_cpus or max(os.cpu_count() or 1, math.ceil(workers * opts.cpus_per_worker) + 1)
+    return {
+        "launch_file": str(request.launch_file.resolve()),
+        "address": opts.address,
+        "node_ip_address": opts.node_ip_address,
+        "num_cpus": num_cpus,
+        "num_workers": workers,
+        "use_gpu": spec.device_type == "cuda",
+        "cpus_per_worker": opts.cpus_per_worker,
+        "threads_per_rank": spec.threads_per_rank,
+        "backend": backend,
+        # The process group's timeout: a collective may wait as long as the slowest point may run.
+        "timeout_s": int(max(p.point_timeout_s for p in request.points)),
+        "runtime_env": opts.runtime_env,
+        "storage_path": str(Path(opts.storage_path or request.work_dir / "ray").resolve()),
+        "name": request.work_dir.name,
+    }

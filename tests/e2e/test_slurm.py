@@ -1,0 +1,124 @@
+"""launcher=slurm for real: a 2-node point through a one-host Slurm cluster (two slurmd "nodes").
+
+The module fixture installs the Debian packages where it can (root + apt, scripts/deps/slurm.sh),
+starts the cluster with scripts/slurm_local.sh and stops it afterwards if it started it; where
+it cannot, the tests skip with the printed reason.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CLUSTER = REPO / "scripts" / "slurm_local.sh"
+NODES = ["fsdp-slurm1", "fsdp-slurm2"]
+# Few steps: two ranks share this host's cores; the point itself takes a few seconds.
+QUICK = ["model=debug", "nodes=2", "train.steps=4", "train.warmup_steps=1", "launcher=slurm"]
+LOCAL_CLUSTER = ["launcher.ranks_per_host=2", "launcher.poll_s=0.5", "launcher.startup_grace_s=120"]
+
+
+def fsdp_bench(args: list[str], env: dict, timeout: float = 150) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "bench", "run", *args]
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO)
+
+
+def skip(reason: str):
+    print(f"slurm tests skipped: {reason}")
+    pytest.skip(reason)
+
+
+def ensure_packages() -> None:
+    """Install slurmctld/slurmd/munge where this machine allows it (about 15 s), else skip."""
+    if all(shutil.which(tool) for tool in ("slurmctld", "slurmd", "sbatch", "munged")):
+        return
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        skip("Slurm is not installed and installing it needs root and apt-get")
+    out = subprocess.run(["bash", str(REPO / "scripts/deps/slurm.sh")], capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        skip(f"installing Slurm failed: {(out.stderr or out.stdout).strip().splitlines()[-1:]}")
+
+
+@pytest.fixture(scope="module")
+def slurm_env():
+    """The environment (SLURM_CONF) of a running local cluster."""
+    if os.geteuid() != 0:
+        skip("the local Slurm cluster runs its daemons as root")
+    ensure_packages()
+    started_here = subprocess.run(["bash", str(CLUSTER), "status"], capture_output=True).returncode != 0
+    if started_here:
+        out = subprocess.run(["bash", str(CLUSTER), "start"], capture_output=True, text=True, timeout=120)
+        if out.returncode != 0:
+            skip(f"the local Slurm cluster did not start: {(out.stderr or out.stdout).strip()[-400:]}")
+    status = subprocess.run(["bash", str(CLUSTER), "status"], capture_output=True, text=True)
+    conf = next(line.split("=", 1)[1] for line in status.stdout.splitlines() if line.startswith("SLURM_CONF="))
+    yield {**os.environ, "SLURM_CONF": conf}
+    if started_here:
+        subprocess.run(["bash", str(CLUSTER), "stop"], capture_output=True, timeout=60)
+
+
+def our_jobs(env: dict) -> list[str]:
+    out = subprocess.run(["squeue", "--noheader", "--format", "%i %j"], capture_output=True, text=True, env=env)
+    return [line for line in out.stdout.splitlines() if "fsdp-bench-" in line]
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(240)
+def test_two_node_point_through_local_slurm(slurm_env, tmp_path):
+    proc = fsdp_bench([*QUICK, *LOCAL_CLUSTER, f"results_dir={tmp_path}"], slurm_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    (record_path,) = tmp_path.glob("adhoc/*/result.json")
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "ok"
+    assert record["spec"]["launcher"] == "slurm"
+    assert record["spec"]["world_size"] == 2
+    assert sorted(record["env"]["hostnames"]) == NODES  # one rank on each slurmd "node"
+    threads = max(1, (os.cpu_count() or 1) // 2)  # two ranks share this host
+    assert record["env"]["env_vars"]["OMP_NUM_THREADS"] == str(threads)
+    assert record["env"]["env_vars"]["FSDP_BENCH_RANKS_PER_HOST"] == "2"
+    (launch_dir,) = tmp_path.glob("adhoc/_launches/*")
+    assert (launch_dir / "exit_code").read_text().strip() == "0"
+    job_id = (launch_dir / "job_id").read_text().strip()
+    assert (launch_dir / f"slurm-{job_id}.log").exists()
+    assert our_jobs(slurm_env) == []
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(240)
+def test_hanging_point_is_cancelled_and_recorded_as_timeout(slurm_env, tmp_path):
+    args = [
+        *QUICK,
+        *LOCAL_CLUSTER,
+        "debug.hang=true",
+        "debug.fail_rank=0",
+        "debug.fail_step=1",
+        "sweep.point_timeout_s=5",
+        f"results_dir={tmp_path}",
+    ]
+    proc = fsdp_bench(args, slurm_env)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    (record_path,) = tmp_path.glob("adhoc/*/result.json")
+    record = json.loads(record_path.read_text())
+    assert record["status"] == "timeout"
+    assert "sweep.point_timeout_s=5" in record["error"]
+    assert our_jobs(slurm_env) == []  # scancel'led, not left running
+
+
+def test_slurm_without_sbatch_is_invalid_input(tmp_path):
+    env = {**os.environ, "PATH": str(tmp_path)}  # an empty PATH: no Slurm tools
+    proc = fsdp_bench(["model=debug", "launcher=slurm", f"results_dir={tmp_path}"], env, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: launcher: slurm needs sbatch on PATH (")
+    assert not list(tmp_path.glob("adhoc/*/result.json"))
+
+
+def test_unknown_slurm_option_names_field_and_allowed_values(tmp_path):
+    proc = fsdp_bench(["model=debug", "launcher=slurm", "+launcher.partiton=gpu"], dict(os.environ), timeout=60)
+    assert proc.returncode == 2
+    assert "launcher.partiton: unknown field for launcher=slurm; allowed: partition, account" in proc.stderr
