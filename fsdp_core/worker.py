@@ -40,6 +40,10 @@ from fsdp_core.precision import build_grad_scaler, check_precision_supported
 from fsdp_core.train import LoopConfig, run_loop
 
 STARTED_MARK = "started"
+# The process group's collective timeout outlasts the point timeout by this much, so the launcher's
+# watch always ends a hang first (status `timeout`); otherwise a peer's collective timeout could
+# win the race and the point would read as `failed` with a secondary "timed out" message.
+PG_TIMEOUT_MARGIN_S = 60.0
 
 
 def now_iso() -> str:
@@ -85,7 +89,7 @@ def run_point(point: dict, launch: dict) -> None:
     spec, started, t0 = point["spec"], now_iso(), time.perf_counter()
     point_dir = Path(point["point_dir"])
     device = setup_device(spec["device_type"], spec.get("threads_per_rank", 0))
-    init_distributed(device, float(spec["point_timeout_s"]), spec["cpu_offload"])
+    init_distributed(device, float(spec["point_timeout_s"]) + PG_TIMEOUT_MARGIN_S, spec["cpu_offload"])
     if dist.get_rank() == 0:
         point_dir.mkdir(parents=True, exist_ok=True)
         (point_dir / STARTED_MARK).write_text(started)

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -56,8 +57,9 @@ def run_ranks(world_size: int, jobs: dict[str, tuple[str, dict]], work_dir: Path
                     start_new_session=True,
                 )
             )
+    deadline = time.monotonic() + RANK_TIMEOUT_S
     try:
-        codes = [proc.wait(timeout=RANK_TIMEOUT_S) for proc in procs]
+        codes = [proc.wait(timeout=max(0.0, deadline - time.monotonic())) for proc in procs]
     except subprocess.TimeoutExpired:
         codes = [None] * world_size
     finally:
