@@ -32,8 +32,9 @@ def summary(data: dict) -> list[str]:
     for dtype, by_threads in data["matmul_gflops"].items():
         cells = ", ".join(f"{t} thread(s) {v:.1f}" for t, v in by_threads.items())
         lines.append(f"matmul {dtype}: {cells} GFLOP/s")
-    cells = ", ".join(f"{t} thread(s) {100 * v:.0f}%" for t, v in data["model_step"]["efficiency"].items())
-    lines.append(f"training step ({data['model_step']['model']}) achieves of fp32 matmul: {cells}")
+    step = data["model_step"]
+    cells = ", ".join(f"{p['processes']}x{p['threads']}: {p['gflops_per_process']:.1f}" for p in step["patterns"])
+    lines.append(f"training step ({step['model']}, fp32), processes x threads at once: {cells} GFLOP/s per process")
     lines.append(f"AdamW streaming: {data['optimizer_gbps']:.2f} GB/s")
     for kind, fit in data["collectives"].items():
         lines.append(f"gloo {kind}: {fit['gbps']:.2f} Gb/s, latency {1e6 * fit['latency_s']:.0f} us per ring step")

@@ -55,7 +55,7 @@ HOST_LINK_GBPS = {"a100-40gb": 32, "a100-80gb": 32, "h100-sxm": 64, "h200": 64}
 OFFLOAD_HOST_GBPS = 100.0
 
 # Uncalibrated CPU host (no `fsdp-bench calibrate` yet): a modest AVX2 core.
-CPU_DEFAULTS = {
+CPU_DEFAULTS = {  # efficiency: a training step's share of the matmul rate
     "fp32_gflops_per_thread": 50.0,
     "bf16_gflops_per_thread": 10.0,
     "efficiency": 0.3,
@@ -78,33 +78,38 @@ class CpuCalibration:
 
     path: str | None
     cores: int
-    gflops: dict[str, dict[int, float]]  # dtype -> threads -> matmul GFLOP/s of one process
-    efficiency: dict[int, float]  # threads -> model step FLOP/s / matmul FLOP/s (fp32)
+    matmul_gflops: dict[str, dict[int, float]]  # dtype -> threads -> GFLOP/s of one process
+    step_gflops: dict[tuple[int, int], float]  # (processes, threads) -> training-step GFLOP/s per process, fp32
     optimizer_gbps: float  # AdamW's effective streaming rate (28 bytes per parameter)
+
+
+def default_cpu_calibration() -> CpuCalibration:
+    """Documented defaults for a host that has not run `fsdp-bench calibrate`: cores scale linearly."""
+    cores = os.cpu_count() or 1
+    per_thread = CPU_DEFAULTS["fp32_gflops_per_thread"]
+    matmul = {
+        dtype: {t: CPU_DEFAULTS[f"{dtype}_gflops_per_thread"] * t for t in (1, cores)} for dtype in ("fp32", "bf16")
+    }
+    steps = {
+        (1, cores): per_thread * cores * CPU_DEFAULTS["efficiency"],
+        (cores, 1): per_thread * CPU_DEFAULTS["efficiency"],
+    }
+    return CpuCalibration(None, cores, matmul, steps, CPU_DEFAULTS["optimizer_gbps"])
 
 
 def load_cpu_calibration(path: Path | None = None) -> CpuCalibration:
     """The measured calibration, or documented defaults (path None) when there is none."""
     path = path or calibration_path()
     if not path.exists():
-        cores = os.cpu_count() or 1
-        gflops = {
-            dtype: {t: CPU_DEFAULTS[f"{dtype}_gflops_per_thread"] * t for t in range(1, cores + 1)}
-            for dtype in ("fp32", "bf16")
-        }
-        return CpuCalibration(
-            None,
-            cores,
-            gflops,
-            dict.fromkeys(range(1, cores + 1), CPU_DEFAULTS["efficiency"]),
-            CPU_DEFAULTS["optimizer_gbps"],
-        )
+        return default_cpu_calibration()
     data = json.loads(path.read_text())
-    gflops = {
+    matmul = {
         dtype: {int(t): float(v) for t, v in by_threads.items()} for dtype, by_threads in data["matmul_gflops"].items()
     }
-    efficiency = {int(t): float(v) for t, v in data["model_step"]["efficiency"].items()}
-    return CpuCalibration(str(path), int(data["cores"]), gflops, efficiency, float(data["optimizer_gbps"]))
+    steps = {
+        (int(p["processes"]), int(p["threads"])): float(p["gflops_per_process"]) for p in data["model_step"]["patterns"]
+    }
+    return CpuCalibration(str(path), int(data["cores"]), matmul, steps, float(data["optimizer_gbps"]))
 
 
 def calibrated_cluster(base: ClusterFacts, path: Path | None = None) -> ClusterFacts:

@@ -95,24 +95,28 @@ def compute_rate(w: Workload, cpu: CpuCalibration | None = None) -> float:
 def cpu_rate(w: Workload, cal: CpuCalibration) -> float:
     """One rank's FLOP/s on a CPU host shared by all ranks (the local launcher runs every node here).
 
-    Each rank runs `threads` threads (the worker's rule: cores // ranks, at least one); when
-    ranks x threads exceed the cores, ranks time-share them.
+    Each rank runs `threads` threads (the worker's rule: cores // ranks, at least one). The rate
+    is the measured training-step rate of that (processes, threads) pattern, all processes
+    running at once; for a pattern not measured, the one with the nearest total thread count,
+    scaled by the busy cores and shared among the ranks.
     """
     ranks = w.world_size
     threads = w.threads_per_rank or max(1, cal.cores // ranks)
-    effective = threads * min(1.0, cal.cores / (ranks * threads))
-    # fp16 matmuls on CPU run through the same reduced-precision path as bf16.
-    table = cal.gflops["bf16" if w.precision in ("bf16", "bf16_pure", "fp16") else "fp32"]
-    efficiency = cal.efficiency[min(cal.efficiency, key=lambda t: abs(t - threads))]
-    return interpolate(table, effective) * 1e9 * efficiency
+    per_process = cal.step_gflops.get((ranks, threads))
+    if per_process is None:
+        (r, t), rate = min(
+            cal.step_gflops.items(),
+            key=lambda item: (abs(item[0][0] * item[0][1] - ranks * threads), abs(item[0][0] - ranks)),
+        )
+        busy = min(ranks * threads, cal.cores) / min(r * t, cal.cores)
+        per_process = rate * r * busy / ranks
+    return per_process * 1e9 * dtype_speedup(w, cal, threads)
 
 
-def interpolate(table: dict[int, float], threads: float) -> float:
-    """Matmul GFLOP/s at a (possibly fractional) thread count, linear between measured counts."""
-    points = sorted(table.items())
-    if threads <= points[0][0]:
-        return points[0][1] * threads / points[0][0]
-    for (t0, v0), (t1, v1) in zip(points, points[1:]):
-        if threads <= t1:
-            return v0 + (v1 - v0) * (threads - t0) / (t1 - t0)
-    return points[-1][1]
+def dtype_speedup(w: Workload, cal: CpuCalibration, threads: int) -> float:
+    """bf16/fp16 compute relative to fp32: the matmul ratio measured at this thread count."""
+    if w.precision not in ("bf16", "bf16_pure", "fp16"):
+        return 1.0
+    fp32, bf16 = cal.matmul_gflops["fp32"], cal.matmul_gflops["bf16"]
+    t = min(fp32, key=lambda measured: abs(measured - threads))
+    return bf16[t] / fp32[t]

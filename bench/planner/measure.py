@@ -2,9 +2,11 @@
 
 - matmul FLOP/s per dtype (fp32, bf16) and thread count: square 1024 x 1024 matmuls, the
   median of repeated timings;
-- the achievable fraction of that on a real training step: forward and backward of the `tiny`
-  flavor (its default sequence 256, micro-batch 1, fp32) per thread count, its hardware FLOPs
-  (fsdp_core/flops.py) over the time, divided by the fp32 matmul rate at that thread count;
+- what a real training step achieves: forward and backward of the `tiny` flavor (its default
+  sequence 256, micro-batch 1, fp32), its hardware FLOPs (fsdp_core/flops.py) per second, in
+  each (processes, threads) pattern the local launcher produces (1 rank with every core, one
+  thread per rank up to twice the cores), with the processes running at the same time: hosts
+  whose vCPUs share physical cores, caches or memory bandwidth show it here;
 - AdamW's streaming rate: one `foreach` step over the same model, as bytes per second at the
   28 bytes per parameter the planner charges;
 - gloo all-gather, reduce-scatter and all-reduce times by message size (4 KiB to 16 MiB)
@@ -75,8 +77,17 @@ def _tiny_model():
     return args, model
 
 
-def model_step(threads: int, min_time: float = 1.5) -> dict[str, float]:
-    """Seconds of forward+backward and of one AdamW step for the calibration model."""
+def _wait_for_peers(out_dir: str, index: int, processes: int) -> None:
+    """A file barrier: every process has built its model before any starts timing."""
+    Path(out_dir, f"ready{index}").touch()
+    while len(list(Path(out_dir).glob("ready*"))) < processes:
+        time.sleep(0.01)
+
+
+def _model_step_worker(index: int, processes: int, threads: int, duration: float, out_dir: str) -> None:
+    """One of `processes` concurrent processes timing forward+backward of the calibration model."""
+    import json
+
     import torch
     import torch.nn.functional as F
 
@@ -91,16 +102,42 @@ def model_step(threads: int, min_time: float = 1.5) -> dict[str, float]:
         logits = model(tokens[:, :-1])
         F.cross_entropy(logits.flatten(0, 1).float(), tokens[:, 1:].flatten()).backward()
 
-    seconds = _median_time(forward_backward, min_time)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
-    opt_seconds = _median_time(optimizer.step, min_time / 3)
-    params = sum(p.numel() for p in model.parameters())
-    return {
-        "seconds": seconds,
-        "tflops": seq * hardware_flops_per_token(args, seq, "none") / seconds / 1e12,
-        "optimizer_s": opt_seconds,
-        "params": params,
+    _wait_for_peers(out_dir, index, processes)
+    seconds = _median_time(forward_backward, duration)
+    result = {"seconds": seconds, "gflops": seq * hardware_flops_per_token(args, seq, "none") / seconds / 1e9}
+    if processes == 1:
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
+        params = sum(p.numel() for p in model.parameters())
+        result["optimizer_gbps"] = 28 * params / _median_time(optimizer.step, duration / 3) / 1e9
+    Path(out_dir, f"step{index}.json").write_text(json.dumps(result))
+
+
+def concurrent_model_steps(processes: int, threads: int, duration: float = 2.0) -> dict[str, float]:
+    """Per-process hardware GFLOP/s of the calibration model's training step when `processes`
+    processes of `threads` threads each run at once (as the local launcher's ranks do)."""
+    import json
+
+    import torch.multiprocessing as mp
+
+    with tempfile.TemporaryDirectory() as out_dir:
+        mp.start_processes(
+            _model_step_worker, args=(processes, threads, duration, out_dir), nprocs=processes, start_method="spawn"
+        )
+        results = [json.loads(Path(out_dir, f"step{i}.json").read_text()) for i in range(processes)]
+    out = {
+        "processes": processes,
+        "threads": threads,
+        "gflops_per_process": statistics.median(r["gflops"] for r in results),
     }
+    if processes == 1:
+        out["optimizer_gbps"] = results[0]["optimizer_gbps"]
+    return out
+
+
+def step_patterns(cores: int) -> list[tuple[int, int]]:
+    """(processes, threads) patterns the worker's thread rule produces for 1 .. 2 x cores ranks."""
+    patterns = {(ranks, max(1, cores // ranks)) for ranks in (1, 2, 4, 8, 16, 32) if ranks <= 2 * cores}
+    return sorted(patterns | {(1, 1)})
 
 
 def _collective_ops(size: int, world: int) -> dict:
@@ -183,10 +220,10 @@ def run_calibration(progress=print) -> dict[str, Any]:
     threads = sorted({1, cores})
     progress(f"matmul {MATMUL_N}x{MATMUL_N}, threads {threads} ...")
     gflops = {dtype: {str(t): matmul_gflops(dtype, t) for t in threads} for dtype in ("fp32", "bf16")}
-    progress(f"{CALIBRATION_MODEL} forward+backward and AdamW, threads {threads} ...")
-    steps = {str(t): model_step(t) for t in threads}
-    efficiency = {t: s["tflops"] * 1e3 / gflops["fp32"][t] for t, s in steps.items()}
-    optimizer = steps[str(cores)]
+    patterns = step_patterns(cores)
+    progress(f"{CALIBRATION_MODEL} forward+backward, concurrent (processes, threads) {patterns} ...")
+    steps = [concurrent_model_steps(processes, threads) for processes, threads in patterns]
+    optimizer_gbps = next(s["optimizer_gbps"] for s in steps if s["processes"] == 1 and s["threads"] == cores)
     progress("gloo collectives, 2 ranks, 4 KiB .. 16 MiB ...")
     times = collective_times()
     collectives = {
@@ -203,11 +240,11 @@ def run_calibration(progress=print) -> dict[str, Any]:
         "matmul_gflops": gflops,
         "model_step": {
             "model": CALIBRATION_MODEL,
-            "seq_len": _tiny_model()[0].default_seq_len,
+            "seq_len": 256,
             "micro_batch": 1,
-            "seconds": {t: s["seconds"] for t, s in steps.items()},
-            "efficiency": efficiency,
+            "dtype": "fp32",
+            "patterns": steps,
         },
-        "optimizer_gbps": 28 * optimizer["params"] / optimizer["optimizer_s"] / 1e9,
+        "optimizer_gbps": optimizer_gbps,
         "collectives": collectives,
     }
