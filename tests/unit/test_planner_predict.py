@@ -158,3 +158,14 @@ def test_plan_refuses_meaningless_hardware(capsys, override, message):
     code, out, err = run_plan(capsys, "cluster=p5.48xlarge", "model=llama2-7b", override)
     assert code == 2
     assert message in err and out == ""
+
+
+def test_sweep_plan_skips_points_predicted_not_to_fit():
+    from bench.planner.skip import skip_if_not_fitting
+
+    assert skip_if_not_fitting(RunSpec(model="debug")) is None
+    tight = RunSpec(model="debug", nodes=2, cluster_overrides={"device_memory_gib": 0.25})
+    record = skip_if_not_fitting(tight)
+    assert record.status == "skipped" and record.point_id == tight.point_id
+    assert record.prediction["fits"] is False and record.prediction["max_micro_batch"] == 0
+    assert record.error.startswith("planner: predicted not to fit (") and "no micro-batch fits" in record.error
