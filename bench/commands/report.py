@@ -1,0 +1,119 @@
+"""`fsdp-bench report RESULTS [-o OUT]`: render a results folder or store as HTML, PNG, Markdown and CSV.
+
+Exit 0 when a report was written (unreadable records are listed on the page and on stderr),
+2 when RESULTS does not exist or holds no readable record.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gc
+import json
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bench.records import RecordProblem
+    from bench.schemas import RunResult
+
+HELP = "Render the scaling report (report.html, *.png, summary.md, results.csv) of a results folder or store."
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "results", metavar="RESULTS", help="a results folder (any level) or an fsdp-bench .sqlite store"
+    )
+    parser.add_argument("-o", "--out", default="report", help="output folder (default: report/)")
+    parser.add_argument("--title", default=None, help="page title (default: the sweep names)")
+
+
+def main(args: argparse.Namespace) -> int:
+    # Loading builds one object graph per record and keeps them all: cyclic GC passes over
+    # them would find nothing to free and cost a quarter of a 10,000-record load.
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _report(Path(args.results), Path(args.out), args.title)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _report(results: Path, out: Path, title: str | None) -> int:
+    try:
+        records, problems = load(results)
+    except ValueError as exc:
+        print(f"results: {exc}", file=sys.stderr)
+        return 2
+    for problem in problems:
+        print(f"report: skipped {problem.path}: {problem.reason}", file=sys.stderr)
+    if not records:
+        print(f"results: no readable result records in {results} ({len(problems)} unreadable)", file=sys.stderr)
+        return 2
+    reproduce = [f"fsdp-bench report {shlex.quote(str(results))} -o {shlex.quote(str(out))}"]
+    page = write_report(records, out, title=title, problems=problems, reproduce=reproduce)
+    ok = sum(r.status == "ok" for r in records)
+    print(f"report: {page} ({len(records)} points: {ok} ok, {len(records) - ok} not ok)")
+    return 0
+
+
+def load(results: Path) -> tuple[list[RunResult], list[RecordProblem]]:
+    """Records from a store file or a folder of result.json files (raises ValueError if neither)."""
+    from bench.records import load_records
+    from bench.store import ResultStore, is_store
+
+    if not results.exists():
+        raise ValueError(f"no such file or folder: {results}")
+    if is_store(results):
+        return ResultStore(results).records()
+    if results.is_file() and results.suffix != ".json":
+        raise ValueError(f"{results} is neither a results folder, a result.json nor an fsdp-bench store")
+    return load_records(results)
+
+
+def write_report(
+    records: Sequence[RunResult],
+    out: Path,
+    *,
+    title: str | None = None,
+    reproduce: Sequence[str] = (),
+    problems: Sequence[RecordProblem] = (),
+) -> Path:
+    """reports.build_report with the cluster table's device capacities filled in (the sweep calls this).
+
+    `reproduce`: the exact command lines that made these results (the sweep passes its own);
+    the page adds one `fsdp-bench run` per configuration after them.
+    """
+    from reports import build_report
+
+    return build_report(
+        records,
+        out,
+        title=title,
+        reproduce=reproduce,
+        problems=[(str(p.path), p.reason) for p in problems],
+        device_memory_gib=device_memory_gib,
+    )
+
+
+def device_memory_gib(record: RunResult) -> float | None:
+    """The device capacity of the record's cluster preset with its overrides (None if unknown)."""
+    overrides = json.dumps(record.spec.cluster_overrides, sort_keys=True)
+    return _capacity_gib(record.spec.cluster, overrides)
+
+
+@functools.lru_cache(maxsize=256)
+def _capacity_gib(cluster: str, overrides_json: str) -> float | None:
+    """Cached: a sweep has a handful of clusters and thousands of records."""
+    from bench.hardware import CLUSTERS
+
+    if cluster not in CLUSTERS:
+        return None
+    try:
+        return float(CLUSTERS[cluster].with_overrides(**json.loads(overrides_json)).device_memory_gib)
+    except (TypeError, ValueError):
+        return None

@@ -1,0 +1,284 @@
+"""The results store: an SQLite index over result records (stdlib sqlite3, WAL mode).
+
+The JSON records stay the source of truth (they travel across shared filesystems and object
+stores); this database indexes them by point id, sweep, spec fields, status and environment
+fingerprint, and can be rebuilt from them at any time (`rebuild`).
+
+- Idempotent: a row is keyed by (point_id, content_hash); ingesting the same record twice
+  changes nothing, while a re-measurement of a point (new numbers) is kept beside the old.
+- Concurrent writers: WAL lets readers proceed during a write; writers take the lock with
+  BEGIN IMMEDIATE and wait up to BUSY_TIMEOUT_S, so parallel sweeps lose nothing.
+- Bad input: a record with an unknown schema version or invalid content is reported as a
+  problem (file and one-line reason) and skipped, never half-ingested.
+
+Command line (no console script needed): python -m bench.store {ingest,rebuild,export,stats} ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sqlite3
+import sys
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.records import RESULT_FILE, RecordProblem, read_record
+from bench.schemas import RunResult
+
+STORE_SCHEMA_VERSION = 1
+# Parallel sweeps on one store wait for each other's short write transactions; 60 s is far
+# beyond any one batch (a few hundred small rows) yet still fails loudly on a stuck writer.
+BUSY_TIMEOUT_S = 60.0
+# Records per write transaction: small enough that concurrent writers interleave, large
+# enough that ingesting thousands of records is not dominated by commits.
+BATCH_SIZE = 200
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_COLUMNS = [
+    "point_id", "content_hash", "sweep", "status", "error", "model", "strategy", "precision", "cluster",
+    "launcher", "nodes", "gpus_per_node", "world_size", "micro_batch", "grad_accum", "seq_len", "repeat",
+    "tokens_per_s", "tokens_per_s_per_device", "mfu", "peak_mem_bytes", "env_fingerprint", "started_at",
+    "finished_at", "source", "ingested_at", "record",
+]  # fmt: skip
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    point_id TEXT NOT NULL, content_hash TEXT NOT NULL, sweep TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
+    model TEXT, strategy TEXT, precision TEXT, cluster TEXT, launcher TEXT, nodes INTEGER, gpus_per_node INTEGER,
+    world_size INTEGER, micro_batch INTEGER, grad_accum INTEGER, seq_len INTEGER, repeat INTEGER,
+    tokens_per_s REAL, tokens_per_s_per_device REAL, mfu REAL, peak_mem_bytes INTEGER, env_fingerprint TEXT,
+    started_at TEXT, finished_at TEXT, source TEXT, ingested_at TEXT NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (point_id, content_hash)
+);
+CREATE INDEX IF NOT EXISTS results_sweep ON results (sweep, point_id);
+CREATE INDEX IF NOT EXISTS results_status ON results (status);
+CREATE INDEX IF NOT EXISTS results_config ON results (model, strategy, precision, cluster, nodes);
+CREATE INDEX IF NOT EXISTS results_env ON results (env_fingerprint);
+"""
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did: rows added, records already present, and records refused."""
+
+    added: int = 0
+    unchanged: int = 0
+    problems: list[RecordProblem] = field(default_factory=list)
+
+    def merge(self, other: IngestReport) -> None:
+        self.added += other.added
+        self.unchanged += other.unchanged
+        self.problems += other.problems
+
+
+def content_hash(record: RunResult) -> str:
+    """sha256 of the record's canonical JSON: equal records, equal hash, whatever the key order on disk."""
+    blob = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def env_fingerprint(record: RunResult) -> str:
+    """A short hash of what makes results comparable (software and device, not hosts)."""
+    blob = json.dumps(record.env.fingerprint(), sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def is_store(path: Path) -> bool:
+    """True when `path` is an SQLite database file (checked by its header, not its name)."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    with path.open("rb") as handle:
+        return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
+class ResultStore:
+    """An SQLite index of result records; one connection per call, safe across processes."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            conn.execute("PRAGMA journal_mode=WAL")
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:  # a new file: create the table (IF NOT EXISTS: a concurrent creator may win)
+                conn.executescript(_SCHEMA + f"PRAGMA user_version = {STORE_SCHEMA_VERSION};")
+            elif version != STORE_SCHEMA_VERSION:
+                raise ValueError(
+                    f"store {self.path}: schema version {version}, this fsdp-bench reads "
+                    f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records"
+                )
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE below).
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            yield conn
+        finally:
+            conn.close()
+
+    def ingest(self, records: Iterable[RunResult], source: str | None = None) -> IngestReport:
+        """Insert records not yet present, BATCH_SIZE per write transaction."""
+        rows = [_row(record, source) for record in records]
+        return self._insert_batches(rows, IngestReport())
+
+    def ingest_paths(self, root: Path | str) -> IngestReport:
+        """Ingest every result.json under `root` (or one file); unreadable records become problems."""
+        root = Path(root)
+        paths = [root] if root.is_file() else sorted(root.rglob(RESULT_FILE))
+        report, rows = IngestReport(), []
+        for path in paths:
+            try:
+                rows.append(_row(read_record(path), str(path)))
+            except ValueError as exc:
+                report.problems.append(RecordProblem(path, str(exc)))
+        return self._insert_batches(rows, report)
+
+    def _insert_batches(self, rows: Sequence[tuple], report: IngestReport) -> IngestReport:
+        for start in range(0, len(rows), BATCH_SIZE):
+            report.merge(self._insert(rows[start : start + BATCH_SIZE]))
+        return report
+
+    def _insert(self, rows: Sequence[tuple]) -> IngestReport:
+        placeholders = ", ".join("?" * len(_COLUMNS))
+        sql = f"INSERT OR IGNORE INTO results ({', '.join(_COLUMNS)}) VALUES ({placeholders})"
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                before = conn.total_changes
+                conn.executemany(sql, rows)
+                added = conn.total_changes - before
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return IngestReport(added=added, unchanged=len(rows) - added)
+
+    def count(self, **where: object) -> int:
+        """Rows matching column=value filters (e.g. count(status="ok"))."""
+        clause, params = _where(where)
+        with self._connect() as conn:
+            return conn.execute(f"SELECT COUNT(*) FROM results{clause}", params).fetchone()[0]
+
+    def records(self, latest_only: bool = True, **where: object) -> tuple[list[RunResult], list[RecordProblem]]:
+        """Stored records (re-validated); by default the latest per (sweep, point id).
+
+        A row that no longer validates (written by a newer fsdp-bench) is a problem, not an error.
+        """
+        clause, params = _where(where)
+        sql = f"SELECT sweep, point_id, source, record FROM results{clause} ORDER BY finished_at, ingested_at"
+        with self._connect() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        chosen = {(sweep, pid): (source, blob) for sweep, pid, source, blob in rows}
+        selected = chosen.values() if latest_only else [(source, blob) for *_, source, blob in rows]
+        records, problems = [], []
+        for source, blob in selected:
+            try:
+                records.append(RunResult.model_validate_json(blob))
+            except ValueError as exc:
+                problems.append(RecordProblem(Path(source or self.path), f"stored record invalid: {exc}"))
+        return records, problems
+
+    def clear(self) -> None:
+        with self._connect() as conn:
+            conn.execute("DELETE FROM results")
+
+
+def _where(filters: dict[str, object]) -> tuple[str, list[object]]:
+    unknown = set(filters) - set(_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown store column(s) {sorted(unknown)}; allowed: {', '.join(_COLUMNS)}")
+    if not filters:
+        return "", []
+    return " WHERE " + " AND ".join(f"{key} = ?" for key in filters), list(filters.values())
+
+
+def _row(record: RunResult, source: str | None) -> tuple:
+    spec, metrics = record.spec, record.metrics
+    peak = metrics.peak_mem_bytes.max if metrics.peak_mem_bytes else None
+    values = {
+        "point_id": record.point_id, "content_hash": content_hash(record), "sweep": record.sweep,
+        "status": record.status, "error": record.error, "model": spec.model, "strategy": spec.strategy,
+        "precision": spec.precision, "cluster": spec.cluster, "launcher": spec.launcher, "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node, "world_size": spec.world_size, "micro_batch": spec.micro_batch,
+        "grad_accum": spec.grad_accum, "seq_len": spec.seq_len, "repeat": spec.repeat,
+        "tokens_per_s": metrics.tokens_per_s, "tokens_per_s_per_device": metrics.tokens_per_s_per_device,
+        "mfu": metrics.mfu, "peak_mem_bytes": peak, "env_fingerprint": env_fingerprint(record),
+        "started_at": record.started_at, "finished_at": record.finished_at, "source": source,
+        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+    }  # fmt: skip
+    return tuple(values[column] for column in _COLUMNS)
+
+
+def rebuild(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport:
+    """Recreate the store from the JSON records under `roots` (the records are the truth)."""
+    store_path = Path(store_path)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store_path}{suffix}").unlink(missing_ok=True)
+    store, report = ResultStore(store_path), IngestReport()
+    for root in roots:
+        report.merge(store.ingest_paths(root))
+    return report
+
+
+def export(store_path: Path | str, out: Path | str, **where: object) -> Path:
+    """Write the stored records' per-point table (with efficiencies, as results.csv) as CSV or Parquet."""
+    from reports.analysis import analyse
+    from reports.export import write_csv, write_parquet
+
+    out = Path(out)
+    writers = {".csv": write_csv, ".parquet": write_parquet}
+    if out.suffix not in writers:
+        raise ValueError(f"export: unknown format '{out.suffix}'; allowed: .csv, .parquet")
+    records, _ = ResultStore(store_path).records(**where)
+    return writers[out.suffix](analyse(records).points, out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m bench.store ingest|rebuild|export|stats`; exit 0, 1 if some records were refused, 2 bad input."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.action == "export":
+            print(f"store: wrote {export(args.store, args.out)}")
+            return 0
+        if args.action == "stats":
+            print(f"store: {ResultStore(args.store).count()} rows")
+            return 0
+        if args.action == "rebuild":
+            report = rebuild(args.store, args.roots)
+        else:
+            report, store = IngestReport(), ResultStore(args.store)
+            for root in args.roots:
+                report.merge(store.ingest_paths(root))
+    except (ValueError, sqlite3.DatabaseError) as exc:
+        print(f"store: {exc}", file=sys.stderr)
+        return 2
+    for problem in report.problems:
+        print(f"store: skipped {problem.path}: {problem.reason}", file=sys.stderr)
+    print(f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped")
+    return 1 if report.problems else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.store", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    for action in ("ingest", "rebuild"):
+        cmd = sub.add_parser(action, help=f"{action} result.json files under RESULTS into STORE")
+        cmd.add_argument("store")
+        cmd.add_argument("roots", nargs="+", metavar="RESULTS")
+    cmd = sub.add_parser("export", help="write the latest record per point as .csv or .parquet")
+    cmd.add_argument("store")
+    cmd.add_argument("out")
+    sub.add_parser("stats", help="count the stored rows").add_argument("store")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

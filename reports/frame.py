@@ -1,0 +1,201 @@
+"""Result records -> one tidy pandas DataFrame, one row per point.
+
+Everything downstream (aggregation, plots, tables, CSV) reads this frame, never the records,
+so a new output format needs no knowledge of the record schema. Missing metrics stay NaN:
+a failed point keeps its row (status, error) with empty numbers.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import pandas as pd
+
+from bench.schemas import DebugKnobs, RunResult
+from reports.formatting import GIB
+
+# Columns that hold one list per row: kept in the frame for plots, left out of CSV.
+LIST_COLUMNS = ("step_times_s",)
+
+# Prediction keys (issue 6: the planner's numbers stored in RunResult.prediction) -> frame columns.
+# Efficiencies are fractions (0.95 = 95 %), like the measured ones.
+PREDICTION_KEYS = {
+    "tokens_per_s_per_device": "pred_tokens_per_s_per_device",
+    "scaling_efficiency": "pred_scaling_efficiency",
+    "step_time_s": "pred_step_time_s",
+    "memory_bytes_per_device.total": "pred_memory_bytes",
+    "device_memory_bytes": "pred_device_memory_bytes",
+}
+
+CapacityFn = Callable[[RunResult], "float | None"]
+
+
+def records_to_frame(records: Iterable[RunResult], device_memory_gib: CapacityFn | None = None) -> pd.DataFrame:
+    """One row per point (the latest record per sweep and point id wins).
+
+    `device_memory_gib(record)` gives the device capacity for the memory plot; the report
+    command passes one built from the cluster table, since reports/ does not read it itself.
+    Without it, a prediction's `device_memory_bytes` is used where present.
+    """
+    rows = [_row(record, device_memory_gib) for record in records]
+    frame = pd.DataFrame.from_records(rows, columns=COLUMNS)
+    for column in NUMERIC_COLUMNS:
+        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
+    frame = frame.sort_values("finished_at", na_position="first", kind="stable")
+    frame = frame.drop_duplicates(["sweep", "point_id"], keep="last")
+    return frame.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)
+
+
+def _row(record: RunResult, capacity_fn: CapacityFn | None) -> dict[str, Any]:
+    spec, metrics = record.spec, record.metrics
+    row: dict[str, Any] = {
+        "sweep": record.sweep,
+        "point_id": record.point_id,
+        "status": record.status,
+        "error": record.error,
+        "model": spec.model,
+        "variant": variant(record),
+        "strategy": spec.strategy,
+        "precision": spec.precision,
+        "cluster": spec.cluster,
+        "launcher": spec.launcher,
+        "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node,
+        "world_size": spec.world_size,
+        "micro_batch": spec.micro_batch,
+        "grad_accum": spec.grad_accum,
+        "per_device_batch": spec.micro_batch * spec.grad_accum,
+        "global_batch": spec.world_size * spec.micro_batch * spec.grad_accum,
+        "seq_len": spec.seq_len,
+        "activation_checkpointing": spec.activation_checkpointing,
+        "compile": spec.compile,
+        "cpu_offload": spec.cpu_offload,
+        "repeat": spec.repeat,
+        "steps": spec.steps,
+        "warmup_steps": spec.warmup_steps,
+        "params": record.model_info.params,
+        "tokens_per_s": metrics.tokens_per_s,
+        "tokens_per_s_per_device": metrics.tokens_per_s_per_device,
+        "mfu": metrics.mfu,
+        "hfu": metrics.hfu,
+        "tflops_per_device": metrics.tflops_per_device,
+        "loss_first": metrics.loss_first,
+        "loss_last": metrics.loss_last,
+        "wall_s": record.wall_s,
+        "started_at": record.started_at,
+        "finished_at": record.finished_at,
+        "step_times_s": list(metrics.step_times_s),
+        # Why MFU is null (e.g. a device without a published peak), for the report's plot notes.
+        "mfu_note": record.notes.get("mfu"),
+    }
+    row.update(_step_time(record))
+    row.update(_memory(record, capacity_fn))
+    row.update(_comm(record))
+    row.update(_env(record))
+    row.update(prediction_values(record.prediction))
+    return row
+
+
+def _step_time(record: RunResult) -> dict[str, Any]:
+    stats = record.metrics.step_time_s
+    if stats is None:
+        return {}
+    return {
+        "step_time_median_s": stats.median,
+        "step_time_p10_s": stats.p10,
+        "step_time_p90_s": stats.p90,
+        "step_time_cv": stats.cv,
+    }
+
+
+def _memory(record: RunResult, capacity_fn: CapacityFn | None) -> dict[str, Any]:
+    peak = record.metrics.peak_mem_bytes
+    gib = capacity_fn(record) if capacity_fn else None
+    capacity = gib * GIB if gib else _number((record.prediction or {}).get("device_memory_bytes"))
+    return {"peak_mem_bytes": peak.max if peak else None, "device_memory_bytes": capacity}
+
+
+def _comm(record: RunResult) -> dict[str, Any]:
+    comm = record.metrics.comm_bytes_per_step
+    if comm is None:
+        return {}
+    return {
+        "comm_all_gather_bytes": comm.all_gather,
+        "comm_reduce_scatter_bytes": comm.reduce_scatter,
+        "comm_all_reduce_bytes": comm.all_reduce,
+    }
+
+
+def _env(record: RunResult) -> dict[str, Any]:
+    env = record.env
+    return {
+        "torch": env.torch,
+        "cuda": env.cuda,
+        "nccl": env.nccl,
+        "device_name": env.device_name,
+        "device_count": env.device_count,
+        "hostnames": " ".join(env.hostnames),
+        "git_sha": env.git_sha,
+    }
+
+
+def variant(record: RunResult) -> str:
+    """Non-default model/cluster overrides and debug knobs: points differing here never share a series."""
+    spec = record.spec
+    parts = [f"model.{k}={v}" for k, v in sorted(spec.model_overrides.items())]
+    parts += [f"cluster.{k}={_compact(v)}" for k, v in sorted(spec.cluster_overrides.items())]
+    defaults = DebugKnobs().model_dump()
+    parts += [f"debug.{k}={v}" for k, v in spec.debug.model_dump().items() if v != defaults[k]]
+    return " ".join(parts)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":")) if isinstance(value, dict) else str(value)
+
+
+def prediction_values(prediction: dict[str, Any] | None) -> dict[str, float | None]:
+    """The planner's predicted numbers as frame columns; nested keys are read as `a.b` paths."""
+    if not prediction:
+        return {}
+    return {column: _number(_lookup(prediction, key)) for key, column in PREDICTION_KEYS.items()}
+
+
+def _lookup(mapping: dict[str, Any], dotted: str) -> Any:
+    if dotted in mapping:
+        return mapping[dotted]
+    value: Any = mapping
+    for part in dotted.split("."):
+        if not isinstance(value, dict) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value)
+
+
+SORT_KEYS = ["sweep", "model", "strategy", "precision", "nodes", "gpus_per_node", "per_device_batch", "repeat"]
+
+NUMERIC_COLUMNS = [
+    "tokens_per_s", "tokens_per_s_per_device", "mfu", "hfu", "tflops_per_device", "loss_first", "loss_last",
+    "wall_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_cv", "peak_mem_bytes",
+    "device_memory_bytes", "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes",
+    *PREDICTION_KEYS.values(),
+]  # fmt: skip
+
+
+COLUMNS = [
+    "sweep", "point_id", "status", "error", "model", "variant", "strategy", "precision", "cluster", "launcher",
+    "nodes", "gpus_per_node", "world_size", "micro_batch", "grad_accum", "per_device_batch", "global_batch",
+    "seq_len", "activation_checkpointing", "compile", "cpu_offload", "repeat", "steps", "warmup_steps", "params",
+    "tokens_per_s", "tokens_per_s_per_device", "step_time_median_s", "step_time_p10_s", "step_time_p90_s",
+    "step_time_cv", "mfu", "hfu", "tflops_per_device", "peak_mem_bytes", "device_memory_bytes",
+    "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes", "loss_first", "loss_last",
+    "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",
+    "git_sha", "mfu_note", *PREDICTION_KEYS.values(), "step_times_s",
+]  # fmt: skip

@@ -1,0 +1,250 @@
+"""The written report: self-contained HTML with escaped values, PNGs, summary.md, results.csv."""
+
+from __future__ import annotations
+
+import base64
+import csv
+import json
+import struct
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+from record_factory import make_record, sample_sweep, scaling_records  # noqa: E402
+
+from reports import build_report  # noqa: E402
+
+SCRIPT = "<script>alert(1)</script>"
+
+
+class Page(HTMLParser):
+    """Collects tags with attributes and table rows (cell texts, row class) of a page."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str]]] = []
+        self.rows: list[tuple[str, list[str]]] = []
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        attributes = dict(attrs)
+        self.tags.append((tag, attributes))
+        if tag == "tr":
+            self.rows.append((attributes.get("class", ""), []))
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag in ("td", "th") and self._cell is not None:
+            self.rows[-1][1].append("".join(self._cell))
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None:
+            self._cell.append(data)
+
+    def named(self, tag):
+        return [attrs for name, attrs in self.tags if name == tag]
+
+    def row_starting(self, *cells):
+        matches = [(css, row) for css, row in self.rows if row[: len(cells)] == list(cells)]
+        assert len(matches) == 1, f"expected one row starting {cells}, found {len(matches)}"
+        return matches[0]
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report")
+    page = build_report(
+        sample_sweep(),
+        out,
+        title="unit sweep",
+        reproduce=["fsdp-bench sweep experiment=unit"],
+        problems=[("results/x/result.json", "unknown schema_version 99")],
+        device_memory_gib=lambda record: 16.0,
+    )
+    return out, page, Page(page.read_text())
+
+
+def test_writes_every_output_file(report):
+    out, page, _ = report
+    assert page == out / "report.html"
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [
+        "efficiency.png",
+        "memory.png",
+        "mfu.png",
+        "report.html",
+        "results.csv",
+        "step_times.png",
+        "summary.md",
+        "throughput.png",
+        "tokens_per_device.png",
+    ]
+
+
+def test_error_text_with_script_is_escaped_not_executed(report):
+    _, page, parsed = report
+    assert parsed.named("script") == []
+    assert SCRIPT not in page.read_text()
+    point = make_record(nodes=8, strategy="full_shard", status="failed").point_id
+    _, row = parsed.row_starting("unit", point, "debug")  # the failed-points table
+    assert row[5:7] == ["failed", f"rank 3: {SCRIPT}"]  # shown verbatim as text
+
+
+def test_page_is_self_contained(report):
+    out, _, parsed = report
+    images = parsed.named("img")
+    assert len(images) == 6
+    for image in images:
+        prefix = "data:image/png;base64,"
+        assert image["src"].startswith(prefix)
+        png = base64.b64decode(image["src"][len(prefix) :])
+        width, height = struct.unpack(">II", png[16:24])  # PNG IHDR: width, height
+        assert (width, height) == (int(image["width"]), int(image["height"])) and width > 0
+    embedded = {base64.b64decode(i["src"].split(",", 1)[1]) for i in images}
+    assert embedded == {p.read_bytes() for p in out.glob("*.png")}
+    linked = [v for _, attrs in parsed.tags for k, v in attrs.items() if k in ("src", "href") and v]
+    assert all(v.startswith("data:") for v in linked)
+    csp = [m for m in parsed.named("meta") if m.get("http-equiv") == "Content-Security-Policy"]
+    assert csp and "default-src 'none'" in csp[0]["content"]
+
+
+def test_header_names_sweep_and_environment(report):
+    _, _, parsed = report
+    assert parsed.row_starting("torch")[1] == ["torch", "2.13.0"]
+    assert parsed.row_starting("hosts")[1] == ["hosts", "host-a"]
+    assert parsed.row_starting("points")[1] == ["points", "6 ok, 1 oom, 1 failed"]
+    title = [t for t in parsed.tags if t[0] == "title"]
+    assert title
+
+
+def test_headline_best_configuration_per_model_and_node_count(report):
+    _, _, parsed = report
+    _, one = parsed.row_starting("debug", "1")
+    assert one[2].startswith("no_shard") and one[3] == "1,100" and one[7] == "45.5 % at 4"
+    _, two = parsed.row_starting("debug", "2")
+    assert two[2].startswith("full_shard") and two[3:7] == ["1,900", "950", "41.0 %", "95.0 %"]
+    assert two[7] == "85.0 % at 4"
+
+
+def test_failed_points_listed_with_status_reason_and_rerun_command(report):
+    _, _, parsed = report
+    oom_id = make_record(nodes=8, strategy="no_shard", status="oom").point_id
+    _, row = parsed.row_starting("unit", oom_id, "debug")
+    assert row[4:7] == ["8", "oom", "CUDA out of memory"]
+    assert row[7].startswith("fsdp-bench run model=debug nodes=8 gpus_per_node=1 strategy=no_shard")
+    assert row[7].endswith("sweep.name=unit")
+
+
+def test_unreadable_records_and_reproduce_block(report):
+    _, page, parsed = report
+    assert parsed.row_starting("results/x/result.json")[1] == ["results/x/result.json", "unknown schema_version 99"]
+    text = page.read_text()
+    reproduce = text[text.index('id="reproduce"') :]
+    assert "fsdp-bench sweep experiment=unit\n# each configuration alone:\nfsdp-bench run model=debug" in reproduce
+
+
+def test_results_csv_has_one_row_per_point_with_efficiency(report):
+    out, _, _ = report
+    rows = list(csv.DictReader((out / "results.csv").open()))
+    assert len(rows) == 8
+    two = [r for r in rows if r["strategy"] == "full_shard" and r["nodes"] == "2"][0]
+    assert float(two["tokens_per_s"]) == 1900.0
+    assert float(two["scaling_efficiency"]) == pytest.approx(0.95)
+    assert two["scaling_mode"] == "weak" and float(two["baseline_nodes"]) == 1
+    assert "step_times_s" not in rows[0]
+
+
+def test_summary_md_escapes_and_reports_headline(report):
+    out, _, _ = report
+    text = (out / "summary.md").read_text()
+    assert text.startswith("# unit sweep\n")
+    assert "<script>" not in text and "&lt;script&gt;" in text
+    assert (
+        "| debug | 2 | full_shard · fp32 · batch 1/dev · seq 64 | 1,900 | 950 | 41.0 % | 95.0 % | 85.0 % at 4 |" in text
+    )
+    assert "## Failed and skipped points (2)" in text
+
+
+def test_prediction_columns_and_flag_only_when_predictions_exist(tmp_path):
+    plain = Page(build_report(scaling_records({1: 1000.0, 2: 1900.0}), tmp_path / "a").read_text())
+    assert not any("predicted efficiency" in row for _, row in plain.rows)
+    predicted = {
+        "scaling_efficiency": 0.95,
+        "tokens_per_s_per_device": 980.0,
+        "step_time_s": 0.07,
+        "memory_bytes_per_device": {"total": 3 * 2**30},
+    }
+    records = [
+        make_record(nodes=1, tokens_per_s=1000.0, prediction={**predicted, "scaling_efficiency": 1.0}),
+        make_record(nodes=2, tokens_per_s=1500.0, prediction=predicted),
+    ]
+    page = Page(build_report(records, tmp_path / "b").read_text())
+    header = [row for _, row in page.rows if "predicted efficiency" in row and "sweep" in row][0]
+    css, row = page.row_starting("unit", records[1].point_id)
+    cells = dict(zip(header, row, strict=True))
+    assert css == "flag"
+    assert cells["efficiency"] == "75.0 % (weak, vs 1)"
+    assert cells["predicted efficiency"] == "95.0 %"
+    assert cells["predicted tokens/s per device"] == "980"
+    assert cells["predicted mem/device (GiB)"] == "3.00"
+    assert cells["check"] == "below prediction"
+    assert page.row_starting("unit", records[0].point_id)[0] == ""
+    summary = (tmp_path / "b" / "summary.md").read_text()
+    assert "1 point(s) scaled more than 10 points below the planner's prediction." in summary
+
+
+def test_report_of_failures_only_still_renders(tmp_path):
+    records = [make_record(nodes=1, status="failed", error="boom", tokens_per_s=None)]
+    page = Page(build_report(records, tmp_path).read_text())
+    assert sorted(p.name for p in tmp_path.glob("*.png")) == []
+    assert page.row_starting("unit", records[0].point_id, "debug")[1][5:7] == ["failed", "boom"]
+    assert "No point finished ok: nothing to rank." in (tmp_path / "report.html").read_text()
+
+
+def _write(records, root: Path) -> None:
+    from bench.records import write_record
+
+    for record in records:
+        write_record(record, root / record.sweep / record.point_id / "result.json")
+
+
+def test_cli_report_from_folder_and_exit_codes(tmp_path, capsys):
+    from bench.cli import main
+
+    results = tmp_path / "results"
+    _write(sample_sweep(), results)
+    bad = results / "unit" / "zz-bad" / "result.json"
+    bad.parent.mkdir()
+    bad.write_text(json.dumps({"schema_version": 99, "point_id": "x"}))
+    assert main(["report", str(results), "-o", str(tmp_path / "out")]) == 0
+    captured = capsys.readouterr()
+    assert "report: skipped" in captured.err and "unknown schema_version 99" in captured.err
+    assert "(8 points: 6 ok, 2 not ok)" in captured.out
+    assert {"report.html", "results.csv", "summary.md", "throughput.png"} <= {
+        p.name for p in (tmp_path / "out").iterdir()
+    }
+    # The capacity comes from the cluster table (local-cpu preset: 16 GiB).
+    rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
+    assert {float(r["device_memory_bytes"]) for r in rows} == {16 * 2**30}
+    assert main(["report", str(tmp_path / "missing")]) == 2
+    assert main(["report", str(bad.parent)]) == 2
+    assert "no readable result records" in capsys.readouterr().err
+
+
+def test_cli_report_from_store(tmp_path):
+    from bench.cli import main
+    from bench.store import ResultStore
+
+    store = ResultStore(tmp_path / "results.sqlite")
+    store.ingest(sample_sweep())
+    assert main(["report", str(tmp_path / "results.sqlite"), "-o", str(tmp_path / "out")]) == 0
+    assert len(list(csv.DictReader((tmp_path / "out" / "results.csv").open()))) == 8
+    junk = tmp_path / "junk.txt"
+    junk.write_text("not a store")
+    assert main(["report", str(junk), "-o", str(tmp_path / "out2")]) == 2

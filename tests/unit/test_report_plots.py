@@ -1,0 +1,154 @@
+"""Plots built from fixture records: series, ideal lines, axes and legends, read off the Figure objects."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+from record_factory import make_record, sample_sweep, scaling_records  # noqa: E402
+
+from reports import plots  # noqa: E402
+from reports.analysis import analyse  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def analysis():
+    return analyse(sample_sweep(), device_memory_gib=lambda record: 16.0)
+
+
+def _lines(ax, prefix):
+    return {line.get_gid(): line for line in ax.get_lines() if (line.get_gid() or "").startswith(prefix)}
+
+
+def _legend_texts(ax):
+    return [text.get_text() for text in ax.get_legend().get_texts()]
+
+
+def test_throughput_has_one_line_per_series_and_its_ideal_line(analysis):
+    fig = plots.throughput_figure(analysis.scaling)
+    (ax,) = fig.axes
+    series = _lines(ax, "series:")
+    assert len(series) == 2
+    by_label = {line.get_label(): line for line in series.values()}
+    full = by_label["full_shard · batch 1/dev (weak)"]
+    np.testing.assert_allclose(full.get_xdata(), [1, 2, 4])
+    np.testing.assert_allclose(full.get_ydata(), [1000, 1900, 3400])
+    ideal = _lines(ax, "ideal:")[full.get_gid().replace("series", "ideal")]
+    np.testing.assert_allclose(ideal.get_ydata(), [1000, 2000, 4000])  # linear from the 1-node baseline
+    assert ideal.get_linestyle() == "--"
+    assert ideal.get_color() == full.get_color()
+    no_shard = by_label["no_shard · batch 1/dev (weak)"]
+    np.testing.assert_allclose(
+        _lines(ax, "ideal:")[no_shard.get_gid().replace("series", "ideal")].get_ydata(), [1100, 2200, 4400]
+    )
+
+
+def test_throughput_axes_are_labelled_log2_and_legend_sits_outside(analysis):
+    (ax,) = plots.throughput_figure(analysis.scaling).axes
+    assert ax.get_xscale() == "log" and ax.xaxis.get_transform().base == 2
+    assert ax.get_xlabel() == "nodes (log2 scale)"
+    assert "tokens/s" in ax.get_ylabel()
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "4"]
+    assert "ideal (dashed, from the baseline)" in _legend_texts(ax)
+    anchor = ax.get_legend().get_bbox_to_anchor().transformed(ax.transAxes.inverted())
+    assert anchor.x0 > 1.0  # to the right of the data area, never over it
+    assert ax.get_title() == "debug"
+
+
+def test_series_use_distinct_okabe_ito_colours(analysis):
+    (ax,) = plots.throughput_figure(analysis.scaling).axes
+    colours = [line.get_color() for line in _lines(ax, "series:").values()]
+    assert len(set(colours)) == len(colours)
+    assert set(colours) <= set(plots.PALETTE)
+
+
+def test_efficiency_plot_in_percent_with_the_100_percent_line(analysis):
+    (ax,) = plots.efficiency_figure(analysis.scaling).axes
+    by_label = {line.get_label(): line for line in _lines(ax, "series:").values()}
+    np.testing.assert_allclose(by_label["full_shard · batch 1/dev (weak)"].get_ydata(), [100, 95, 85])
+    ideal = _lines(ax, "ideal:100")["ideal:100"]
+    np.testing.assert_allclose(ideal.get_ydata(), [100, 100])
+    assert ax.get_ylabel() == "scaling efficiency (%)"
+    assert "ideal (100 % = linear)" in _legend_texts(ax)
+
+
+def test_tokens_per_device_ideal_is_flat_at_the_baseline(analysis):
+    (ax,) = plots.per_device_figure(analysis.scaling).axes
+    by_label = {line.get_label(): line for line in _lines(ax, "series:").values()}
+    full = by_label["full_shard · batch 1/dev (weak)"]
+    np.testing.assert_allclose(full.get_ydata(), [1000, 950, 850])
+    np.testing.assert_allclose(
+        _lines(ax, "ideal:")[full.get_gid().replace("series", "ideal")].get_ydata(), [1000, 1000, 1000]
+    )
+
+
+def test_mfu_plot_in_percent_and_absent_without_mfu(analysis):
+    (ax,) = plots.mfu_figure(analysis.scaling).axes
+    values = sorted(tuple(line.get_ydata()) for line in _lines(ax, "series:").values())
+    np.testing.assert_allclose(values, [[41, 41, 41], [45, 45, 45]])
+    assert ax.get_ylabel() == "MFU (% of peak FLOP/s)"
+    assert plots.mfu_figure(analyse(scaling_records({1: 1.0, 2: 2.0})).scaling) is None
+
+
+def test_memory_bars_per_node_count_with_the_capacity_line(analysis):
+    (ax,) = plots.memory_figure(analysis.points).axes
+    bars = {c.get_label(): [p.get_height() for p in c.patches] for c in ax.containers}
+    assert sorted(bars) == ["1 node", "2 nodes", "4 nodes"]
+    assert bars["1 node"] == pytest.approx([2.0, 2.0])  # full_shard, no_shard at 2 GiB
+    capacity = _lines(ax, "capacity:")
+    assert len(capacity) == 2
+    for line in capacity.values():
+        np.testing.assert_allclose(line.get_ydata(), [16.0, 16.0])
+    assert "device capacity" in _legend_texts(ax)
+    assert ax.get_ylabel() == "peak memory per device (GiB)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["full_shard", "no_shard"]
+    assert ax.get_title() == "debug"
+
+
+def test_memory_plot_without_capacity_draws_no_line():
+    (ax,) = plots.memory_figure(analyse(scaling_records({1: 1.0, 2: 2.0})).points).axes
+    assert _lines(ax, "capacity:") == {}
+
+
+def test_step_time_boxes_one_per_configuration_and_node_count(analysis):
+    (ax,) = plots.step_time_figure(analysis.points, analysis.scaling).axes
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 6
+    assert labels[0] == "full_shard · batch 1/dev (weak) · 1 node"
+    assert ax.get_title() == "Step-time distributions"
+    assert ax.get_xlabel() == "step time (s), timed steps only"
+
+
+def test_panels_per_model_and_at_most_eight_series_each():
+    records = []
+    for model in ("debug", "tiny"):
+        for batch in range(1, 11):  # ten configurations per model
+            records += scaling_records({1: 100.0 * batch, 2: 190.0 * batch}, model=model, micro_batch=batch)
+    fig = plots.throughput_figure(analyse(records).scaling)
+    assert [ax.get_title() for ax in fig.axes] == [
+        "debug (8 of 10 configurations shown)",
+        "tiny (8 of 10 configurations shown)",
+    ]
+    kept = [line.get_label() for line in _lines(fig.axes[0], "series:").values()]
+    assert (
+        "full_shard · batch 10/dev (weak)" in kept and "full_shard · batch 1/dev (weak)" not in kept
+    )  # the fastest are kept
+
+
+def test_all_figures_skips_plots_without_data():
+    analysis = analyse([make_record(nodes=1, tokens_per_s=100.0, peak_mem_bytes=None)])
+    names = list(plots.all_figures(analysis.points, analysis.scaling))
+    assert names == ["throughput", "tokens_per_device", "step_times"]
+
+
+def test_parallel_rendering_gives_the_same_pngs_as_serial(analysis):
+    from reports.render import render_figures
+
+    serial = render_figures(analysis.points, analysis.scaling, workers=1)
+    parallel = render_figures(analysis.points, analysis.scaling, workers=2)
+    assert [f.name for f in serial] == ["throughput", "efficiency", "tokens_per_device", "mfu", "memory", "step_times"]
+    assert [(f.name, f.png) for f in parallel] == [(f.name, f.png) for f in serial]

@@ -1,0 +1,155 @@
+"""The SQLite results store: idempotent ingest, concurrent writers, refused records, rebuild, export."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+from record_factory import make_record, sample_sweep  # noqa: E402
+
+from bench.records import write_record  # noqa: E402
+from bench.store import ResultStore, content_hash, export, rebuild  # noqa: E402
+
+
+def _write_many(root: Path, count: int, sweep: str) -> None:
+    """`count` distinct valid records (distinct seeds -> distinct point ids) under root/<sweep>/."""
+    template = make_record(sweep=sweep)
+    for seed in range(count):
+        spec = template.spec.model_copy(update={"seed": seed})
+        record = template.model_copy(update={"spec": spec, "point_id": spec.point_id})
+        write_record(record, root / sweep / record.point_id / "result.json")
+
+
+def test_ingest_is_idempotent(tmp_path):
+    store = ResultStore(tmp_path / "s.sqlite")
+    first = store.ingest(sample_sweep())
+    assert (first.added, first.unchanged) == (8, 0)
+    again = store.ingest(sample_sweep())
+    assert (again.added, again.unchanged) == (0, 8)
+    assert store.count() == 8
+    assert store.count(status="oom") == 1 and store.count(strategy="full_shard", status="ok") == 3
+
+
+def test_content_hash_ignores_key_order_on_disk(tmp_path):
+    record = make_record()
+    data = json.loads(record.model_dump_json())
+    path = tmp_path / "r" / "result.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(dict(reversed(list(data.items())))))
+    store = ResultStore(tmp_path / "s.sqlite")
+    store.ingest([record])
+    report = store.ingest_paths(path)
+    assert (report.added, report.unchanged) == (0, 1)
+
+
+def test_a_remeasured_point_is_kept_beside_the_old_and_latest_wins(tmp_path):
+    store = ResultStore(tmp_path / "s.sqlite")
+    old = make_record(tokens_per_s=500.0)
+    new = make_record(tokens_per_s=800.0).model_copy(update={"finished_at": "2025-03-01T00:00:00+00:00"})
+    assert old.point_id == new.point_id and content_hash(old) != content_hash(new)
+    store.ingest([new, old])
+    assert store.count(point_id=old.point_id) == 2
+    latest, problems = store.records()
+    assert problems == [] and [r.metrics.tokens_per_s for r in latest] == [800.0]
+    assert len(store.records(latest_only=False)[0]) == 2
+
+
+def test_invalid_and_unknown_schema_records_are_reported_and_skipped(tmp_path):
+    results = tmp_path / "results"
+    write_record(make_record(), results / "unit" / "good" / "result.json")
+    unknown = json.loads(make_record(nodes=2).model_dump_json()) | {"schema_version": 99}
+    invalid = json.loads(make_record(nodes=4).model_dump_json()) | {"status": "exploded"}
+    for name, data in {"unknown": unknown, "invalid": invalid}.items():
+        (results / "unit" / name).mkdir(parents=True)
+        (results / "unit" / name / "result.json").write_text(json.dumps(data))
+    (results / "unit" / "truncated").mkdir()
+    (results / "unit" / "truncated" / "result.json").write_text('{"schema_version": 1, "point')
+    store = ResultStore(tmp_path / "s.sqlite")
+    report = store.ingest_paths(results)
+    assert report.added == 1
+    reasons = {p.path.parent.name: p.reason for p in report.problems}
+    assert sorted(reasons) == ["invalid", "truncated", "unknown"]
+    assert reasons["unknown"].startswith("unknown schema_version 99")
+    assert "status" in reasons["invalid"]
+    assert reasons["truncated"].startswith("unreadable JSON")
+    assert store.count() == 1
+
+
+def test_two_processes_ingesting_500_records_each_end_with_1000_rows(tmp_path):
+    _write_many(tmp_path / "a", 500, "sweep_a")
+    _write_many(tmp_path / "b", 500, "sweep_b")
+    db = tmp_path / "shared.sqlite"
+    command = [
+        sys.executable,
+        "-c",
+        "import sys; from bench.store import ResultStore; "
+        "from bench import store; store.BATCH_SIZE = 25; "  # many small transactions: real interleaving
+        "r = ResultStore(sys.argv[1]).ingest_paths(sys.argv[2]); print(r.added, len(r.problems))",
+    ]
+    procs = [
+        subprocess.Popen([*command, str(db), str(tmp_path / part)], stdout=subprocess.PIPE, text=True)
+        for part in ("a", "b")
+    ]
+    outputs = [proc.communicate(timeout=120)[0].split() for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0]
+    assert outputs == [["500", "0"], ["500", "0"]]
+    store = ResultStore(db)
+    assert store.count() == 1000
+    assert store.count(sweep="sweep_a") == 500 and store.count(sweep="sweep_b") == 500
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_rebuild_from_json_records(tmp_path):
+    results = tmp_path / "results"
+    for record in sample_sweep():
+        write_record(record, results / record.sweep / record.point_id / "result.json")
+    db = tmp_path / "s.sqlite"
+    ResultStore(db).ingest([make_record(sweep="stale", nodes=16)])
+    report = rebuild(db, [results])
+    assert (report.added, report.problems) == (8, [])
+    store = ResultStore(db)
+    assert store.count() == 8 and store.count(sweep="stale") == 0
+
+
+def test_store_of_another_schema_version_is_refused(tmp_path):
+    db = tmp_path / "s.sqlite"
+    ResultStore(db)
+    with sqlite3.connect(db) as conn:
+        conn.execute("PRAGMA user_version = 7")
+    with pytest.raises(ValueError, match="schema version 7"):
+        ResultStore(db)
+
+
+def test_export_csv_and_parquet(tmp_path):
+    db = tmp_path / "s.sqlite"
+    ResultStore(db).ingest(sample_sweep())
+    frame = pd.read_csv(export(db, tmp_path / "out.csv"))
+    assert len(frame) == 8
+    two = frame[(frame["strategy"] == "full_shard") & (frame["nodes"] == 2)].iloc[0]
+    assert two["tokens_per_s"] == 1900.0 and two["scaling_efficiency"] == pytest.approx(0.95)
+    parquet = pd.read_parquet(export(db, tmp_path / "out.parquet"))
+    assert len(parquet) == 8 and list(parquet.iloc[0]["step_times_s"])
+    with pytest.raises(ValueError, match="allowed: .csv, .parquet"):
+        export(db, tmp_path / "out.xlsx")
+
+
+def test_command_line_ingest_exit_codes(tmp_path):
+    results = tmp_path / "results"
+    write_record(make_record(), results / "unit" / "p" / "result.json")
+    db = str(tmp_path / "s.sqlite")
+    run = [sys.executable, "-m", "bench.store"]
+    done = subprocess.run([*run, "ingest", db, str(results)], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "store: 1 added, 0 unchanged, 0 skipped"
+    (results / "unit" / "bad").mkdir()
+    (results / "unit" / "bad" / "result.json").write_text("{")
+    done = subprocess.run([*run, "ingest", db, str(results)], capture_output=True, text=True)
+    assert done.returncode == 1 and done.stdout.strip() == "store: 0 added, 1 unchanged, 1 skipped"
+    assert "bad/result.json: unreadable JSON" in done.stderr
