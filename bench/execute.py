@@ -90,15 +90,27 @@ def prepare_launch(specs: list[RunSpec], results_dir: Path) -> LaunchRequest:
 
 
 def run_group(
-    specs: list[RunSpec], launcher: Launcher, results_dir: Path, on_record: Callable[[RunResult], None] | None = None
+    specs: list[RunSpec],
+    launcher: Launcher,
+    results_dir: Path,
+    on_record: Callable[[RunResult], None] | None = None,
+    on_rendered: Callable[[list[Path]], None] | None = None,
 ) -> list[RunResult]:
-    """Run points of one world shape, relaunching after a failed point; one record per point."""
+    """Run points of one world shape, relaunching after a failed point; one record per point.
+
+    A launcher that only renders job files (kubeflow, launcher.apply=false) yields no records:
+    `on_rendered` gets the files and the points stay unrun (nothing fake is stored).
+    """
     records: dict[str, RunResult] = {}
     pending = list(specs)
     while pending:
         request = prepare_launch(pending, results_dir)
         started = dt.datetime.now(dt.timezone.utc)
         outcome = launcher.launch(request)
+        if outcome.rendered:
+            if on_rendered:
+                on_rendered(outcome.log_files)
+            break
         for record in collect_launch(request, outcome, started):
             records[record.point_id] = record
             if on_record:
@@ -106,7 +118,7 @@ def run_group(
         if outcome.interrupted:
             raise Interrupted(next(reversed(records), ""))
         pending = [s for s in pending if s.point_id not in records]
-    return [records[s.point_id] for s in specs]
+    return [records[s.point_id] for s in specs if s.point_id in records]
 
 
 def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.datetime) -> list[RunResult]:

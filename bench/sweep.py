@@ -27,6 +27,7 @@ class SweepOutcome:
     records: list[RunResult] = field(default_factory=list)  # one per point of the grid (latest record)
     ran: list[str] = field(default_factory=list)  # point ids run in this invocation
     skipped: list[Decision] = field(default_factory=list)
+    rendered: list[Path] = field(default_factory=list)  # job files written instead of run (apply=false)
     interrupted: bool = False
     wall_s: float = 0.0
 
@@ -94,7 +95,7 @@ def run_sweep(
     try:
         for group in group_by_world_shape(pending, settings.group_launches):
             progress.running(f"{len(group)} point(s) at {group[0].nodes}x{group[0].gpus_per_node}")
-            run_group(group, launcher, settings.results_dir, on_record=record_done)
+            run_group(group, launcher, settings.results_dir, on_record=record_done, on_rendered=outcome.rendered.extend)
     except (Interrupted, KeyboardInterrupt):
         # A signal outside a launch (between points) lands here too: nothing was running to record.
         outcome.interrupted = True

@@ -29,11 +29,16 @@ def main(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     results_dir = Path(point.config.get("results_dir") or "results")
+    rendered: list[Path] = []
     with sigterm_as_interrupt():
         try:
-            (record,) = run_group([point.spec], launcher, results_dir)
+            records = run_group([point.spec], launcher, results_dir, on_rendered=rendered.extend)
         except Interrupted:
             print("interrupted: the point was recorded as interrupted", file=sys.stderr)
             return 1
+    if rendered:
+        print("rendered, nothing ran (launcher.apply=false): " + ", ".join(map(str, rendered)))
+        return 0
+    (record,) = records
     print(point_summary(record, str(point_dir(results_dir, point.spec) / "result.json")))
     return 0 if record.status == "ok" else 1

@@ -74,6 +74,10 @@ def _run(points, launcher, overrides: list[str]) -> int:
         outcome = run_sweep(points, launcher, settings, skip_check=skip_check, progress=progress)
     for decision in outcome.skipped:
         print(f"  skipped {decision.spec.point_id}: {decision.reason}")
+    if outcome.rendered:
+        print(f"{len(outcome.rendered)} job file(s) rendered, nothing ran (launcher.apply=false):")
+        for path in outcome.rendered:
+            print(f"  {path}")
     print_summary(outcome.records)
     if outcome.interrupted:
         print(f"interrupted: {len(outcome.ran)} point(s) recorded in this run; run the same command to continue")
@@ -88,6 +92,8 @@ def _run(points, launcher, overrides: list[str]) -> int:
 
 def print_summary(records) -> None:
     """The end-of-sweep table: point, configuration, status, tokens/s, scaling efficiency."""
+    if not records:
+        return
     efficiency = _efficiencies(records)
     header = f"{'point':<13}{'model':<12}{'nodes':>6}{'gpn':>4}  {'strategy':<19}{'precision':<10}{'status':<12}{'tokens/s':>12}{'eff':>8}"
     print(header)

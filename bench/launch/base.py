@@ -48,6 +48,9 @@ class LaunchOutcome:
     interrupted: bool = False
     detail: str = ""
     log_files: list[Path] = field(default_factory=list)
+    # True when the launcher only wrote its job files (kubeflow with launcher.apply=false): nothing ran,
+    # so no record is written; `log_files` then lists the rendered files.
+    rendered: bool = False
 
 
 class Launcher(ABC):

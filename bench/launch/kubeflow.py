@@ -48,7 +48,7 @@ class KubeflowLauncher(ConfiguredLauncher):
                 "or rerun with launcher.apply=true)",
                 file=sys.stderr,
             )
-            return LaunchOutcome(returncode=0, detail=RENDERED, log_files=[manifest])
+            return LaunchOutcome(returncode=0, detail=RENDERED, log_files=[manifest], rendered=True)
         return KubeJob(request, self.opts, manifest).run()
 
 

@@ -173,3 +173,11 @@ def test_completed_sweep_reruns_nothing(tmp_path):
     assert again.returncode == 0
     assert "done: ok result exists" in again.stdout
     assert len(finished_events(tmp_path, "cpu_smoke")) == 1
+
+
+def test_kubeflow_without_apply_renders_one_job_per_world_shape_and_records_nothing(tmp_path):
+    result = sweep(["experiment=eks_llama2"], tmp_path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "5 job file(s) rendered, nothing ran (launcher.apply=false)" in result.stdout
+    assert len(list(tmp_path.rglob("pytorchjob.yaml"))) == 5  # nodes 1, 2, 4, 8, 16
+    assert list(tmp_path.rglob("result.json")) == []
