@@ -14,6 +14,7 @@ import sys
 import time
 
 from bench.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
+from bench.launch.torchrun import torchrun_args
 
 POLL_S = 0.25
 
@@ -26,31 +27,12 @@ def free_port() -> int:
 
 def torchrun_command(request: LaunchRequest, port: int, rdzv_id: str) -> list[str]:
     """One agent's argument list (never a shell string: values cannot inject commands)."""
-    return [
-        sys.executable,
-        "-m",
-        "torch.distributed.run",
-        "--nnodes",
-        str(request.nodes),
-        "--nproc-per-node",
-        str(request.gpus_per_node),
-        "--rdzv-backend",
-        "c10d",
-        "--rdzv-endpoint",
-        f"127.0.0.1:{port}",
-        "--rdzv-id",
-        rdzv_id,
-        # Advertise loopback: a host without a routable interface must still rendezvous.
-        "--local-addr",
-        "127.0.0.1",
-        "--max-restarts",
-        "0",
-        "--monitor-interval",
-        "0.5",
-        "-m",
-        "fsdp_core.worker",
-        str(request.launch_file),
-    ]
+    args = torchrun_args(
+        sys.executable, request.nodes, request.gpus_per_node, f"127.0.0.1:{port}", rdzv_id, str(request.launch_file)
+    )
+    at = args.index("-m", 3)  # before the worker module: local-only agent options
+    # Advertise loopback: a host without a routable interface must still rendezvous; poll agents often.
+    return [*args[:at], "--local-addr", "127.0.0.1", "--monitor-interval", "0.5", *args[at:]]
 
 
 def rank_env(request: LaunchRequest) -> dict[str, str]:
