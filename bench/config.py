@@ -7,6 +7,7 @@ rules), taken from the command line and from the experiment's `sweep.grid`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +57,24 @@ def compose(overrides: Sequence[str]) -> dict[str, Any]:
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
         return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
     except (HydraException, OmegaConfBaseException) as exc:
-        raise ConfigError([_first_line(exc)]) from None
+        raise ConfigError([_explain(exc, overrides)]) from None
+
+
+def _explain(exc: Exception, overrides: Sequence[str]) -> str:
+    """Hydra's first line, or for an unknown key the key and the keys allowed beside it."""
+    message = _first_line(exc)
+    match = re.match(r"Could not override '([^']+)'", message)
+    if not match:
+        return message
+    key = match.group(1)
+    parent, _, leaf = key.rpartition(".")
+    node = compose([o for o in overrides if o.partition("=")[0] != key]) if overrides else {}
+    for part in parent.split(".") if parent else []:
+        node = node.get(part) if isinstance(node, dict) else None
+    if isinstance(node, dict):
+        where = f"under {parent}" if parent else "at the top level"
+        return f"{key}: unknown key '{leaf}'; allowed {where}: {', '.join(sorted(node))}"
+    return message
 
 
 def _check_group_options(overrides: Sequence[str]) -> None:

@@ -64,7 +64,7 @@ class RunSpec(Strict):
     cluster_overrides: dict[str, Any] = Field(default_factory=dict)
     device_type: Literal["cpu", "cuda"] = "cpu"
     launcher: Launcher = "local"
-    seq_len: int = Field(0, ge=0, description="0 means the flavor's default sequence length")
+    seq_len: int | None = Field(None, ge=1, description="None (null) means the flavor's default sequence length")
     micro_batch: int = Field(1, ge=1)
     grad_accum: int = Field(1, ge=1)
     steps: int = Field(8, ge=1)
@@ -87,7 +87,7 @@ class RunSpec(Strict):
             raise ValueError(f"model: unknown model '{self.model}'; allowed: {', '.join(FLAVORS)}")
         args = self.model_args()  # raises on unknown override fields or inconsistent dims
         self.cluster_facts()  # raises on an unknown preset or a physically meaningless override
-        if self.seq_len == 0:
+        if self.seq_len is None:
             self.seq_len = args.default_seq_len
         self.world_size = self.world_size or self.nodes * self.gpus_per_node
         problems = [msg for rule in _SPEC_RULES if (msg := rule(self, args))]

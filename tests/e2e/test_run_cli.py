@@ -133,7 +133,7 @@ BAD_INPUT = {
     "gpus_per_node=0": "gpus_per_node: Input should be greater than or equal to 1",
     "gpus_per_node=two": "gpus_per_node: Input should be a valid integer",
     "train.micro_batch=0": "train.micro_batch: Input should be greater than or equal to 1",
-    "train.seq_len=-1": "train.seq_len: Input should be greater than or equal to 0",
+    "train.seq_len=0": "train.seq_len: Input should be greater than or equal to 1",
     "train.warmup_steps=8": "train.warmup_steps: must be fewer than train.steps (8 >= 8)",
     "train.grad_accum=0": "train.grad_accum: Input should be greater than or equal to 1",
     "precision=fp8": "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); allowed on CPU: fp32,",

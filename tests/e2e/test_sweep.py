@@ -34,21 +34,6 @@ def sweep(args: list[str], results: Path, timeout: float = 240) -> subprocess.Co
     )
 
 
-def worker_processes(results: Path) -> list[str]:
-    """Command lines of rank/agent processes still alive that belong to this test's results folder."""
-    alive = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        if str(results) in cmdline and ("fsdp_core.worker" in cmdline or "torch.distributed.run" in cmdline):
-            alive.append(cmdline)
-    return alive
-
-
 def ok_ids(results: Path) -> set[str]:
     records, _ = load_records(results)
     return {r.point_id for r in records if r.status == "ok"}
@@ -59,7 +44,7 @@ def finished_events(results: Path, sweep_name: str) -> list[dict]:
     return [e for e in map(json.loads, path.read_text().splitlines()) if e["event"] == "finished"]
 
 
-def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path):
+def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_processes):
     expected = {p.spec.point_id for p in load_grid(SMALL_GRID)}
     assert len(expected) == 4
     proc = subprocess.Popen(
@@ -92,7 +77,7 @@ def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path):
     assert second.stdout.count("done: ok result exists") == len(done_first)
 
 
-def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path):
+def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path, worker_processes):
     grid = [
         "experiment=cpu_smoke",
         "nodes=2",

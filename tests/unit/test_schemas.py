@@ -55,7 +55,7 @@ def ok_record(**spec_fields) -> RunResult:
 
 def test_defaults_are_resolved():
     run = spec(nodes=2, gpus_per_node=2, micro_batch=3, grad_accum=2)
-    assert run.seq_len == FLAVORS["debug"].default_seq_len == 64  # 0 means the flavor's default
+    assert run.seq_len == FLAVORS["debug"].default_seq_len == 64  # null means the flavor's default
     assert run.world_size == 4
     assert run.tokens_per_step == 4 * 3 * 2 * 64
     assert (run.strategy, run.precision, run.launcher, run.sweep) == ("full_shard", "fp32", "local", "adhoc")
