@@ -11,6 +11,7 @@ that into a failed/oom record.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import gc
 import json
@@ -113,15 +114,7 @@ def run_point(point: dict, launch: dict) -> None:
 
 def build_training(args: ModelArgs, spec: dict, device: torch.device):
     """Meta model -> parallelised -> materialised, plus AdamW and the fp16 scaler."""
-    cfg = ParallelConfig(
-        strategy=spec["strategy"],
-        precision=spec["precision"],
-        nodes=spec["nodes"],
-        gpus_per_node=spec["gpus_per_node"],
-        activation_checkpointing=spec["activation_checkpointing"],
-        compile=spec["compile"],
-        cpu_offload=spec["cpu_offload"],
-    )
+    cfg = from_spec(ParallelConfig, spec)
     model = parallelize_llama(build_model(args), cfg, build_mesh(cfg, device.type))
     materialize(model, device, spec["seed"], offload=spec["cpu_offload"])
     # fused on GPU (one kernel, no full-size temporaries; torchtitan's default), foreach on CPU where
@@ -132,20 +125,13 @@ def build_training(args: ModelArgs, spec: dict, device: torch.device):
 
 
 def loop_config(spec: dict) -> LoopConfig:
-    debug = spec.get("debug") or {}
-    return LoopConfig(
-        steps=spec["steps"],
-        warmup_steps=spec["warmup_steps"],
-        grad_accum=spec["grad_accum"],
-        micro_batch=spec["micro_batch"],
-        seq_len=spec["seq_len"],
-        precision=spec["precision"],
-        fail_rank=debug.get("fail_rank"),
-        fail_step=debug.get("fail_step"),
-        hang=bool(debug.get("hang")),
-        oom=bool(debug.get("oom")),
-        slow_fraction=float(debug.get("slow_fraction") or 0.0),
-    )
+    debug = {k: v for k, v in (spec.get("debug") or {}).items() if v is not None}
+    return from_spec(LoopConfig, {**spec, **debug})
+
+
+def from_spec(cls, values: dict):
+    """A dataclass filled from the spec's keys of the same names (the spec's names are the contract)."""
+    return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls) if f.name in values})
 
 
 def assemble_record(point: dict, launch: dict, args: ModelArgs, loop, device, started: str, wall_s: float) -> dict:
