@@ -37,7 +37,9 @@ class PointRunner:
         self.benchmark = benchmark
         self.calls = 0
 
-    def __call__(self, overrides: str | Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S, require_ok: bool = True):
+    def __call__(
+        self, overrides: str | Sequence[str], *, timeout_s: float = DEFAULT_TIMEOUT_S, require_ok: bool = True
+    ):
         """Run one point (Hydra overrides as a string or a list) and return its RunResult."""
         args = shlex.split(overrides) if isinstance(overrides, str) else list(overrides)
         results_dir = self.tmp_dir / f"point{self.calls}"
