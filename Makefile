@@ -17,9 +17,12 @@ test-fast:
 	scripts/setup.sh dev
 	.venv/bin/python -m pytest tests/unit -q
 
+# Benchmarks (not part of `make test`): the engine's tokens/s and overhead, then the hot paths
+# (a debug train step, planning, composing, rendering, checking) under pytest-benchmark.
 bench:
 	scripts/setup.sh dev
 	.venv/bin/python scripts/bench_engine.py
+	.venv/bin/python -m pytest benchmarks --benchmark-enable -q
 
 lint:
 	scripts/setup.sh dev

@@ -56,7 +56,8 @@ def compose(overrides: Sequence[str]) -> dict[str, Any]:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
             cfg = hydra_compose(config_name="config", overrides=list(overrides))
         return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-    except (HydraException, OmegaConfBaseException) as exc:
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        # ValueError: Hydra's own complaint about malformed overrides such as `experiment=null`.
         raise ConfigError([_explain(exc, overrides)]) from None
 
 

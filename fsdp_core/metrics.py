@@ -13,7 +13,8 @@ import time
 import torch
 import torch.distributed as dist
 
-ENV_PREFIXES = ("NCCL_", "FI_", "TORCH_", "CUDA_", "OMP_NUM_THREADS", "FSDP_BENCH_")
+# Variables that change collective or kernel behaviour: recorded so two results can be told apart.
+ENV_PREFIXES = ("NCCL_", "FI_", "TORCH_", "CUDA_", "OMP_", "KMP_", "GOMP_", "MKL_", "FSDP_BENCH_")
 
 
 class StepTimer:

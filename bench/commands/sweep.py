@@ -95,7 +95,7 @@ def print_summary(records) -> None:
     if not records:
         return
     efficiency = _efficiencies(records)
-    header = f"{'point':<13}{'model':<12}{'nodes':>6}{'gpn':>4}  {'strategy':<19}{'precision':<10}{'status':<12}{'tokens/s':>12}{'eff':>8}"
+    header = f"{'point':<16}{'model':<12}{'nodes':>6}{'gpn':>4}  {'strategy':<19}{'precision':<10}{'status':<12}{'tokens/s':>12}{'eff':>8}"
     print(header)
     print("-" * len(header))
     for r in records:

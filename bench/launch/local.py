@@ -42,10 +42,6 @@ def rank_env(request: LaunchRequest) -> dict[str, str]:
     env["FSDP_BENCH_RANKS_PER_HOST"] = str(ranks_here)
     threads = request.points[0].threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
     env["OMP_NUM_THREADS"] = str(threads)
-    if request.points[0].device_type == "cpu":
-        # Idle OpenMP threads sleep instead of spinning: on a shared or busy CPU, spinning threads
-        # of one rank steal the cores its peer rank needs (measured: up to 20x slower steps).
-        env.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
 
