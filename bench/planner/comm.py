@@ -95,9 +95,9 @@ NVLINK_HOP_LATENCY_S = 3.4e-6
 def _calibrated(w: Workload, kind: str) -> Link | None:
     """A measured loopback link for this collective kind (local-cpu after `calibrate`), if any."""
     extra = w.cluster.extra
-    if f"{kind}_gbps" in extra:
-        return Link(extra[f"{kind}_gbps"] * GBIT, extra.get(f"{kind}_latency_s", w.cluster.link_latency_s))
-    return None
+    if f"{kind}_gbps" not in extra:
+        return None
+    return Link(extra[f"{kind}_gbps"] * GBIT, extra.get(f"{kind}_latency_s", w.cluster.link_latency_s))
 
 
 def _gpu_link(w: Workload, bandwidth_gbps: float, nodes: int) -> Link:

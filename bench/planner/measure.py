@@ -2,16 +2,20 @@
 
 - matmul FLOP/s per dtype (fp32, bf16) and thread count: square 1024 x 1024 matmuls, the
   median of repeated timings;
-- what a real training step achieves: forward and backward of the `tiny` flavor (its default
-  sequence 256, micro-batch 1, fp32), its hardware FLOPs (fsdp_core/flops.py) per second, in
-  each (processes, threads) pattern the local launcher produces (1 rank with every core, one
-  thread per rank up to twice the cores), with the processes running at the same time: hosts
-  whose vCPUs share physical cores, caches or memory bandwidth show it here;
-- AdamW's streaming rate: one `foreach` step over the same model, as bytes per second at the
-  28 bytes per parameter the planner charges;
+- what the engine's own training step achieves: the `tiny` flavor built, FSDP2-wrapped and
+  materialised by fsdp_core.worker.build_training on a one-rank gloo group (sequence 256,
+  micro-batch 1, fp32), its forward+backward hardware FLOPs (fsdp_core/flops.py) per second,
+  in each (processes, threads) pattern the local launcher produces (1 rank with every core, one
+  thread per rank up to twice the cores), the processes running at the same time: FSDP's
+  per-step work and vCPUs that share cores, caches or memory bandwidth show up here;
+- AdamW's streaming rate: the same runs' optimizer steps, as bytes per second at the 28 bytes
+  per parameter the planner charges;
 - gloo all-gather, reduce-scatter and all-reduce times by message size (4 KiB to 16 MiB)
   between 2 real local ranks (torch.multiprocessing, one thread each), fitted to the ring model
-  t = passes x (latency + bytes / 2 / bandwidth) the planner uses;
+  t = passes x (latency + bytes / 2 / bandwidth) the planner uses; measured on idle cores (what
+  the planner uses: a rank blocked on a collective leaves its core to gloo, and the planner
+  counts CPU communication as not overlapped) and, for information, with each rank's core kept
+  busy by a compute thread (several times slower);
 - the host's total memory, which all local ranks share.
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import os
 import statistics
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +33,8 @@ MATMUL_N = 1024
 MESSAGE_SIZES = [2**k for k in range(12, 25, 2)]  # 4 KiB .. 16 MiB
 PASSES = {"all_gather": 1, "reduce_scatter": 1, "all_reduce": 2}
 CALIBRATION_MODEL = "tiny"
+# (micro-batch, sequence) of the calibration step: the flavor's default sequence, one row.
+CALIBRATION_BATCH = (1, 256)
 COLLECTIVE_REPS = 9
 
 
@@ -65,18 +72,6 @@ def matmul_gflops(dtype_name: str, threads: int, min_time: float = 0.5) -> float
     return 2 * MATMUL_N**3 / seconds / 1e9
 
 
-def _tiny_model():
-    import torch
-
-    from fsdp_core.flavors import get_flavor
-    from fsdp_core.model import build_model
-
-    args = get_flavor(CALIBRATION_MODEL)
-    model = build_model(args, "cpu")
-    model.init_buffers(torch.device("cpu"))
-    return args, model
-
-
 def _wait_for_peers(out_dir: str, index: int, processes: int) -> None:
     """A file barrier: every process has built its model before any starts timing."""
     Path(out_dir, f"ready{index}").touch()
@@ -84,54 +79,96 @@ def _wait_for_peers(out_dir: str, index: int, processes: int) -> None:
         time.sleep(0.01)
 
 
-def _model_step_worker(index: int, processes: int, threads: int, duration: float, out_dir: str) -> None:
-    """One of `processes` concurrent processes timing forward+backward of the calibration model."""
-    import json
+def _engine_model(threads: int, port: int):
+    """The engine's FSDP2-wrapped model and AdamW (fsdp_core.worker.build_training) on a one-rank group."""
+    import torch
+    import torch.distributed as dist
 
+    from fsdp_core.flavors import get_flavor
+    from fsdp_core.worker import build_training
+
+    torch.set_num_threads(threads)
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
+    args = get_flavor(CALIBRATION_MODEL)
+    spec = {
+        "strategy": "full_shard",
+        "precision": "fp32",
+        "nodes": 1,
+        "gpus_per_node": 1,
+        "seed": 0,
+        "lr": 3e-4,
+        "activation_checkpointing": "none",
+        "compile": False,
+        "cpu_offload": False,
+    }
+    model, optimizer, _ = build_training(args, spec, torch.device("cpu"))
+    return args, model, optimizer
+
+
+def _time_engine_step(model, optimizer, args, duration: float) -> dict[str, float]:
+    """Median seconds of forward+backward and of the optimizer step, as fsdp_core.train runs them."""
     import torch
     import torch.nn.functional as F
 
-    from fsdp_core.flops import hardware_flops_per_token
-
-    torch.set_num_threads(threads)
-    args, model = _tiny_model()
-    seq = args.default_seq_len
-    tokens = torch.randint(0, args.vocab_size, (1, seq + 1))
-
-    def forward_backward() -> None:
+    micro_batch, seq = CALIBRATION_BATCH
+    tokens = torch.randint(0, args.vocab_size, (micro_batch, seq + 1))
+    forward_times, optimizer_times = [], []
+    start = time.perf_counter()
+    while len(forward_times) < 4 or time.perf_counter() - start < duration:
+        t0 = time.perf_counter()
         logits = model(tokens[:, :-1])
         F.cross_entropy(logits.flatten(0, 1).float(), tokens[:, 1:].flatten()).backward()
+        t1 = time.perf_counter()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+        forward_times.append(t1 - t0)
+        optimizer_times.append(time.perf_counter() - t1)
+    # The first step allocates optimizer state and warms the allocator: leave it out.
+    return {"seconds": statistics.median(forward_times[1:]), "optimizer_s": statistics.median(optimizer_times[1:])}
 
+
+def _model_step_worker(
+    index: int, processes: int, threads: int, ports: list[int], duration: float, out_dir: str
+) -> None:
+    """One of `processes` concurrent processes timing the engine's training step."""
+    import json
+
+    import torch.distributed as dist
+
+    from fsdp_core.flops import hardware_flops_per_token
+
+    args, model, optimizer = _engine_model(threads, ports[index])
     _wait_for_peers(out_dir, index, processes)
-    seconds = _median_time(forward_backward, duration)
-    result = {"seconds": seconds, "gflops": seq * hardware_flops_per_token(args, seq, "none") / seconds / 1e9}
-    if processes == 1:
-        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, weight_decay=0.1, foreach=True)
-        params = sum(p.numel() for p in model.parameters())
-        result["optimizer_gbps"] = 28 * params / _median_time(optimizer.step, duration / 3) / 1e9
-    Path(out_dir, f"step{index}.json").write_text(json.dumps(result))
+    timed = _time_engine_step(model, optimizer, args, duration)
+    micro_batch, seq = CALIBRATION_BATCH
+    timed["gflops"] = micro_batch * seq * hardware_flops_per_token(args, seq, "none") / timed["seconds"] / 1e9
+    timed["optimizer_gbps"] = 28 * args.params / timed["optimizer_s"] / 1e9
+    Path(out_dir, f"step{index}.json").write_text(json.dumps(timed))
+    dist.destroy_process_group()
 
 
 def concurrent_model_steps(processes: int, threads: int, duration: float = 2.0) -> dict[str, float]:
-    """Per-process hardware GFLOP/s of the calibration model's training step when `processes`
-    processes of `threads` threads each run at once (as the local launcher's ranks do)."""
+    """Per-process hardware GFLOP/s of the engine's forward+backward (and AdamW's streaming rate)
+    when `processes` processes of `threads` threads each run at once, as the local launcher's ranks do."""
     import json
 
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as out_dir:
+        ports = [_free_port() for _ in range(processes)]
         mp.start_processes(
-            _model_step_worker, args=(processes, threads, duration, out_dir), nprocs=processes, start_method="spawn"
+            _model_step_worker,
+            args=(processes, threads, ports, duration, out_dir),
+            nprocs=processes,
+            start_method="spawn",
         )
         results = [json.loads(Path(out_dir, f"step{i}.json").read_text()) for i in range(processes)]
-    out = {
+    return {
         "processes": processes,
         "threads": threads,
         "gflops_per_process": statistics.median(r["gflops"] for r in results),
+        "optimizer_gbps": statistics.median(r["optimizer_gbps"] for r in results),
     }
-    if processes == 1:
-        out["optimizer_gbps"] = results[0]["optimizer_gbps"]
-    return out
 
 
 def step_patterns(cores: int) -> list[tuple[int, int]]:
@@ -156,7 +193,16 @@ def _collective_ops(size: int, world: int) -> dict:
     }
 
 
-def _collective_worker(rank: int, world: int, port: int, out_dir: str) -> None:
+def _busy_core(stop) -> None:
+    """Keep this rank's core busy with small matmuls, as its compute thread is during training."""
+    import torch
+
+    a, b = torch.randn(256, 256), torch.randn(256, 256)
+    while not stop.is_set():
+        torch.mm(a, b)
+
+
+def _collective_worker(rank: int, world: int, port: int, out_dir: str, loaded: bool) -> None:
     import json
     import warnings
 
@@ -167,11 +213,15 @@ def _collective_worker(rank: int, world: int, port: int, out_dir: str) -> None:
     warnings.filterwarnings("ignore", category=FutureWarning)
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    stop = threading.Event()
+    if loaded:
+        threading.Thread(target=_busy_core, args=(stop,), daemon=True).start()
     results: dict[str, list[float]] = {kind: [] for kind in PASSES}
     for size in MESSAGE_SIZES:
         for kind, op in _collective_ops(size, world).items():
             dist.barrier()
             results[kind].append(_median_time_fixed(op, COLLECTIVE_REPS))
+    stop.set()
     if rank == 0:
         Path(out_dir, "collectives.json").write_text(json.dumps(results))
     dist.destroy_process_group()
@@ -185,15 +235,25 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def collective_times(world: int = 2) -> dict[str, list[float]]:
-    """Median seconds per message size and collective kind, measured on `world` local gloo ranks."""
+def collective_times(loaded: bool, world: int = 2) -> dict[str, list[float]]:
+    """Median seconds per message size and collective kind on `world` local gloo ranks; `loaded`:
+    with each rank's core kept busy by a compute thread, as during training."""
     import json
 
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as out_dir:
-        mp.start_processes(_collective_worker, args=(world, _free_port(), out_dir), nprocs=world, start_method="spawn")
+        mp.start_processes(
+            _collective_worker, args=(world, _free_port(), out_dir, loaded), nprocs=world, start_method="spawn"
+        )
         return json.loads(Path(out_dir, "collectives.json").read_text())
+
+
+def fit_collectives(times: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    return {
+        kind: {**fit_link(MESSAGE_SIZES, times[kind], PASSES[kind]), "sizes": MESSAGE_SIZES, "seconds": times[kind]}
+        for kind in PASSES
+    }
 
 
 def fit_link(sizes: list[int], seconds: list[float], passes: int, ranks: int = 2) -> dict[str, float]:
@@ -221,15 +281,12 @@ def run_calibration(progress=print) -> dict[str, Any]:
     progress(f"matmul {MATMUL_N}x{MATMUL_N}, threads {threads} ...")
     gflops = {dtype: {str(t): matmul_gflops(dtype, t) for t in threads} for dtype in ("fp32", "bf16")}
     patterns = step_patterns(cores)
-    progress(f"{CALIBRATION_MODEL} forward+backward, concurrent (processes, threads) {patterns} ...")
+    progress(f"engine step of {CALIBRATION_MODEL} on one rank, concurrent (processes, threads) {patterns} ...")
     steps = [concurrent_model_steps(processes, threads) for processes, threads in patterns]
     optimizer_gbps = next(s["optimizer_gbps"] for s in steps if s["processes"] == 1 and s["threads"] == cores)
-    progress("gloo collectives, 2 ranks, 4 KiB .. 16 MiB ...")
-    times = collective_times()
-    collectives = {
-        kind: {**fit_link(MESSAGE_SIZES, times[kind], PASSES[kind]), "sizes": MESSAGE_SIZES, "seconds": times[kind]}
-        for kind in PASSES
-    }
+    progress("gloo collectives, 2 ranks, 4 KiB .. 16 MiB, cores busy and idle ...")
+    collectives = fit_collectives(collective_times(loaded=False))
+    busy = fit_collectives(collective_times(loaded=True))
     return {
         "schema_version": 1,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -240,11 +297,12 @@ def run_calibration(progress=print) -> dict[str, Any]:
         "matmul_gflops": gflops,
         "model_step": {
             "model": CALIBRATION_MODEL,
-            "seq_len": 256,
-            "micro_batch": 1,
+            "micro_batch": CALIBRATION_BATCH[0],
+            "seq_len": CALIBRATION_BATCH[1],
             "dtype": "fp32",
             "patterns": steps,
         },
         "optimizer_gbps": optimizer_gbps,
         "collectives": collectives,
+        "collectives_busy": busy,
     }
