@@ -36,13 +36,11 @@ def summary(data: dict) -> list[str]:
     cells = ", ".join(f"{p['processes']}x{p['threads']}: {p['gflops_per_process']:.1f}" for p in step["patterns"])
     lines.append(f"training step ({step['model']}, fp32), processes x threads at once: {cells} GFLOP/s per process")
     lines.append(f"AdamW streaming: {data['optimizer_gbps']:.2f} GB/s")
-    idle = data.get("collectives_idle", {})
+    busy = data.get("collectives_busy", {})
     for kind, fit in data["collectives"].items():
-        line = (
-            f"gloo {kind} (cores busy): {fit['gbps']:.2f} Gb/s, latency {1e6 * fit['latency_s']:.0f} us per ring step"
-        )
-        if kind in idle:
-            line += f"; idle cores: {idle[kind]['gbps']:.2f} Gb/s, {1e6 * idle[kind]['latency_s']:.0f} us"
+        line = f"gloo {kind}: {fit['gbps']:.2f} Gb/s, latency {1e6 * fit['latency_s']:.0f} us per ring step"
+        if kind in busy:
+            line += f" (cores busy: {busy[kind]['gbps']:.2f} Gb/s, {1e6 * busy[kind]['latency_s']:.0f} us)"
         lines.append(line)
     lines.append(f"host memory: {data['memory_gib']:.1f} GiB shared by all local ranks")
     return lines

@@ -97,11 +97,14 @@ def assumption_lines(predictions: Sequence[dict[str, Any]]) -> list[str]:
     seen: dict[str, None] = {}
     for p in predictions:
         a = p["assumptions"]
-        line = (
-            f"{a['cluster']} ({a['device']}): achieved {a['achieved_tflops_per_device']:.3g} TFLOP/s per device, "
-            f"NVLink/intra {a['intra_node_gbps']:g} Gb/s, network {a['inter_node_gbps']:g} Gb/s per node, "
-            f"overlap interference {a['overlap_interference']:g}"
-        )
+        line = f"{a['cluster']} ({a['device']}): achieved {a['achieved_tflops_per_device']:.3g} TFLOP/s per device, "
+        links = a.get("collective_links") or {}
+        if links:
+            kinds = [k.removesuffix("_gbps") for k in links if k.endswith("_gbps")]
+            line += "measured gloo " + ", ".join(f"{k} {links[k + '_gbps']:.2f} Gb/s" for k in kinds)
+        else:
+            line += f"NVLink {a['intra_node_gbps']:g} Gb/s per GPU, network {a['inter_node_gbps']:g} Gb/s per node"
+        line += f", overlap interference {a['overlap_interference']:g}"
         if "calibration" in a:
             line += f", calibration: {a['calibration']}"
         seen[line] = None
