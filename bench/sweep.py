@@ -10,15 +10,15 @@ keeps everything else: the next `sweep` continues where this one stopped.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.config import Point
-from bench.execute import Interrupted, run_group
+from bench.execute import Interrupted, point_dir, run_group
 from bench.launch import Launcher
 from bench.ledger import Decision, Ledger
 from bench.progress import SweepProgress
+from bench.records import RESULT_FILE, write_record
 from bench.schemas import RunResult, RunSpec
 
 
@@ -65,7 +65,6 @@ def run_sweep(
     points: list[Point],
     launcher: Launcher,
     settings: SweepSettings,
-    skip_check: Callable[[RunSpec], RunResult | None] | None = None,
     progress: SweepProgress | None = None,
 ) -> SweepOutcome:
     """Run every point that the ledger says is pending; return all of the grid's records."""
@@ -83,10 +82,12 @@ def run_sweep(
             outcome.skipped.append(decision)
             latest[decision.spec.point_id] = decision.previous
         ledger.log("decide", decision.spec.point_id, run=decision.run, reason=decision.reason)
-    pending = _apply_plan(pending, skip_check, latest, ledger)
+    predictions = _plan(specs) if settings.plan else {}
+    pending = _skip_not_fitting(pending, predictions, settings.results_dir, latest, ledger)
     progress = progress or SweepProgress(len(pending), enabled=False)
 
     def record_done(record: RunResult) -> None:
+        record = _with_prediction(record, predictions.get(record.point_id), settings.results_dir)
         latest[record.point_id] = record
         outcome.ran.append(record.point_id)
         ledger.log("finished", record.point_id, status=record.status, error=record.error)
@@ -104,16 +105,38 @@ def run_sweep(
     return outcome
 
 
-def _apply_plan(pending: list[RunSpec], skip_check, latest: dict, ledger: Ledger) -> list[RunSpec]:
-    """With sweep.plan=true, points predicted not to fit become `skipped` records instead of launches."""
-    if skip_check is None:
+def _plan(specs: list[RunSpec]) -> dict[str, dict]:
+    """sweep.plan=true: the planner's prediction for every point (point_id -> plain dict)."""
+    from bench.planner.skip import plan_points
+
+    return plan_points(specs)
+
+
+def _skip_not_fitting(
+    pending: list[RunSpec], predictions: dict, results_dir: Path, latest: dict, ledger: Ledger
+) -> list[RunSpec]:
+    """Points predicted not to fit get a stored `skipped` record (with the prediction) instead of a launch."""
+    if not predictions:
         return pending
+    from bench.planner.skip import skipped_record
+
     kept = []
     for spec in pending:
-        skipped = skip_check(spec)
-        if skipped is None:
+        prediction = predictions[spec.point_id]
+        if prediction["fits"]:
             kept.append(spec)
-        else:
-            latest[spec.point_id] = skipped
-            ledger.log("planned-skip", spec.point_id, reason=skipped.error)
+            continue
+        record = skipped_record(spec, prediction)
+        write_record(record, point_dir(results_dir, spec) / RESULT_FILE)
+        latest[spec.point_id] = record
+        ledger.log("planned-skip", spec.point_id, reason=record.error)
     return kept
+
+
+def _with_prediction(record: RunResult, prediction: dict | None, results_dir: Path) -> RunResult:
+    """Store the prediction beside the measurement so reports show predicted next to measured."""
+    if prediction is None or record.prediction is not None:
+        return record
+    record = record.model_copy(update={"prediction": prediction})
+    write_record(record, point_dir(results_dir, record.spec) / RESULT_FILE)
+    return record

@@ -69,9 +69,8 @@ def _run(points, launcher, overrides: list[str]) -> int:
         f"{settings.results_dir / sweep_name}",
         flush=True,
     )
-    skip_check = _plan_skip_check() if settings.plan else None
     with sigterm_as_interrupt(), SweepProgress(len(points) * max(1, settings.repeats)) as progress:
-        outcome = run_sweep(points, launcher, settings, skip_check=skip_check, progress=progress)
+        outcome = run_sweep(points, launcher, settings, progress=progress)
     for decision in outcome.skipped:
         print(f"  skipped {decision.spec.point_id}: {decision.reason}")
     if outcome.rendered:
@@ -134,13 +133,3 @@ def _write_report(records, out_dir: Path, overrides: list[str]) -> None:
     command = "fsdp-bench sweep " + " ".join(shlex.quote(o) for o in overrides)
     path = write_report(records, out_dir, reproduce=[command.strip()])
     print(f"report: {path}")
-
-
-def _plan_skip_check():
-    """sweep.plan=true: a function returning a `skipped` record for points predicted not to fit."""
-    try:
-        from bench.planner.skip import skip_if_not_fitting
-    except ImportError:
-        print("warning: sweep.plan=true but the planner is not available; running every point", file=sys.stderr)
-        return None
-    return skip_if_not_fitting

@@ -1,8 +1,9 @@
 """`sweep.plan=true`: a `skipped` record, carrying the prediction, for a point predicted not to fit.
 
-The sweep calls `skip_if_not_fitting(spec)` for every pending point: None means launch it;
-a RunResult (status "skipped", the reason in `error`, the planner's dict in `prediction`)
-means record it instead of launching.
+With `sweep.plan=true` the sweep predicts every point (`plan_points`), records points that
+do not fit as `skipped` (`skipped_record`: the reason in `error`, the planner's dict in
+`prediction`) instead of launching them, and attaches the prediction to every other record so
+reports show predicted next to measured.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import datetime as dt
 
 from bench.planner.memory import GIB
-from bench.planner.predict import predict
+from bench.planner.predict import predict, with_scaling_efficiency
 from bench.schemas import RunResult, RunSpec
 
 
@@ -23,11 +24,14 @@ def skip_reason(prediction: dict) -> str:
     return f"planner: predicted not to fit ({need:.1f} GiB needed per device, {have:.1f} GiB available; {hint})"
 
 
-def skip_if_not_fitting(spec: RunSpec) -> RunResult | None:
-    """A skipped record for a point the planner predicts will run out of memory, else None."""
-    prediction = predict(spec)
-    if prediction["fits"]:
-        return None
+def plan_points(specs: list[RunSpec]) -> dict[str, dict]:
+    """point_id -> prediction for a sweep's points, scaling efficiency filled within each group."""
+    predictions = with_scaling_efficiency([predict(spec) for spec in specs])
+    return {spec.point_id: prediction for spec, prediction in zip(specs, predictions)}
+
+
+def skipped_record(spec: RunSpec, prediction: dict) -> RunResult:
+    """The `skipped` record of a point predicted not to fit, carrying the prediction."""
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return RunResult(
         point_id=spec.point_id,
@@ -41,3 +45,9 @@ def skip_if_not_fitting(spec: RunSpec) -> RunResult | None:
         model_info=spec.model_args().info(),
         prediction=prediction,
     )
+
+
+def skip_if_not_fitting(spec: RunSpec) -> RunResult | None:
+    """A skipped record for a point the planner predicts will run out of memory, else None."""
+    prediction = predict(spec)
+    return None if prediction["fits"] else skipped_record(spec, prediction)
