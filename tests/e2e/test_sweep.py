@@ -166,3 +166,24 @@ def test_kubeflow_without_apply_renders_one_job_per_world_shape_and_records_noth
     assert "5 job file(s) rendered, nothing ran (launcher.apply=false)" in result.stdout
     assert len(list(tmp_path.rglob("pytorchjob.yaml"))) == 5  # nodes 1, 2, 4, 8, 16
     assert list(tmp_path.rglob("result.json")) == []
+
+
+def test_plan_skips_points_predicted_not_to_fit_and_records_why(tmp_path):
+    grid = [
+        "experiment=cpu_smoke",
+        "nodes=1,2",
+        "strategy=full_shard",
+        "precision=fp32",
+        "sweep.plan=true",
+        "cluster.device_memory_gib=0.25",
+        "report=false",
+    ]
+    result = sweep(grid, tmp_path)
+    assert result.returncode == 1, result.stdout + result.stderr
+    records, _ = load_records(tmp_path)
+    assert len(records) == 2 and {r.status for r in records} == {"skipped"}
+    for record in records:
+        assert record.error.startswith("planner: predicted not to fit")
+        assert record.prediction["fits"] is False
+        assert record.prediction["memory_bytes_per_device"]["total"] > 0.25 * 2**30
+    assert list(tmp_path.rglob("launch.json")) == []
