@@ -94,7 +94,9 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
         if timed:
             timer.start()
         if counted:
-            with counter:
+            # Eager for this one step: torch.compile refuses to trace under a dispatch mode, and
+            # FSDP2's collectives (in hooks around the blocks) are the same compiled or not.
+            with torch.compiler.set_stance("force_eager"), counter:
                 losses.append(train_step(model, optimizer, scaler, source, cfg, step, device))
         else:
             losses.append(train_step(model, optimizer, scaler, source, cfg, step, device))

@@ -187,3 +187,18 @@ def test_plan_skips_points_predicted_not_to_fit_and_records_why(tmp_path):
         assert record.prediction["fits"] is False
         assert record.prediction["memory_bytes_per_device"]["total"] > 0.25 * 2**30
     assert list(tmp_path.rglob("launch.json")) == []
+
+
+def test_compiled_point_trains_and_counts_the_same_communication(tmp_path):
+    base = ["model=debug", "nodes=2", "train.steps=4", "train.warmup_steps=2", f"results_dir={tmp_path}"]
+    eager = subprocess.run([*CLI, "run", *base], cwd=REPO, capture_output=True, text=True, timeout=240)
+    compiled = subprocess.run(
+        [*CLI, "run", *base, "train.compile=true"], cwd=REPO, capture_output=True, text=True, timeout=400
+    )
+    assert eager.returncode == 0 and compiled.returncode == 0, compiled.stdout + compiled.stderr
+    records = {r.spec.compile: r for r in load_records(tmp_path)[0]}
+    assert records[True].status == "ok"
+    # debug, fp32, full_shard on 2 ranks: all-gather P_total*4 + P_blocks*4, reduce-scatter P_total*4.
+    assert records[True].metrics.comm_bytes_per_step == records[False].metrics.comm_bytes_per_step
+    assert records[True].metrics.comm_bytes_per_step.all_gather == 989_440
+    assert records[True].metrics.loss_last < records[True].metrics.loss_first
