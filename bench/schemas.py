@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
@@ -173,7 +174,20 @@ def _debug_rule(spec: RunSpec, args: ModelArgs) -> str | None:
     return None
 
 
-_SPEC_RULES = (_seq_len_rule, _warmup_rule, _world_rule, _device_rule, _debug_rule)
+def _data_rule(spec: RunSpec, args: ModelArgs) -> str | None:
+    """A local run can check its token file now; on a cluster the path may exist only on the nodes."""
+    if spec.data == "synthetic" or spec.launcher != "local":
+        return None
+    path = Path(spec.data)
+    if not path.is_file():
+        return f"train.data: token file {spec.data} does not exist; allowed: synthetic, or the path of a token file"
+    itemsize = 4 if spec.data.endswith(".u32") else 2
+    if path.stat().st_size // itemsize <= spec.seq_len:
+        return f"train.data: {spec.data} holds fewer than train.seq_len + 1 = {spec.seq_len + 1} tokens"
+    return None
+
+
+_SPEC_RULES = (_seq_len_rule, _warmup_rule, _world_rule, _device_rule, _debug_rule, _data_rule)
 
 
 class ModelInfo(Strict):
