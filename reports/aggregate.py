@@ -17,6 +17,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from reports.diagnosis import FLAG_POINTS
 from reports.stats import percentile_bounds, resampled_medians
 
 # What must match for two points to be compared at all: everything but nodes, batch and repeat.
@@ -30,8 +31,8 @@ WEAK_KEYS = [*GROUP_KEYS, "micro_batch", "grad_accum"]
 STRONG_KEYS = [*GROUP_KEYS, "global_batch"]
 
 # A point is flagged when its measured efficiency is this far below the planner's prediction
-# (0.10 = 10 percentage points: beyond the run-to-run noise of a healthy cluster).
-PREDICTION_TOLERANCE = 0.10
+# (a fraction: 0.10 = 10 percentage points; the threshold itself lives in reports/diagnosis.py).
+PREDICTION_TOLERANCE = FLAG_POINTS / 100
 
 _MEDIAN_COLUMNS = ["step_time_median_s", "mfu", "pred_tokens_per_s_per_device", "pred_scaling_efficiency",
                    "pred_step_time_s", "pred_memory_bytes"]  # fmt: skip

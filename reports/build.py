@@ -94,7 +94,7 @@ def _build(
         "has_prediction": tables.has_prediction(points),
     }
     (out / "report.html").write_text(render_html(context), encoding="utf-8")
-    summary = render_summary(title, environment, headline, scaling, failed, int(points["below_prediction"].sum()))
+    summary = render_summary(title, environment, headline, scaling, failed, tables.flagged_table(points))
     (out / "summary.md").write_text(summary, encoding="utf-8")
     write_csv(points, out / "results.csv")
     return out / "report.html"

@@ -27,6 +27,9 @@ PREDICTION_KEYS = {
     "step_time_s": "pred_step_time_s",
     "memory_bytes_per_device.total": "pred_memory_bytes",
     "device_memory_bytes": "pred_device_memory_bytes",
+    # Where the planner puts the step's time: reports/diagnosis.py names a flagged point's likely cause.
+    "comm_time_s.exposed": "pred_comm_exposed_s",
+    "comm_time_s.overlapped": "pred_comm_overlapped_s",
 }
 
 CapacityFn = Callable[[RunResult], "float | None"]

@@ -29,17 +29,19 @@ def markdown_table(table: Table, max_rows: int | None = None) -> list[str]:
 
 
 def render_summary(
-    title: str, environment: list[tuple[str, str]], headline: Table, scaling: Table, failed: Table, flagged: int
+    title: str, environment: list[tuple[str, str]], headline: Table, scaling: Table, failed: Table, flagged: Table
 ) -> str:
-    """The Markdown text: environment, headline, scaling series, then what failed."""
+    """The Markdown text: environment, headline, scaling series, points below prediction, then what failed."""
     lines = [f"# {escape_cell(title)}", ""]
     lines += [f"- **{escape_cell(label)}**: {escape_cell(value)}" for label, value in environment]
     lines += ["", "## Best configuration per model and node count", ""]
     lines += markdown_table(headline) if headline.rows else ["No point finished ok."]
     if scaling.rows:
         lines += ["", "## Scaling series", ""] + markdown_table(scaling)
-    if flagged:
-        lines += ["", f"**{flagged} point(s) scaled more than 10 points below the planner's prediction.**"]
+    if flagged.rows:
+        count = len(flagged.rows)
+        lines += ["", f"**{count} point(s) scaled more than 10 points below the planner's prediction.**", ""]
+        lines += markdown_table(flagged, MAX_FAILED_ROWS)
     lines += ["", f"## Failed and skipped points ({len(failed.rows)})", ""]
     lines += markdown_table(failed, MAX_FAILED_ROWS) if failed.rows else ["None: every point finished ok."]
     return "\n".join(lines) + "\n"

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from reports import formatting as fmt
+from reports.diagnosis import likely_cause
 from reports.labels import config_label, series_labels
 from reports.reproduce import run_command
 
@@ -132,7 +133,29 @@ def _measured_cells(row: dict) -> list[str]:
 def _predicted_cells(row: dict, flagged: bool) -> list[str]:
     return [fmt.number(row["pred_tokens_per_s_per_device"]), fmt.significant(row["pred_step_time_s"]),
             fmt.gib(row["pred_memory_bytes"]), fmt.percent(row["pred_scaling_efficiency"]),
-            BELOW_PREDICTION if flagged else ""]  # fmt: skip
+            flag_text(row) if flagged else ""]  # fmt: skip
+
+
+def flag_text(row: dict) -> str:
+    """ "below prediction", with the likely cause where the prediction says where the time goes."""
+    cause = likely_cause(row.get("pred_step_time_s"), _predicted_comm(row))
+    return f"{BELOW_PREDICTION}; likely cause: {cause}" if cause else BELOW_PREDICTION
+
+
+def _predicted_comm(row: dict) -> float | None:
+    exposed, overlapped = row.get("pred_comm_exposed_s"), row.get("pred_comm_overlapped_s")
+    return None if fmt.is_missing(exposed) or fmt.is_missing(overlapped) else exposed + overlapped
+
+
+def flagged_table(points: pd.DataFrame) -> Table:
+    """Points measured more than 10 points below the predicted efficiency, with the likely cause."""
+    table = Table(["sweep", "point", "model", "configuration", "nodes", "efficiency", "predicted efficiency",
+                   "check"])  # fmt: skip
+    for row in points[points["below_prediction"].astype(bool)].to_dict("records"):
+        table.add([str(row["sweep"]), str(row["point_id"]), str(row["model"]), config_label(row),
+                   str(row["nodes"]), fmt.percent(row["scaling_efficiency"]),
+                   fmt.percent(row["pred_scaling_efficiency"]), flag_text(row)], "flag")  # fmt: skip
+    return table
 
 
 # The frame columns the results table reads (to_dict on only these is 3x faster at 10,000 rows).
@@ -141,7 +164,7 @@ _RESULT_COLUMNS = [
     "activation_checkpointing", "compile", "cpu_offload", "variant", "nodes", "world_size", "tokens_per_s",
     "tokens_per_s_per_device", "step_time_median_s", "mfu", "peak_mem_bytes", "scaling_efficiency",
     "scaling_mode", "baseline_nodes", "below_prediction", "pred_tokens_per_s_per_device", "pred_step_time_s",
-    "pred_memory_bytes", "pred_scaling_efficiency",
+    "pred_memory_bytes", "pred_scaling_efficiency", "pred_comm_exposed_s", "pred_comm_overlapped_s",
 ]  # fmt: skip
 
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from bench.planner.predict import predict
 from bench.planner.render import point_label
+from reports.diagnosis import diagnose, predicted_comm_s
 
 
 def compare_records(records) -> list[dict[str, Any]]:
@@ -40,28 +41,15 @@ def compare_records(records) -> list[dict[str, Any]]:
     return rows
 
 
-# A measured scaling efficiency this far below the prediction (in points) earns a flag in reports.
-FLAG_POINTS = 10.0
-# A point whose predicted communication (exposed plus overlapped) takes at least this share of the
-# step would lose efficiency first to the network; below it, to compute.
-COMM_BOUND_SHARE = 0.2
-
-
 def efficiency_flag(prediction: dict[str, Any], measured_efficiency: float | None) -> str | None:
     """A one-line flag when measured scaling efficiency is > FLAG_POINTS below the prediction, with
-    the likely cause; None otherwise (or when there is nothing to compare)."""
-    predicted = prediction.get("scaling_efficiency")
-    if predicted is None or measured_efficiency is None:
-        return None
-    gap = 100 * (predicted - measured_efficiency)
-    if gap <= FLAG_POINTS:
-        return None
-    comm = prediction["comm_time_s"]["exposed"] + prediction["comm_time_s"]["overlapped"]
-    if comm >= COMM_BOUND_SHARE * prediction["step_time_s"]:
-        cause = "exposed communication: check the network (EFA/InfiniBand) and NCCL settings"
-    else:
-        cause = "compute: check kernels, compile and the micro-batch size"
-    return f"scaling efficiency {gap:.0f} points below prediction; likely cause: {cause}"
+    the likely cause; None otherwise. The logic lives in reports/diagnosis.py (one implementation)."""
+    return diagnose(
+        measured_efficiency,
+        prediction.get("scaling_efficiency"),
+        prediction.get("step_time_s"),
+        predicted_comm_s(prediction),
+    )
 
 
 def markdown(rows: list[dict[str, Any]]) -> str:
