@@ -133,7 +133,7 @@ def spec_from_config(cfg: dict[str, Any]) -> RunSpec:
         "debug": cfg.get("debug", {}),
     }
     try:
-        return RunSpec.model_validate({k: v for k, v in fields.items() if v is not None})
+        return RunSpec.model_validate(fields)
     except ValidationError as exc:
         raise ConfigError([_contract_name(line) for line in describe_validation_error(exc)]) from None
 

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from bench.hardware import CLUSTERS, ClusterFacts
+from bench.hardware import CLUSTERS, PRECISION_PEAK_DTYPE, ClusterFacts
 from fsdp_core.flavors import FLAVORS, ModelArgs
 
 SCHEMA_VERSION = 1
@@ -56,8 +55,8 @@ class RunSpec(Strict):
     sweep: str = "adhoc"
     model: str
     model_overrides: dict[str, int | float] = Field(default_factory=dict)
-    nodes: int = Field(1, ge=1)
-    gpus_per_node: int = Field(1, ge=1)
+    nodes: int = Field(1, ge=1, strict=True)
+    gpus_per_node: int = Field(1, ge=1, strict=True)
     world_size: int = 0
     strategy: Strategy = "full_shard"
     precision: Precision = "fp32"
@@ -65,11 +64,13 @@ class RunSpec(Strict):
     cluster_overrides: dict[str, Any] = Field(default_factory=dict)
     device_type: Literal["cpu", "cuda"] = "cpu"
     launcher: Launcher = "local"
-    seq_len: int | None = Field(None, ge=1, description="None (null) means the flavor's default sequence length")
-    micro_batch: int = Field(1, ge=1)
-    grad_accum: int = Field(1, ge=1)
-    steps: int = Field(8, ge=1)
-    warmup_steps: int = Field(2, ge=0)
+    seq_len: int | None = Field(
+        None, ge=1, strict=True, description="None (null) means the flavor's default sequence length"
+    )
+    micro_batch: int = Field(1, ge=1, strict=True)
+    grad_accum: int = Field(1, ge=1, strict=True)
+    steps: int = Field(8, ge=1, strict=True)
+    warmup_steps: int = Field(2, ge=0, strict=True)
     activation_checkpointing: Checkpointing = "none"
     compile: bool = False
     cpu_offload: bool = False
@@ -114,6 +115,14 @@ class RunSpec(Strict):
         for name in ("gpus_per_node", "device_memory_gib", "intra_node_gbps", "inter_node_gbps"):
             if getattr(facts, name) <= 0:
                 raise ValueError(f"cluster.{name}: must be positive, got {getattr(facts, name)}")
+        for name in ("link_latency_s", "efa_devices"):
+            if getattr(facts, name) < 0:
+                raise ValueError(f"cluster.{name}: must be zero or positive, got {getattr(facts, name)}")
+        if facts.device_type == "cuda" and self.gpus_per_node > facts.gpus_per_node:
+            raise ValueError(
+                f"gpus_per_node: {self.gpus_per_node} exceeds the {facts.gpus_per_node} GPUs of a {self.cluster} node; "
+                f"allowed: 1..{facts.gpus_per_node}"
+            )
         for dtype, value in facts.peak_tflops.items():
             if value <= 0:
                 raise ValueError(f"cluster.peak_tflops.{dtype}: must be positive, got {value}")
@@ -159,6 +168,10 @@ def _device_rule(spec: RunSpec, args: ModelArgs) -> str | None:
             "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); "
             "allowed on CPU: fp32, bf16, bf16_pure, fp16"
         )
+    peaks = spec.cluster_facts().peak_tflops
+    if spec.device_type == "cuda" and spec.precision == "fp8" and "fp8" not in peaks:
+        allowed = ", ".join(p for p in PRECISION_PEAK_DTYPE if PRECISION_PEAK_DTYPE[p] in peaks)
+        return f"precision: {spec.cluster}'s devices have no FP8 tensor cores; allowed: {allowed}"
     if spec.cpu_offload and spec.device_type != "cuda":
         return "train.cpu_offload: offloads GPU state to host memory, so it needs a CUDA cluster; allowed on CPU: false"
     return None
@@ -174,20 +187,7 @@ def _debug_rule(spec: RunSpec, args: ModelArgs) -> str | None:
     return None
 
 
-def _data_rule(spec: RunSpec, args: ModelArgs) -> str | None:
-    """A local run can check its token file now; on a cluster the path may exist only on the nodes."""
-    if spec.data == "synthetic" or spec.launcher != "local":
-        return None
-    path = Path(spec.data)
-    if not path.is_file():
-        return f"train.data: token file {spec.data} does not exist; allowed: synthetic, or the path of a token file"
-    itemsize = 4 if spec.data.endswith(".u32") else 2
-    if path.stat().st_size // itemsize <= spec.seq_len:
-        return f"train.data: {spec.data} holds fewer than train.seq_len + 1 = {spec.seq_len + 1} tokens"
-    return None
-
-
-_SPEC_RULES = (_seq_len_rule, _warmup_rule, _world_rule, _device_rule, _debug_rule, _data_rule)
+_SPEC_RULES = (_seq_len_rule, _warmup_rule, _world_rule, _device_rule, _debug_rule)
 
 
 class ModelInfo(Strict):

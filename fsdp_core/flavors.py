@@ -31,6 +31,21 @@ class ModelArgs:
     source: str = ""
 
     def __post_init__(self) -> None:
+        for name in (
+            "dim",
+            "n_layers",
+            "n_heads",
+            "n_kv_heads",
+            "ffn_dim",
+            "vocab_size",
+            "max_seq_len",
+            "default_seq_len",
+            "norm_eps",
+            "rope_theta",
+        ):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
+                raise ValueError(f"model.{name} must be a positive number, got {value!r}")
         if self.dim % self.n_heads:
             raise ValueError(f"model.dim={self.dim} must be divisible by model.n_heads={self.n_heads}")
         if self.n_heads % self.n_kv_heads:

@@ -24,6 +24,8 @@ def main(args: argparse.Namespace) -> int:
         point = load_point(args.overrides)
         launcher = get_launcher(point.spec.launcher, point.config.get("launcher"))
         launcher.check_available(point.spec)
+        if problems := launcher.check_point(point.spec):
+            raise ConfigError(problems)
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)

@@ -38,10 +38,12 @@ def main(args: argparse.Namespace) -> int:
         launcher = get_launcher(points[0].spec.launcher, points[0].config.get("launcher"))
         for spec in {p.spec.launcher: p.spec for p in points}.values():
             launcher.check_available(spec)
+        problems = [f"[{' '.join(p.overrides)}] {line}" for p in points for line in launcher.check_point(p.spec)]
+        if problems:
+            raise ConfigError(problems)
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
-        print(f"error: {len(exc.lines)} problem(s); nothing was launched", file=sys.stderr)
         return 2
     if len({p.spec.launcher for p in points}) > 1:
         print("error: launcher: one sweep uses one launcher; split the grid", file=sys.stderr)

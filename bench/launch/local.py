@@ -12,11 +12,34 @@ import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 from bench.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.launch.torchrun import torchrun_args
+from bench.schemas import RunSpec
 
 POLL_S = 0.25
+
+
+def token_file_problems(spec: RunSpec) -> list[str]:
+    path = Path(spec.data)
+    if not path.is_file():
+        return [f"train.data: token file {spec.data} does not exist; allowed: synthetic, or the path of a token file"]
+    itemsize = 4 if spec.data.endswith(".u32") else 2  # the worker's memmap dtype (fsdp_core/data.py)
+    if path.stat().st_size // itemsize <= spec.seq_len:
+        return [f"train.data: {spec.data} holds fewer than train.seq_len + 1 = {spec.seq_len + 1} tokens"]
+    return []
+
+
+def cuda_problems(spec: RunSpec) -> list[str]:
+    import torch  # lazily: only CUDA points on the local launcher pay for it
+
+    available = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if available == 0:
+        return [f"cluster: {spec.cluster} needs CUDA GPUs and this host has none; allowed here: cluster=local-cpu"]
+    if spec.gpus_per_node > available:
+        return [f"gpus_per_node: {spec.gpus_per_node} exceeds the {available} CUDA device(s) on this host"]
+    return []
 
 
 def free_port() -> int:
@@ -48,6 +71,15 @@ def rank_env(request: LaunchRequest) -> dict[str, str]:
 
 class LocalLauncher(Launcher):
     name = "local"
+
+    def check_point(self, spec: RunSpec) -> list[str]:
+        """The token file exists and is long enough; a CUDA point has CUDA GPUs on this host."""
+        problems = []
+        if spec.data != "synthetic":
+            problems.extend(token_file_problems(spec))
+        if spec.device_type == "cuda":
+            problems.extend(cuda_problems(spec))
+        return problems
 
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
         port, env = free_port(), rank_env(request)

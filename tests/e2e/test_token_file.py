@@ -31,3 +31,25 @@ def test_missing_token_file_is_refused_before_launch(tmp_path, fsdp_bench):
     assert rc == 2
     assert f"train.data: token file {tmp_path}/nope.bin does not exist" in err
     assert records == [] and not (tmp_path / "r").exists()
+
+
+def test_record_stays_readable_after_its_token_file_is_gone(tmp_path, fsdp_bench):
+    from bench.records import load_records
+
+    path = tmp_path / "tokens.bin"
+    (np.arange(5_000) % 97).astype(np.uint16).tofile(path)
+    results = tmp_path / "r"
+    rc, out, err, _ = fsdp_bench(
+        "run",
+        "model=debug",
+        f"train.data={path}",
+        "train.seq_len=32",
+        "train.steps=2",
+        "train.warmup_steps=1",
+        f"results_dir={results}",
+        results=results,
+    )
+    assert rc == 0, out + err
+    path.unlink()
+    records, problems = load_records(results)
+    assert problems == [] and [r.status for r in records] == ["ok"]
