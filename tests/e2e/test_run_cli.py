@@ -140,6 +140,14 @@ BAD_INPUT = {
     "train.seq_len=513": "train.seq_len: 513 exceeds debug's maximum 512",
     "train.activation_checkpointing=some": "train.activation_checkpointing: got 'some'; allowed: 'none', 'full'",
     "debug.fail_rank=1": "debug.fail_rank: 1 is not a rank of this point; allowed: 0..0",
+    "nodes=true": "nodes: Input should be a valid integer",
+    "nodes=null": "nodes: Input should be a valid integer",
+    "train.micro_batch=true": "train.micro_batch: Input should be a valid integer",
+    "model.n_layers=0": "model: model.n_layers must be a positive number, got 0",
+    "model.dim=-64": "model: model.dim must be a positive number, got -64",
+    "cluster=h100-8x": "cluster: h100-8x needs CUDA GPUs and this host has none; allowed here: cluster=local-cpu",
+    "train.stepz=3": "train.stepz: unknown key 'stepz'; allowed under train: activation_checkpointing,",
+    "train.cpu_offload=true": "train.cpu_offload: offloads GPU state to host memory, so it needs a CUDA cluster",
 }
 
 

@@ -92,3 +92,21 @@ def test_ledger_reruns_an_unknown_schema_version(tmp_path):
     path.write_text('{"schema_version": 99}')
     decision = Ledger(tmp_path, spec.sweep).decide(spec)
     assert decision.run and "unknown schema_version 99" in decision.reason
+
+
+@pytest.mark.parametrize(
+    ("overrides", "message"),
+    [
+        (["precision=fp8,bf16"], "precision: p4d.24xlarge's devices have no FP8 tensor cores; allowed: fp32, bf16,"),
+        (["gpus_per_node=16"], "gpus_per_node: 16 exceeds the 8 GPUs of a p4d.24xlarge node; allowed: 1..8"),
+        (["cluster.link_latency_s=-1"], "cluster.link_latency_s: must be zero or positive, got -1"),
+        (["cluster.efa_devices=-3"], "cluster.efa_devices: must be zero or positive, got -3"),
+    ],
+)
+def test_cluster_grids_refuse_what_the_hardware_cannot_do(overrides, message):
+    from bench.config import ConfigError
+
+    base = ["model=llama2-7b", "cluster=p4d.24xlarge", "gpus_per_node=8", "launcher=kubeflow"]
+    with pytest.raises(ConfigError) as err:
+        load_grid([*base, *overrides])
+    assert any(message in line for line in err.value.lines), err.value.lines
