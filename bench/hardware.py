@@ -20,7 +20,8 @@ class DeviceFacts:
     """One accelerator model: what MFU divides by and what the planner fills."""
 
     name: str
-    # Substrings of torch.cuda.get_device_name() that identify this device.
+    # torch.cuda.get_device_name() values of this device, without the "NVIDIA " prefix. Matched
+    # exactly: "H200 NVL" or "H100 PCIe" have other peaks and must not borrow these.
     match: tuple[str, ...]
     memory_gib: float
     peak_tflops: dict[str, float]
@@ -191,8 +192,9 @@ def get_device(name: str) -> DeviceFacts:
 
 def match_device(device_name: str) -> DeviceFacts | None:
     """The table entry for a runtime device name (torch.cuda.get_device_name()), or None."""
+    name = device_name.strip().removeprefix("NVIDIA ").strip()
     for facts in DEVICES.values():
-        if any(pattern in device_name for pattern in facts.match):
+        if name in facts.match:
             return facts
     return None
 

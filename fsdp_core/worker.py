@@ -76,8 +76,9 @@ def init_distributed(device: torch.device, timeout_s: float, cpu_offload: bool) 
 
 def lookup_peak_tflops(peak_table: list[dict], device_name: str, dtype: str) -> tuple[float | None, str | None]:
     """(peak TFLOP/s, None) for a known device, or (None, reason): never another device's peak."""
+    name = device_name.strip().removeprefix("NVIDIA ").strip()  # exact: "H200 NVL" is not an "H200"
     for entry in peak_table:
-        if any(pattern in device_name for pattern in entry["match"]):
+        if name in entry["match"]:
             peak = entry["peak_tflops"].get(dtype)
             if peak is None:
                 return None, f"no {dtype} peak for {entry['device']} in the device table"
