@@ -4,7 +4,10 @@ Counters are compared exactly (floats within a relative 1e-9): any change is rep
 worsening beyond its threshold (0% by default) fails. Timings are compared on per-step samples:
 a regression is declared only when the median drops beyond the threshold AND the drop is
 significant (one-sided Mann-Whitney U p < alpha and the bootstrap CI of the median ratio
-excludes 1). A point that ran ok in the baseline but not now fails on its status.
+excludes 1). A timing with fewer than `min_runs` runs on either side is `insufficient` and never
+gates: per-step samples of one run cannot show run-to-run noise (two back-to-back cpu_smoke sweeps
+of 1 run each gave a false alarm 4 times in 20). A point that ran ok in the baseline but not now
+fails on its status.
 """
 
 from __future__ import annotations
@@ -21,6 +24,10 @@ FLOAT_RTOL = 1e-9
 ALPHA = 0.05
 # Fewer samples per side than this cannot make a one-sided U test significant at 5%.
 MIN_SAMPLES = 3
+# Runs per side (repeats of a point) below which a timing comparison does not gate: one run's
+# per-step samples miss run-to-run spread, so two quiet runs of the same code "differ" significantly.
+MIN_RUNS = 2
+RUNS_HINT = "1 run per side: per-step samples miss run-to-run noise; use sweep.repeats>=2 or fsdp-bench ab"
 
 # Verdicts that fail the check when the finding is gating.
 FAILING = {"regression", "missing"}
@@ -42,6 +49,7 @@ class Finding:
     verdict: str  # ok, regression, improved, changed, noise, missing, new, insufficient
     confidence: str = ""
     gating: bool = True
+    hint: str = ""  # why the finding could not be judged (shown once under the table, and in JUnit)
 
     @property
     def fails(self) -> bool:
@@ -70,6 +78,11 @@ class CheckReport:
             return 2
         return 1 if self.regressions else 0
 
+    @property
+    def hints(self) -> list[str]:
+        """Distinct hints of the findings, in first-seen order (printed once each)."""
+        return list(dict.fromkeys(f.hint for f in self.findings if f.hint))
+
 
 def compare(
     baseline: list[PointData],
@@ -78,6 +91,7 @@ def compare(
     *,
     gate_timings: bool = True,
     alpha: float = ALPHA,
+    min_runs: int = MIN_RUNS,
 ) -> CheckReport:
     """Match points by identity and compare every counter and timing of each matched pair."""
     thresholds = thresholds or Thresholds()
@@ -93,19 +107,28 @@ def compare(
             report.only_in_current.append(point.label)
             continue
         report.matched += 1
-        report.findings.extend(compare_point(base, point, thresholds, gate_timings=gate_timings, alpha=alpha))
+        report.findings.extend(
+            compare_point(base, point, thresholds, gate_timings=gate_timings, alpha=alpha, min_runs=min_runs)
+        )
     return report
 
 
 def compare_point(
-    base: PointData, cur: PointData, thresholds: Thresholds, *, gate_timings: bool, alpha: float
+    base: PointData,
+    cur: PointData,
+    thresholds: Thresholds,
+    *,
+    gate_timings: bool,
+    alpha: float,
+    min_runs: int = MIN_RUNS,
 ) -> list[Finding]:
     """Findings for one matched pair; a current point that is no longer ok fails on its status."""
     if cur.status != "ok":
         return [Finding(cur.label, "status", "status", base.status, cur.status, None, "regression")]
     findings = [compare_counter(cur.label, base, cur, thresholds[name]) for name in COUNTERS]
     findings += [
-        compare_timing(cur.label, base, cur, thresholds[name], alpha=alpha, gating=gate_timings) for name in TIMINGS
+        compare_timing(cur.label, base, cur, thresholds[name], alpha=alpha, gating=gate_timings, min_runs=min_runs)
+        for name in TIMINGS
     ]
     return [f for f in findings if f is not None]
 
@@ -130,9 +153,20 @@ def compare_counter(label: str, base: PointData, cur: PointData, threshold: Thre
 
 
 def compare_timing(
-    label: str, base: PointData, cur: PointData, threshold: Threshold, *, alpha: float, gating: bool
+    label: str,
+    base: PointData,
+    cur: PointData,
+    threshold: Threshold,
+    *,
+    alpha: float,
+    gating: bool,
+    min_runs: int = MIN_RUNS,
 ) -> Finding | None:
-    """Noise-aware comparison of one timing's per-step samples (None when neither side has any)."""
+    """Noise-aware comparison of one timing's per-step samples (None when neither side has any).
+
+    With fewer than `min_runs` runs on a side the numbers are still shown, but the verdict is a
+    non-gating `insufficient` with a hint.
+    """
     name = threshold.metric
     before, after = base.samples.get(name), cur.samples.get(name)
     if not before and not after:
@@ -146,6 +180,10 @@ def compare_timing(
     result = compare_samples(before, after)
     verdict, p = timing_verdict(result, threshold, alpha)
     confidence = f"p={p:.2g} CI[{result.ci_low:.3f},{result.ci_high:.3f}] n={n_before}/{n_after}"
+    hint = runs_hint(len(before), len(after), min_runs)  # one per-step sample list per run on each side
+    if hint:
+        verdict, gating = "insufficient", False
+        confidence = f"runs={len(before)}/{len(after)} < {min_runs}; {confidence}"
     return Finding(
         label,
         name,
@@ -156,7 +194,17 @@ def compare_timing(
         verdict,
         confidence,
         gating,
+        hint,
     )
+
+
+def runs_hint(runs_before: int, runs_after: int, min_runs: int) -> str:
+    """Why a timing cannot gate with this many runs per side ("" when it can)."""
+    if min(runs_before, runs_after) >= min_runs:
+        return ""
+    if max(runs_before, runs_after) == 1:
+        return RUNS_HINT
+    return f"fewer than {min_runs} runs on a side: " + RUNS_HINT.split(": ", 1)[1]
 
 
 def timing_verdict(result: SampleComparison, threshold: Threshold, alpha: float) -> tuple[str, float]:

@@ -25,7 +25,8 @@ def _testcase(finding: Finding) -> ET.Element:
         )
         failure.text = text
     elif finding.verdict in _SKIPPED:
-        ET.SubElement(case, "skipped", message=f"{finding.verdict}: {text}")
+        hint = f" ({finding.hint})" if finding.hint else ""
+        ET.SubElement(case, "skipped", message=f"{finding.verdict}: {text}{hint}")
     else:
         ET.SubElement(case, "system-out").text = text
     return case

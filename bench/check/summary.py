@@ -29,6 +29,9 @@ def markdown_summary(report: CheckReport, *, baseline: str = "", current: str = 
         lines.append("|" + "---|" * len(HEADERS))
         lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
         lines.append("")
+    lines += [f"Insufficient: {hint}." for hint in report.hints]
+    if report.hints:
+        lines.append("")
     if report.only_in_baseline:
         lines += ["Baseline points not in the current results: " + ", ".join(report.only_in_baseline), ""]
     if report.only_in_current:

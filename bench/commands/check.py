@@ -42,6 +42,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level of the timing tests (default 0.05)"
     )
+    parser.add_argument(
+        "--min-runs",
+        type=int,
+        default=2,
+        metavar="N",
+        help="runs (repeats) per side a timing needs to gate; below it the verdict is `insufficient` "
+        "(default 2; 1 gates on a single run's per-step samples, which miss run-to-run noise)",
+    )
 
 
 def _error(message: str) -> int:
@@ -58,6 +66,8 @@ def main(args: argparse.Namespace) -> int:
 
     if not 0.0 < args.alpha < 1.0:
         return _error(f"--alpha: must be between 0 and 1, got {args.alpha}")
+    if args.min_runs < 1:
+        return _error(f"--min-runs: must be an integer >= 1, got {args.min_runs}")
     try:
         thresholds = Thresholds.parse(args.threshold)
         base, cur = load_side(args.baseline), load_side(args.results)
@@ -71,7 +81,9 @@ def main(args: argparse.Namespace) -> int:
         print(line, file=sys.stderr if env.refused else sys.stdout)
     if env.refused:
         return 2
-    report = compare(base.points, cur.points, thresholds, gate_timings=gate_timings, alpha=args.alpha)
+    report = compare(
+        base.points, cur.points, thresholds, gate_timings=gate_timings, alpha=args.alpha, min_runs=args.min_runs
+    )
     report.env_lines = env.lines
     print(f"baseline: {base.source}  current: {cur.source}")
     print(f"thresholds: {report.thresholds}" + ("" if gate_timings else " (timings not gating)"))
@@ -80,6 +92,8 @@ def main(args: argparse.Namespace) -> int:
         print(text_table(rows))
     if not args.all_rows and hidden_line(report):
         print(hidden_line(report))
+    for hint in report.hints:
+        print(f"insufficient: {hint}")
     for label in report.only_in_baseline:
         print(f"not in current results: {label}")
     for label in report.only_in_current:

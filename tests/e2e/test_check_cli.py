@@ -20,11 +20,13 @@ def fsdp_bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProce
     )
 
 
-def write_results(root: Path, seed: int, scale: float = 1.0, **kwargs) -> Path:
-    """A results folder with two synthetic points of 40 timed steps each."""
+def write_results(root: Path, seed: int, scale: float = 1.0, repeats: int = 2, **kwargs) -> Path:
+    """A results folder with two synthetic points, `repeats` runs of 20 timed steps each."""
     for nodes, median in ((1, 0.05), (2, 0.08)):
-        record = make_record(step_times(median * scale, 0.02, 40, seed=seed + nodes), spec={"nodes": nodes}, **kwargs)
-        write_record(record, root / "adhoc" / record.point_id / "result.json")
+        for r in range(repeats):
+            times = step_times(median * scale, 0.02, 20, seed=seed + nodes + 10 * r)
+            record = make_record(times, spec={"nodes": nodes, "repeat": r}, **kwargs)
+            write_record(record, root / "adhoc" / record.point_id / "result.json")
     return root
 
 
@@ -50,7 +52,7 @@ def test_saved_baseline_detects_slowdown_and_gates_counters_only_on_request(tmp_
     saved = tmp_path / "baselines" / "b.json"
     proc = fsdp_bench("baseline", "save", base, "-o", saved)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.startswith(f"saved 2 point(s) (2 run(s)) to {saved}")
+    assert proc.stdout.startswith(f"saved 2 point(s) (4 run(s)) to {saved}")
     slow = write_results(tmp_path / "slow", seed=7, scale=1.25)
     proc = fsdp_bench("check", slow, "--baseline", saved)
     assert proc.returncode == 1
@@ -59,6 +61,28 @@ def test_saved_baseline_detects_slowdown_and_gates_counters_only_on_request(tmp_
     assert proc.returncode == 0
     assert "regression (not gating)" in proc.stdout
     assert "(timings not gating)" in proc.stdout
+
+
+def test_one_run_per_side_is_insufficient_unless_min_runs_is_1(tmp_path):
+    base = write_results(tmp_path / "base", seed=1, repeats=1)
+    slow = write_results(tmp_path / "slow", seed=7, scale=1.25, repeats=1)  # tokens/s 20% lower
+    junit, summary = tmp_path / "check.xml", tmp_path / "summary.md"
+    proc = fsdp_bench("check", slow, "--baseline", base, "--junit", junit, "--summary", summary)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    hint = "1 run per side: per-step samples miss run-to-run noise; use sweep.repeats>=2 or fsdp-bench ab"
+    lines = proc.stdout.splitlines()
+    assert f"insufficient: {hint}" in lines
+    tps = [line.split() for line in lines if " tokens_per_s " in line]
+    assert [row[8:11] for row in tps] == [[row[8], "insufficient", "runs=1/1"] for row in tps]
+    assert all(row[8].startswith("-") for row in tps)
+    assert lines[-1] == "PASS (2 point(s) compared, 14 metric(s))"
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert (suite.get("failures"), suite.get("skipped")) == ("0", "4")  # tokens/s and step time, 2 points
+    assert all(hint in case.get("message") for case in suite.iter("skipped"))
+    assert f"Insufficient: {hint}." in summary.read_text()
+    proc = fsdp_bench("check", slow, "--baseline", base, "--min-runs", "1")
+    assert proc.returncode == 1
+    assert proc.stdout.splitlines()[-1].startswith("FAIL: 4 regression(s)")
 
 
 def test_changed_counter_fails_even_when_timings_do_not_gate(tmp_path):
@@ -96,6 +120,7 @@ def test_environment_change_is_refused_then_allowed(tmp_path):
             "error: --threshold 'tokens_per_s:+5%': tokens_per_s is higher-is-better",
         ),
         (["--alpha", "2"], "error: --alpha: must be between 0 and 1, got 2.0"),
+        (["--min-runs", "0"], "error: --min-runs: must be an integer >= 1, got 0"),
     ],
 )
 def test_invalid_input_exits_2(tmp_path, args, message):
@@ -196,7 +221,7 @@ def test_check_on_real_records_against_themselves_and_their_baseline(tmp_path):
         "run", "model=debug", "gpus_per_node=2", "train.steps=10", "train.warmup_steps=2", f"results_dir={results}"
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    proc = fsdp_bench("check", results, "--baseline", results, "--all-rows")
+    proc = fsdp_bench("check", results, "--baseline", results, "--all-rows", "--min-runs", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     rows = {line.split()[5]: line.split() for line in proc.stdout.splitlines() if line.startswith("debug 1x2")}
     assert rows["comm_bytes_per_step.all_gather"][9] == "ok"
@@ -207,6 +232,7 @@ def test_check_on_real_records_against_themselves_and_their_baseline(tmp_path):
     proc = fsdp_bench("check", results, "--baseline", saved, "--junit", tmp_path / "j.xml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert ET.parse(tmp_path / "j.xml").getroot().find("testsuite").get("failures") == "0"
+    assert "tokens_per_s" in proc.stdout and " insufficient " in proc.stdout  # 1 run a side: not gating
 
 
 def test_pytest_plugin_records_tokens_per_s_in_benchmark_json(tmp_path):

@@ -11,11 +11,16 @@ from bench.check.synthetic import SYNTHETIC_ENV, make_record, step_times
 from bench.check.thresholds import Thresholds
 
 
-def _records(seed: int, scale: float = 1.0, **kwargs):
-    """Two synthetic points (1 and 2 nodes), 40 steps each."""
+def _records(seed: int, scale: float = 1.0, repeats: int = 2, **kwargs):
+    """Two synthetic points (1 and 2 nodes), `repeats` runs of 20 steps each (timings gate from 2 runs)."""
     return [
-        make_record(step_times(0.05 * scale, 0.02, 40, seed=seed), spec={"nodes": 1}, **kwargs),
-        make_record(step_times(0.08 * scale, 0.02, 40, seed=seed + 100), spec={"nodes": 2}, **kwargs),
+        make_record(
+            step_times(median * scale, 0.02, 20, seed=seed + 100 * nodes + 10 * r),
+            spec={"nodes": nodes, "repeat": r},
+            **kwargs,
+        )
+        for nodes, median in ((1, 0.05), (2, 0.08))
+        for r in range(repeats)
     ]
 
 
@@ -66,6 +71,39 @@ def test_slower_timings_fail_unless_timings_are_not_gating():
     tps = [f for f in report.findings if f.metric == "tokens_per_s"]
     assert [f.verdict for f in tps] == ["regression", "regression"]
     assert not any(f.gating for f in tps)
+
+
+def test_one_run_per_side_is_insufficient_unless_min_runs_is_1():
+    base, cur = _records(1, repeats=1), _records(2, scale=1.25, repeats=1)  # a 20% tokens/s drop
+    report = _check(base, cur)
+    assert report.exit_code == 0
+    tps = [f for f in report.findings if f.metric == "tokens_per_s"]
+    assert [(f.verdict, f.gating) for f in tps] == [("insufficient", False)] * 2
+    assert tps[0].change == pytest.approx(-0.2, abs=0.02)
+    assert tps[0].confidence.startswith("runs=1/1 < 2; p=")
+    assert report.hints == [
+        "1 run per side: per-step samples miss run-to-run noise; use sweep.repeats>=2 or fsdp-bench ab"
+    ]
+    opted_in = _check(base, cur, min_runs=1)
+    assert opted_in.exit_code == 1
+    assert sorted(f.metric for f in opted_in.regressions) == ["step_time_s"] * 2 + ["tokens_per_s"] * 2
+    assert opted_in.hints == []
+
+
+def test_counters_still_gate_with_one_run_per_side():
+    more = {"all_gather": 1_000_001, "reduce_scatter": 500_000, "all_reduce": 0}
+    report = _check(_records(1, repeats=1), _records(2, repeats=1, comm=more))
+    assert report.exit_code == 1
+    assert [f.metric for f in report.regressions] == ["comm_bytes_per_step.all_gather"] * 2
+
+
+def test_one_run_on_one_side_only_is_insufficient_too():
+    report = _check(_records(1, repeats=3), _records(2, scale=1.25, repeats=1))
+    tps = [f for f in report.findings if f.metric == "tokens_per_s"]
+    assert [f.verdict for f in tps] == ["insufficient"] * 2
+    assert tps[0].confidence.startswith("runs=3/1 < 2")
+    assert report.hints[0].startswith("fewer than 2 runs on a side: per-step samples miss")
+    assert report.exit_code == 0
 
 
 def test_point_that_now_fails_is_a_regression():

@@ -23,9 +23,14 @@ def _point(runs: list[list[float]], label: str = "p") -> PointData:
     )
 
 
+def _timing(base_runs, cur_runs, metric: str = "tokens_per_s", pct: float = 5.0):
+    """The statistic itself on one run a side: `min_runs=1` opts in (the default 2 would say insufficient)."""
+    threshold = Threshold(metric, pct)
+    return compare_timing("p", _point(base_runs), _point(cur_runs), threshold, alpha=0.05, gating=True, min_runs=1)
+
+
 def _verdict(base_runs, cur_runs, metric: str = "tokens_per_s", pct: float = 5.0) -> str:
-    finding = compare_timing("p", _point(base_runs), _point(cur_runs), Threshold(metric, pct), alpha=0.05, gating=True)
-    return finding.verdict
+    return _timing(base_runs, cur_runs, metric, pct).verdict
 
 
 def test_no_change_passes():
@@ -38,7 +43,7 @@ def test_no_change_passes():
 def test_twenty_percent_slower_with_low_noise_fails():
     base = [step_times(0.100, 0.02, 60, seed=1)]
     cur = [step_times(0.125, 0.02, 60, seed=2)]  # tokens/s 1/1.25 = 0.8: 20% lower
-    finding = compare_timing("p", _point(base), _point(cur), Threshold("tokens_per_s", 5.0), alpha=0.05, gating=True)
+    finding = _timing(base, cur)
     assert finding.verdict == "regression"
     assert finding.fails
     assert finding.change == pytest.approx(-0.2, abs=0.02)
