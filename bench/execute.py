@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import re
+import signal
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -156,10 +158,34 @@ def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:
     if any(e.get("oom") for e in errors):
         first = next(e for e in errors if e.get("oom"))
         return "oom", f"rank {first['rank']}: {first['message']}"
-    primary = [e for e in errors if not any(s in e["message"].lower() for s in _SECONDARY)] or errors
+    primary = [e for e in errors if not any(s in e["message"].lower() for s in _SECONDARY)]
+    killed = killed_ranks(outcome.log_files)
+    if not primary and killed:
+        rank, name = killed[0]
+        hint = " (the host's out-of-memory killer, or an external kill)" if name == "SIGKILL" else ""
+        status = "timeout" if outcome.timed_out else "failed"
+        return status, f"rank {rank}: killed by {name}{hint}; its peers then lost their connection"
+    primary = primary or errors
     if primary:
         return ("timeout" if outcome.timed_out else "failed"), f"rank {primary[0]['rank']}: {primary[0]['message']}"
     return ("timeout" if outcome.timed_out else "failed"), _launch_reason(outcome)
+
+
+# torchrun's failure summary: "rank : 1 (local_rank: 0)" then "exitcode : -9 (pid: 1234)".
+_TORCHRUN_EXIT = re.compile(r"rank\s*:\s*(\d+)[^\n]*\n\s*exitcode\s*:\s*(-\d+)")
+
+
+def killed_ranks(log_files: list[Path]) -> list[tuple[int, str]]:
+    """(rank, signal name) of every rank torchrun reports as killed by a signal, from the agents' logs."""
+    killed = []
+    for log in log_files:
+        if log.exists():
+            for rank, code in _TORCHRUN_EXIT.findall(log.read_text(errors="replace")):
+                try:
+                    killed.append((int(rank), signal.Signals(-int(code)).name))
+                except ValueError:
+                    continue
+    return sorted(set(killed))
 
 
 def _launch_reason(outcome: LaunchOutcome) -> str:

@@ -202,3 +202,39 @@ def test_compiled_point_trains_and_counts_the_same_communication(tmp_path):
     assert records[True].metrics.comm_bytes_per_step == records[False].metrics.comm_bytes_per_step
     assert records[True].metrics.comm_bytes_per_step.all_gather == 989_440
     assert records[True].metrics.loss_last < records[True].metrics.loss_first
+
+
+def _rank_pids(results: Path) -> list[int]:
+    """PIDs of rank processes (not torchrun agents) whose launch file lies under `results`."""
+    pids = []
+    for proc in Path("/proc").iterdir():
+        try:
+            args = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        text = b" ".join(args).decode(errors="replace")
+        if "fsdp_core.worker" in text and str(results) in text and "torch.distributed.run" not in text:
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_a_rank_killed_by_a_signal_is_named_in_the_record(tmp_path, worker_processes):
+    proc = subprocess.Popen(
+        [*CLI, "run", "model=tiny", "nodes=2", "train.steps=400", f"results_dir={tmp_path}"],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    deadline = time.time() + 120
+    while not list(tmp_path.rglob("started")) and time.time() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)  # inside the training loop
+    victim = max(_rank_pids(tmp_path))
+    os.kill(victim, signal.SIGKILL)
+    output, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 1, output
+    (record,) = load_records(tmp_path)[0]
+    assert record.status == "failed"
+    assert "killed by SIGKILL" in record.error and record.error.startswith("rank "), record.error
+    assert worker_processes(tmp_path) == []
