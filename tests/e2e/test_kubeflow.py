@@ -27,7 +27,7 @@ from bench.launch.results_sync import filesystem, pull_points, push_tree
 from bench.records import read_record
 
 REPO = Path(__file__).resolve().parents[2]
-CRD = REPO.parent / "shared" / "reference" / "kubeflow" / "kubeflow.org_pytorchjobs.yaml"
+CRD = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow.org_pytorchjobs.yaml"
 
 # A stand-in for kubectl: logs every call, answers from scenario.json. On `apply` it plays the
 # pods: copies the prepared point files (pods/) to the results URL's directory.
