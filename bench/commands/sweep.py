@@ -35,6 +35,7 @@ def main(args: argparse.Namespace) -> int:
     overrides = with_default_experiment(list(args.overrides))
     try:
         points = load_grid(overrides)
+        check_sweep_settings(points[0].config["sweep"])
         launcher = get_launcher(points[0].spec.launcher, points[0].config.get("launcher"))
         for spec in {p.spec.launcher: p.spec for p in points}.values():
             launcher.check_available(spec)
@@ -49,6 +50,18 @@ def main(args: argparse.Namespace) -> int:
         print("error: launcher: one sweep uses one launcher; split the grid", file=sys.stderr)
         return 2
     return _run(points, launcher, overrides)
+
+
+def check_sweep_settings(sweep: dict) -> None:
+    """The sweep.* knobs that are not part of a point's spec."""
+    from bench.config import ConfigError
+
+    repeats = sweep.get("repeats")
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
+        raise ConfigError([f"sweep.repeats: must be an integer >= 1, got {repeats!r}"])
+    for flag in ("force", "retry_failed", "plan", "group_launches"):
+        if not isinstance(sweep.get(flag), bool):
+            raise ConfigError([f"sweep.{flag}: got {sweep.get(flag)!r}; allowed: true, false"])
 
 
 def _run(points, launcher, overrides: list[str]) -> int:

@@ -110,3 +110,21 @@ def test_cluster_grids_refuse_what_the_hardware_cannot_do(overrides, message):
     with pytest.raises(ConfigError) as err:
         load_grid([*base, *overrides])
     assert any(message in line for line in err.value.lines), err.value.lines
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("repeats", 0, "sweep.repeats: must be an integer >= 1, got 0"),
+        ("repeats", True, "sweep.repeats: must be an integer >= 1, got True"),
+        ("force", "maybe", "sweep.force: got 'maybe'; allowed: true, false"),
+    ],
+)
+def test_sweep_settings_are_checked(key, value, message):
+    from bench.commands.sweep import check_sweep_settings
+    from bench.config import ConfigError, compose
+
+    settings = compose(["experiment=cpu_smoke"])["sweep"] | {key: value}
+    with pytest.raises(ConfigError) as err:
+        check_sweep_settings(settings)
+    assert err.value.lines == [message]
