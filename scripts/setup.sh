@@ -21,7 +21,18 @@ pip_install() {
   return "${PIPESTATUS[0]}"
 }
 if ! .venv/bin/python -c "import torch" >/dev/null 2>&1; then
-  pip_install "torch==2.13.0"
+  # 1) a torch wheel pip's find-links already holds (these CI/dev machines keep the CPU wheel on
+  #    disk): install it alone, then its dependencies from the index;
+  # 2) on a machine without an NVIDIA GPU, PyTorch's CPU index beside PyPI (its "+cpu" build sorts
+  #    first), never the multi-GB CUDA build;
+  # 3) with a GPU, PyPI's default (CUDA) build.
+  if pip_install --no-index --no-deps "torch==2.13.0" 2>/dev/null; then
+    pip_install "torch==2.13.0"
+  elif command -v nvidia-smi >/dev/null 2>&1; then
+    pip_install "torch==2.13.0"
+  else
+    pip_install --extra-index-url https://download.pytorch.org/whl/cpu "torch==2.13.0"
+  fi
 fi
 stamp=.venv/.fsdp-bench-installed-$(cat pyproject.toml | sha1sum | cut -c1-12)-${EXTRAS//,/_}
 if [ ! -f "$stamp" ]; then
