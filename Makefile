@@ -4,7 +4,7 @@
 setup:
 	scripts/setup.sh
 
-# The main job: the default CPU sweep (experiment=cpu_smoke), results in results/, report in report/.
+# The main job: the default CPU sweep (experiment=cpu_smoke): results/cpu_smoke/, its report in results/cpu_smoke/report/.
 sweep:
 	scripts/setup.sh
 	.venv/bin/fsdp-bench sweep
