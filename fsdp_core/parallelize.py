@@ -20,7 +20,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from torch import nn
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 from torch.distributed.tensor import DTensor, distribute_tensor
@@ -117,8 +116,3 @@ def materialize(model: Transformer, device: torch.device, seed: int, offload: bo
         if isinstance(param, DTensor):
             full = distribute_tensor(full, param.device_mesh, param.placements, src_data_rank=None).to_local()
         local.copy_(full)
-
-
-def shard_placements(model: nn.Module) -> dict[str, str]:
-    """name -> placements string of every parameter (for tests and the record's notes)."""
-    return {name: str(getattr(p, "placements", "local")) for name, p in model.named_parameters()}

@@ -9,7 +9,7 @@ the counting dispatch mode adds Python overhead that must stay out of the timed 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 import torch.distributed as dist
@@ -41,7 +41,6 @@ class LoopResult:
     step_times_s: list[float]  # timed steps, this rank's view
     losses: list[float]  # every step, this rank's mean loss
     comm_bytes: dict[str, int] | None
-    comm_calls: dict[str, int] = field(default_factory=dict)
     timed_window_s: float = 0.0
 
 
@@ -110,7 +109,6 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
         comm_bytes=counter.snapshot() if cfg.warmup_steps >= 1 else None,
-        comm_calls=dict(counter.calls),
         timed_window_s=window,
     )
 

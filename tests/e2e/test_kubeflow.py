@@ -77,6 +77,7 @@ def test_apply_false_renders_manifests_and_runs_nothing(tmp_path):
     outcome = launcher.launch(request)
     manifest = request.work_dir / "pytorchjob.yaml"
     assert (outcome.returncode, outcome.detail, outcome.log_files) == (0, RENDERED, [manifest])
+    assert outcome.rendered is True  # run_group stores no record for it
     configmap, job = yaml.safe_load_all(manifest.read_text())
     assert (configmap["kind"], job["kind"]) == ("ConfigMap", "PyTorchJob")
     assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
