@@ -16,11 +16,12 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.hardware import PRECISION_PEAK_DTYPE, peak_table
+from bench.hardware import MFU_PEAK_DTYPE, PRECISION_PEAK_DTYPE, peak_table
 from bench.launch import LaunchOutcome, LaunchRequest
-from bench.launch.base import STARTED_MARK, Launcher
-from bench.records import RESULT_FILE, read_record, write_record
+from bench.launch.base import Launcher
+from bench.records import read_record, write_record
 from bench.schemas import RunResult, RunSpec
+from fsdp_core.protocol import LAUNCH_FILE, RESULT_FILE, STARTED_MARK, error_files
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Messages a rank prints when a *peer* died: never the root cause of a failure.
@@ -70,7 +71,8 @@ def launch_payload(specs: list[RunSpec], dirs: list[Path]) -> dict:
                 "log_dir": str(directory),
                 "spec": spec.model_dump(mode="json"),
                 "model_args": model_args,
-                "peak_dtype": PRECISION_PEAK_DTYPE[spec.precision],
+                "peak_dtype": MFU_PEAK_DTYPE[spec.precision],
+                "fp8_peak_dtype": "fp8" if PRECISION_PEAK_DTYPE[spec.precision] == "fp8" else None,
             }
         )
     return {"points": points, "peak_table": peak_table(), "git": git_info()}
@@ -81,12 +83,12 @@ def prepare_launch(specs: list[RunSpec], results_dir: Path) -> LaunchRequest:
     dirs = [point_dir(results_dir, spec) for spec in specs]
     for directory in dirs:
         directory.mkdir(parents=True, exist_ok=True)
-        for stale in (directory / RESULT_FILE, directory / STARTED_MARK, *directory.glob("errors/rank*.json")):
+        for stale in (directory / RESULT_FILE, directory / STARTED_MARK, *error_files(directory)):
             stale.unlink(missing_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     work_dir = Path(results_dir) / specs[0].sweep / "_launches" / f"{stamp}-{specs[0].point_id}"
     work_dir.mkdir(parents=True, exist_ok=True)
-    launch_file = work_dir / "launch.json"
+    launch_file = work_dir / LAUNCH_FILE
     launch_file.write_text(json.dumps(launch_payload(specs, dirs), indent=2))
     return LaunchRequest(points=specs, point_dirs=dirs, launch_file=launch_file, work_dir=work_dir)
 
@@ -148,7 +150,7 @@ def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.d
 
 def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:
     """(status, one-line reason) of a point that started but left no result."""
-    errors = [json.loads(p.read_text()) for p in sorted(directory.glob("errors/rank*.json"))]
+    errors = [json.loads(p.read_text()) for p in error_files(directory)]
     if outcome.interrupted:
         return "interrupted", "interrupted by signal (SIGINT/SIGTERM); rerun the sweep to continue"
     if outcome.returncode == 0 and not errors:

@@ -63,9 +63,18 @@ class ClusterFacts:
 _NVIDIA_A100 = "NVIDIA A100 datasheet (dense): FP32 19.5, TF32 156, BF16/FP16 312 TFLOP/s"
 _NVIDIA_H100 = "NVIDIA H100 SXM datasheet (dense): FP32 67, TF32 494.7, BF16/FP16 989.4, FP8 1978.9 TFLOP/s"
 _NVIDIA_H200 = "NVIDIA H200 datasheet (dense): same Hopper compute as H100 SXM, 141 GB HBM3e"
+_NVIDIA_GH200 = (
+    "NVIDIA GH200 Grace Hopper Superchip datasheet (dense): FP32 67, TF32 494, BF16/FP16 990, FP8 1979 TFLOP/s; "
+    "https://www.nvidia.com/en-us/data-center/grace-hopper-superchip/"
+)
 
-# Precision name -> the dtype whose peak MFU divides by (fp32 runs use plain FP32, no TF32).
+# Precision name -> the dtype of the tensor-core rate its matmuls run at (the planner's compute rate;
+# fp32 runs use plain FP32, no TF32).
 PRECISION_PEAK_DTYPE = {"fp32": "fp32", "bf16": "bf16", "bf16_pure": "bf16", "fp16": "fp16", "fp8": "fp8"}
+# Precision name -> the dtype whose peak MFU divides by. fp8 runs divide by the bf16 peak, as
+# torchtitan and most published tables do (attention, norms and the output layer stay bf16);
+# the record also carries `mfu_fp8_peak`, against the fp8 peak.
+MFU_PEAK_DTYPE = {**PRECISION_PEAK_DTYPE, "fp8": "bf16"}
 
 DEVICES: dict[str, DeviceFacts] = {
     "a100-40gb": DeviceFacts(
@@ -91,6 +100,30 @@ DEVICES: dict[str, DeviceFacts] = {
     ),
     "h200": DeviceFacts(
         "h200", ("H200",), 141, {"fp32": 67, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9}, _NVIDIA_H200
+    ),
+    # The PCIe card has the SXM card's tensor-core peaks (its lower power limit shows as lower MFU).
+    "a100-80gb-pcie": DeviceFacts(
+        "a100-80gb-pcie",
+        ("A100 80GB PCIe", "A100-PCIE-80GB"),
+        80,
+        {"fp32": 19.5, "tf32": 156, "bf16": 312, "fp16": 312},
+        _NVIDIA_A100 + "; the same peaks for the 80GB PCIe card",
+    ),
+    # Grace Hopper: the H100 SXM compute; 96 GB HBM3 ("GH200 480GB": 480 GB of Grace LPDDR5X with it)
+    # or 144 GB HBM3e.
+    "gh200-96gb": DeviceFacts(
+        "gh200-96gb",
+        ("GH200 480GB", "GH200 120GB"),
+        96,
+        {"fp32": 67, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},
+        _NVIDIA_GH200,
+    ),
+    "gh200-144gb": DeviceFacts(
+        "gh200-144gb",
+        ("GH200 144G HBM3e",),
+        144,
+        {"fp32": 67, "tf32": 494.7, "bf16": 989.4, "fp16": 989.4, "fp8": 1978.9},
+        _NVIDIA_GH200,
     ),
 }
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from bench.schemas import RunResult
 
-RESULT_FILE = "result.json"
+from fsdp_core.protocol import RESULT_FILE  # noqa: F401 - re-exported: readers of results folders use it
 
 
 @dataclass(frozen=True)

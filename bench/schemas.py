@@ -22,6 +22,7 @@ Strategy = Literal["full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_
 Precision = Literal["fp32", "bf16", "bf16_pure", "fp16", "fp8"]
 Launcher = Literal["local", "slurm", "kubeflow", "ray"]
 Checkpointing = Literal["none", "full", "selective"]
+CompileBackend = Literal["inductor", "aot_eager", "eager"]
 Status = Literal["ok", "oom", "failed", "timeout", "invalid", "interrupted", "skipped"]
 
 STRATEGIES: tuple[str, ...] = Strategy.__args__
@@ -33,6 +34,9 @@ STATUSES: tuple[str, ...] = Status.__args__
 # Spec fields that say where or how patiently a point runs, not what it measures:
 # they are left out of the point id so moving a results folder or raising a timeout keeps ids.
 _NON_IDENTITY_FIELDS = {"sweep", "point_timeout_s", "results_dir"}
+# Fields added after the first schema: they enter a point's identity only when set to something
+# other than their default, so every point measured before they existed keeps its id.
+_LATER_FIELDS = {"compile_backend"}
 
 
 class Strict(BaseModel):
@@ -73,6 +77,9 @@ class RunSpec(Strict):
     warmup_steps: int = Field(2, ge=0, strict=True)
     activation_checkpointing: Checkpointing = "none"
     compile: bool = False
+    compile_backend: CompileBackend = Field(
+        "inductor", description="torch.compile backend: inductor (real kernels) or aot_eager/eager (debugging)"
+    )
     cpu_offload: bool = False
     seed: int = 0
     lr: float = Field(3e-4, gt=0)
@@ -130,7 +137,11 @@ class RunSpec(Strict):
 
     def identity(self) -> dict[str, Any]:
         """The fields that define what is measured (used for the point id and baseline matching)."""
-        return self.model_dump(mode="json", exclude=_NON_IDENTITY_FIELDS)
+        identity = self.model_dump(mode="json", exclude=_NON_IDENTITY_FIELDS)
+        for name in _LATER_FIELDS:
+            if identity[name] == type(self).model_fields[name].default:
+                del identity[name]
+        return identity
 
     @property
     def point_id(self) -> str:
@@ -153,6 +164,10 @@ def _seq_len_rule(spec: RunSpec, args: ModelArgs) -> str | None:
 def _warmup_rule(spec: RunSpec, args: ModelArgs) -> str | None:
     if spec.warmup_steps >= spec.steps:
         return f"train.warmup_steps: must be fewer than train.steps ({spec.warmup_steps} >= {spec.steps})"
+    if spec.compile and spec.warmup_steps < 2:
+        # The last warm-up step runs eager (it counts communication): with one warm-up step,
+        # compilation would land in the first timed step.
+        return f"train.warmup_steps: train.compile=true needs at least 2 warm-up steps, got {spec.warmup_steps}"
     return None
 
 
@@ -210,8 +225,23 @@ class StepTimeStats(Strict):
 
 
 class PeakMemory(Strict):
+    """Memory over the timed steps. `max`/`per_rank`: the allocator's peak allocated (GPU) or the
+    process's peak resident set size (CPU); the rest are GPU only (null on CPU)."""
+
     max: int
     per_rank: list[int]
+    reserved_max: int | None = None
+    reserved_per_rank: list[int] = Field(default_factory=list)
+    device_used_max: int | None = None
+    alloc_retries: int | None = None
+
+
+class CompileInfo(Strict):
+    """What torch.compile did during the point (fsdp_core/compile_stats.py)."""
+
+    graphs: int
+    cache_entries: int
+    graph_breaks: int
 
 
 class CommBytes(Strict):
@@ -228,6 +258,7 @@ class Metrics(Strict):
     step_times_s: list[float] = Field(default_factory=list)
     step_time_s: StepTimeStats | None = None
     mfu: float | None = None
+    mfu_fp8_peak: float | None = None
     hfu: float | None = None
     tflops_per_device: float | None = None
     peak_flops_per_device: float | None = None
@@ -239,6 +270,7 @@ class Metrics(Strict):
     flops_per_token: float | None = None
     tokens_per_step: int | None = None
     timed_window_s: float | None = None
+    compile: CompileInfo | None = None
 
 
 class EnvInfo(Strict):

@@ -21,6 +21,7 @@ import hashlib
 import json
 import sqlite3
 import sys
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -97,6 +98,23 @@ def is_store(path: Path) -> bool:
         return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
 
 
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, retrying while another process holds it.
+
+    The journal-mode switch takes an exclusive lock and SQLite answers "database is locked" at once
+    instead of waiting out busy_timeout, so two processes opening a new store together would race.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
 class ResultStore:
     """An SQLite index of result records; one connection per call, safe across processes."""
 
@@ -104,7 +122,7 @@ class ResultStore:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._connect() as conn:
-            conn.execute("PRAGMA journal_mode=WAL")
+            _switch_to_wal(conn)
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:  # a new file: create the table (IF NOT EXISTS: a concurrent creator may win)
                 conn.executescript(_SCHEMA + f"PRAGMA user_version = {STORE_SCHEMA_VERSION};")

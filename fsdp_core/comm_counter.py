@@ -1,13 +1,16 @@
-"""Count the bytes every collective actually moves, by intercepting c10d ops at dispatch.
+"""Count the bytes every collective actually moves, by intercepting collective ops at dispatch.
 
-FSDP2 issues its all-gathers and reduce-scatters through `torch.ops.c10d.*`; a
+FSDP2 issues its all-gathers and reduce-scatters through `torch.ops.c10d.*`; DTensor (its
+redistributions, the fp16 scaler's found-inf check on sharded gradients) and torchao's fp8
+amax reductions use the functional collectives `torch.ops._c10d_functional.*`. A
 TorchDispatchMode sees each one with its real tensors, so the count reflects what ran
 (dtype, padding, hybrid meshes), not an estimate. The mode is inherited by autograd's
 backward threads, so backward collectives are counted too.
 
 Convention, per rank: an all-gather counts its output (the unsharded bytes), a
 reduce-scatter its input (the unsharded gradient bytes), an all-reduce its tensor.
-Collectives on a group of one rank move nothing and are not counted.
+Collectives on a group of one rank move nothing and are not counted. Broadcasts,
+all-to-alls and point-to-point ops are not counted.
 """
 
 from __future__ import annotations
@@ -16,9 +19,11 @@ from collections import defaultdict
 
 import torch
 import torch.distributed as dist
+from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 c10d = torch.ops.c10d
+funcol = torch.ops._c10d_functional
 KINDS = ("all_gather", "reduce_scatter", "all_reduce")
 
 
@@ -54,6 +59,57 @@ _COUNTED_OPS = {
 }
 
 
+# Functional collectives: op -> (kind, name of the tensor (list) argument, whether the bytes moved
+# are that argument's bytes times the group size). All-gathers take their input (the output is
+# returned, or is the out= buffer), so their output bytes are input x group_size. The in-place
+# all_reduce_ and the out= variants exist in torch 2.13 (DTensor and torchao call the others).
+# wait_tensor moves nothing: not counted.
+_FUNCTIONAL_OPS = {
+    funcol.all_gather_into_tensor.default: ("all_gather", "input", True),
+    funcol.all_gather_into_tensor_out.default: ("all_gather", "input", True),
+    funcol.all_gather_into_tensor_coalesced.default: ("all_gather", "inputs", True),
+    funcol.reduce_scatter_tensor.default: ("reduce_scatter", "input", False),
+    funcol.reduce_scatter_tensor_out.default: ("reduce_scatter", "input", False),
+    funcol.reduce_scatter_tensor_coalesced.default: ("reduce_scatter", "inputs", False),
+    funcol.all_reduce.default: ("all_reduce", "input", False),
+    funcol.all_reduce_.default: ("all_reduce", "input", False),
+    funcol.all_reduce_coalesced.default: ("all_reduce", "inputs", False),
+    funcol.all_reduce_coalesced_.default: ("all_reduce", "inputs", False),
+}
+
+
+def _argument(func, args: tuple, kwargs: dict, name: str) -> object:
+    """An op's argument by its schema name, passed positionally or by keyword."""
+    for index, argument in enumerate(func._schema.arguments):
+        if argument.name == name:
+            return args[index] if index < len(args) else kwargs.get(name)
+    raise KeyError(name)
+
+
+def _functional_group_size(group: object) -> int:
+    """Size of a functional collective's group: a registered group name (str), or the group itself."""
+    if isinstance(group, str):
+        return int(dist.distributed_c10d._resolve_process_group(group).size())
+    if isinstance(group, torch.ScriptObject):
+        return int(dist.ProcessGroup.unbox(group).size())
+    if isinstance(group, dist.ProcessGroup):
+        return int(group.size())
+    return 0
+
+
+def _functional_bytes(func, args: tuple, kwargs: dict) -> tuple[str, int] | None:
+    """(kind, bytes) of a functional collective on more than one rank; None otherwise."""
+    counted = _FUNCTIONAL_OPS.get(func)
+    if counted is None:
+        return None
+    kind, tensors, times_group = counted
+    size = _functional_group_size(_argument(func, args, kwargs, "group_name"))
+    if size <= 1:
+        return None
+    nbytes = _nbytes(_argument(func, args, kwargs, tensors))
+    return kind, nbytes * size if times_group else nbytes
+
+
 class CommCounter(TorchDispatchMode):
     """Context manager accumulating bytes and call counts per collective kind."""
 
@@ -64,11 +120,33 @@ class CommCounter(TorchDispatchMode):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
+        if isinstance(func, torch._ops.HigherOrderOperator):  # not a collective; has no schema
+            return func(*args, **kwargs)
+        if any(issubclass(t, DTensor) for t in types):
+            # Modes run before tensor subclasses, and while this method runs the mode is off the
+            # stack: the collectives a DTensor op issues inside its own dispatch (a Partial ->
+            # Replicate all-reduce, the fp16 scaler's found-inf reduction) would never reach it.
+            # NotImplemented lets DTensor desugar first, with this mode active, so its collectives
+            # come back here on plain local tensors (CommDebugMode does the same). Only DTensor:
+            # other subclasses may not handle an op without their own mode (the FakeTensors of
+            # DTensor's sharding propagation return NotImplemented too, and the op would fail).
+            # Collectives are never counted at the DTensor level, so nothing counts twice.
+            return NotImplemented
         counted = _COUNTED_OPS.get(func)
-        if counted is not None and _group_size(args) > 1:
-            kind, index = counted
-            self.bytes[kind] += _nbytes(args[index])
-            self.calls[kind] += 1
+        if counted is not None:
+            if _group_size(args) > 1:
+                kind, index = counted
+                self.bytes[kind] += _nbytes(args[index])
+                self.calls[kind] += 1
+        else:
+            functional = _functional_bytes(func, args, kwargs)
+            if functional is not None:
+                # Counted, not double-counted: a functional op reaches the process group
+                # through c10d ops, but those run inside func(), where this mode is off the
+                # stack, so they never come back here.
+                kind, nbytes = functional
+                self.bytes[kind] += nbytes
+                self.calls[kind] += 1
         return func(*args, **kwargs)
 
     def reset(self) -> None:

@@ -84,7 +84,9 @@ def step_time_stats(times: list[float]) -> dict[str, float]:
 
 
 def reset_peak_memory(device: torch.device) -> None:
-    """Start a fresh peak (needed when one launch runs several points)."""
+    """Start a fresh peak: called at the first timed step, so model initialisation, the warm-up
+    steps and the eager communication-counting step (which under compile is not the step that
+    is timed) never set the peak of the steps that are measured."""
     if device.type == "cuda":
         torch.cuda.reset_peak_memory_stats(device)
     elif os.path.exists("/proc/self/clear_refs"):
@@ -96,10 +98,32 @@ def reset_peak_memory(device: torch.device) -> None:
             pass
 
 
-def peak_memory_bytes(device: torch.device) -> int:
-    """Allocator peak on GPU; peak resident set size of this rank's process on CPU."""
+def memory_snapshot(device: torch.device) -> dict[str, int | None]:
+    """This rank's memory over the timed window, three views (torchtitan records the same ones):
+
+    - `allocated`: the caching allocator's peak of live tensors (GPU) or the process's peak
+      resident set size, VmHWM (CPU: includes the Python runtime);
+    - `reserved`: the allocator's peak of memory held from the driver, live or cached: what
+      decides an out-of-memory error and what torchtitan's tables report (GPU only);
+    - `device_used`: the driver's view of the whole device at the end of the window
+      (`torch.cuda.mem_get_info`: total - free), which adds the CUDA context, NCCL and cuBLAS
+      buffers and any other process on the device (GPU only);
+    - `alloc_retries`: times the allocator freed its cache and retried a failed cudaMalloc, the
+      sign of fragmentation close to the limit (GPU only).
+    """
     if device.type == "cuda":
-        return int(torch.cuda.max_memory_allocated(device))
+        stats = torch.cuda.memory_stats(device)
+        free, total = torch.cuda.mem_get_info(device)
+        return {
+            "allocated": int(torch.cuda.max_memory_allocated(device)),
+            "reserved": int(torch.cuda.max_memory_reserved(device)),
+            "device_used": int(total - free),
+            "alloc_retries": int(stats.get("num_alloc_retries", 0)),
+        }
+    return {"allocated": _peak_rss_bytes(), "reserved": None, "device_used": None, "alloc_retries": None}
+
+
+def _peak_rss_bytes() -> int:
     try:
         with open("/proc/self/status") as handle:
             for line in handle:
@@ -110,11 +134,28 @@ def peak_memory_bytes(device: torch.device) -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def gather_ints(value: int, device: torch.device) -> list[int]:
-    """One integer from every rank, in rank order."""
-    tensors = [torch.zeros(1, dtype=torch.int64, device=device) for _ in range(dist.get_world_size())]
-    dist.all_gather(tensors, torch.tensor([value], dtype=torch.int64, device=device))
-    return [int(t.item()) for t in tensors]
+def peak_memory_record(snapshot: dict[str, int | None], device: torch.device) -> dict:
+    """The record's `peak_mem_bytes`: every rank's snapshot gathered; max and per rank of each view."""
+    names = ("allocated", "reserved", "device_used", "alloc_retries")
+    values = gather_ints([-1 if snapshot[n] is None else snapshot[n] for n in names], device)
+    per_rank = {n: [rank[i] for rank in values] for i, n in enumerate(names)}
+    record: dict = {"max": max(per_rank["allocated"]), "per_rank": per_rank["allocated"]}
+    if device.type == "cuda":
+        record.update(
+            reserved_max=max(per_rank["reserved"]),
+            reserved_per_rank=per_rank["reserved"],
+            device_used_max=max(per_rank["device_used"]),
+            alloc_retries=sum(per_rank["alloc_retries"]),
+        )
+    return record
+
+
+def gather_ints(values: list[int], device: torch.device) -> list[list[int]]:
+    """A list of integers from every rank (the same length on each), in rank order."""
+    local = torch.tensor(values, dtype=torch.int64, device=device)
+    tensors = [torch.zeros_like(local) for _ in range(dist.get_world_size())]
+    dist.all_gather(tensors, local)
+    return [[int(v) for v in t.tolist()] for t in tensors]
 
 
 def node_name() -> str:

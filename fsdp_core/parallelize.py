@@ -17,9 +17,11 @@ first, so re-gathering it would be wasted traffic (torchtitan does the same).
 
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import dataclass
 
 import torch
+import torch.distributed as dist
 from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 from torch.distributed.tensor import DTensor, distribute_tensor
@@ -45,19 +47,52 @@ class ParallelConfig:
     gpus_per_node: int
     activation_checkpointing: str = "none"
     compile: bool = False
+    compile_backend: str = "inductor"
     cpu_offload: bool = False
 
 
-def build_mesh(cfg: ParallelConfig, device_type: str) -> DeviceMesh:
-    """The data-parallel device mesh of a strategy (see the table above)."""
+# Meshes built in this process, by (device type, shape, dimension names). One launch runs several
+# points of one world shape in turn: a new 2-D mesh per point would create new communicators that
+# nobody destroys (NCCL's buffers sit outside the caching allocator and grow point after point).
+_MESHES: dict[tuple, DeviceMesh] = {}
+
+
+def mesh_layout(cfg: ParallelConfig) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """(shape, dimension names) of a strategy's data-parallel mesh (see the table above)."""
     world = cfg.nodes * cfg.gpus_per_node
     if cfg.strategy in ("full_shard", "shard_grad_op"):
-        return init_device_mesh(device_type, (world,), mesh_dim_names=("shard",))
+        return (world,), ("shard",)
     if cfg.strategy in ("hybrid_shard", "hybrid_shard_zero2"):
-        return init_device_mesh(device_type, (cfg.nodes, cfg.gpus_per_node), mesh_dim_names=("replicate", "shard"))
+        return (cfg.nodes, cfg.gpus_per_node), ("replicate", "shard")
     if cfg.strategy == "no_shard":
-        return init_device_mesh(device_type, (world, 1), mesh_dim_names=("replicate", "shard"))
+        return (world, 1), ("replicate", "shard")
     raise ValueError(f"unknown strategy {cfg.strategy}")
+
+
+def build_mesh(cfg: ParallelConfig, device_type: str, timeout: dt.timedelta | None = None) -> DeviceMesh:
+    """The strategy's device mesh, built once per shape in this process; `timeout` on all its groups."""
+    shape, names = mesh_layout(cfg)
+    key = (device_type, shape, names)
+    if key not in _MESHES:
+        _MESHES[key] = init_device_mesh(device_type, shape, mesh_dim_names=names)
+    mesh = _MESHES[key]
+    if timeout is not None:
+        set_collective_timeout(timeout, [mesh.get_group(name) for name in names])
+    return mesh
+
+
+def set_collective_timeout(timeout: dt.timedelta, groups: list | None = None) -> None:
+    """Give the default group and `groups` this point's collective timeout.
+
+    Groups created without a timeout get the backend's default (NCCL 10 minutes, gloo 30), and the
+    default group keeps the timeout of the launch's first point: a hang could then end as `failed`
+    before the launcher's point timeout records it as `timeout`, or only long after it.
+    """
+    for group in {id(g): g for g in [dist.group.WORLD, *(groups or [])]}.values():
+        if hasattr(group, "set_timeout"):
+            group.set_timeout(timeout)
+        else:  # torch releases before ProcessGroup.set_timeout
+            dist.distributed_c10d._set_pg_timeout(timeout, group)
 
 
 def apply_activation_checkpointing(model: Transformer, mode: str) -> None:
@@ -73,19 +108,27 @@ def apply_activation_checkpointing(model: Transformer, mode: str) -> None:
             model.layers[name] = checkpoint_wrapper(block, preserve_rng_state=False)
 
 
-def apply_compile(model: Transformer) -> None:
+def apply_compile(model: Transformer, backend: str = "inductor") -> None:
     """Compile each block separately: identical blocks share one compiled graph (torchtitan)."""
     for name, block in list(model.layers.items()):
-        model.layers[name] = torch.compile(block, fullgraph=True)
+        model.layers[name] = torch.compile(block, fullgraph=True, backend=backend)
 
 
 def apply_fsdp(model: Transformer, mesh: DeviceMesh, cfg: ParallelConfig) -> None:
     """fully_shard each block, then the root."""
     mp_policy = mixed_precision_policy(cfg.precision)
+    # Blocks do not cast their forward inputs: each gets (h, rope), and FSDP2's default cast would
+    # turn the fp32 rotary table into bf16/fp16 (cos/sin with 8 or 11 significant bits, one cast
+    # kernel per block per step), while apply_rope is written to rotate in fp32. h needs no cast:
+    # it comes out of the embedding (root, computed in param_dtype) or the previous block, so it is
+    # already in the compute dtype (tests/distributed/test_gpu_path_numerics.py observes both).
+    # Chosen over torchtitan's complex table (never cast: not floating point) because it leaves the
+    # model code and fp32 numerics untouched and puts no complex tensors in the compiled blocks.
+    block_policy = mixed_precision_policy(cfg.precision, cast_forward_inputs=False)
     offload: OffloadPolicy = CPUOffloadPolicy() if cfg.cpu_offload else OffloadPolicy()
     reshard = RESHARD_BLOCKS[cfg.strategy]
     for block in model.layers.values():
-        fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=mp_policy, offload_policy=offload)
+        fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=block_policy, offload_policy=offload)
     fully_shard(model, mesh=mesh, reshard_after_forward=False, mp_policy=mp_policy, offload_policy=offload)
 
 
@@ -95,7 +138,7 @@ def parallelize_llama(model: Transformer, cfg: ParallelConfig, mesh: DeviceMesh)
         apply_fp8(model)
     apply_activation_checkpointing(model, cfg.activation_checkpointing)
     if cfg.compile:
-        apply_compile(model)
+        apply_compile(model, cfg.compile_backend)
     apply_fsdp(model, mesh, cfg)
     return model
 

@@ -7,6 +7,7 @@
 | bf16_pure | bf16                                    | bf16 (llama-recipes' pure_bf16) |
 | fp16      | fp16 (+ sharded gradient scaler)        | fp32                 |
 | fp8       | fp8 linears via torchao, bf16 elsewhere | fp32                 |
+fp8 converts only Linears whose dimensions are multiples of 16, never the output (fp8_module_filter).
 The sharded master parameters and the optimizer state stay in fp32 in every recipe.
 """
 
@@ -25,10 +26,16 @@ _POLICIES = {
 }
 
 
-def mixed_precision_policy(precision: str) -> MixedPrecisionPolicy:
-    """FSDP2's policy for a precision name."""
+def mixed_precision_policy(precision: str, cast_forward_inputs: bool = True) -> MixedPrecisionPolicy:
+    """FSDP2's policy for a precision name.
+
+    cast_forward_inputs=False leaves a module's floating-point forward arguments as they come
+    (FSDP2 otherwise casts every one of them to param_dtype before the module runs).
+    """
     param_dtype, reduce_dtype = _POLICIES[precision]
-    return MixedPrecisionPolicy(param_dtype=param_dtype, reduce_dtype=reduce_dtype)
+    return MixedPrecisionPolicy(
+        param_dtype=param_dtype, reduce_dtype=reduce_dtype, cast_forward_inputs=cast_forward_inputs
+    )
 
 
 def compute_dtype(precision: str) -> torch.dtype:
@@ -53,18 +60,40 @@ def check_precision_supported(precision: str, device: torch.device) -> None:
         raise RuntimeError(f"precision {precision} needs bf16 support on {torch.cuda.get_device_name(device)}")
 
 
-def apply_fp8(model: nn.Module) -> None:
-    """Swap the blocks' linears for torchao Float8Linear (tensorwise scaling, fp8 all-gather).
+# torch._scaled_mm (the fp8 matmul behind torchao's Float8Linear) needs both dimensions of the
+# weight to be multiples of 16; an unaligned Linear fails at its first matmul on the GPU.
+FP8_ALIGNMENT = 16
+# The output projection stays in bf16: its vocab-sized matmul feeds the loss directly and is
+# sensitive to fp8 error (torchtitan's default filter_fqns = ["output"] does the same).
+FP8_EXCLUDED_FQNS = ("output",)
 
-    The output projection stays in bf16: its vocab-sized matmul is sensitive to fp8 error
-    (torchtitan's default filter does the same).
+
+def fp8_module_filter(module: nn.Module, fqn: str) -> bool:
+    """Whether apply_fp8 converts this module (torchtitan's float8 module_filter_fn rules).
+
+    Only nn.Linear, never the output projection, and only when in_features and out_features
+    are both multiples of 16 (the `debug` flavor's ffn_dim=172 is not: its MLP stays bf16).
+    Importable without torchao, so the choice is testable on any machine.
+    """
+    if not isinstance(module, nn.Linear) or fqn in FP8_EXCLUDED_FQNS:
+        return False
+    out_features, in_features = module.weight.shape
+    return out_features % FP8_ALIGNMENT == 0 and in_features % FP8_ALIGNMENT == 0
+
+
+def apply_fp8(model: nn.Module) -> None:
+    """Swap the blocks' aligned linears for torchao Float8Linear (tensorwise scaling, fp8 all-gather).
+
+    fp8_module_filter decides which: not the output projection, not a Linear with a dimension
+    that is not a multiple of 16. Call it before activation checkpointing and compile wrap the
+    blocks (parallelize_llama does), so the FQNs are the model's own.
     """
     try:
         from torchao.float8 import Float8LinearConfig, convert_to_float8_training
     except ImportError as exc:  # pragma: no cover - GPU images only
         raise RuntimeError("precision fp8 needs torchao: pip install 'fsdp-bench[fp8]'") from exc
     config = Float8LinearConfig(enable_fsdp_float8_all_gather=True)
-    convert_to_float8_training(model, config=config, module_filter_fn=lambda mod, fqn: fqn != "output")
+    convert_to_float8_training(model, config=config, module_filter_fn=fp8_module_filter)
 
 
 def after_optimizer_step(model: nn.Module, precision: str) -> None:

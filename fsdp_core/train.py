@@ -17,7 +17,7 @@ import torch.nn.functional as F
 
 from fsdp_core.comm_counter import CommCounter
 from fsdp_core.data import local_batch
-from fsdp_core.metrics import StepTimer
+from fsdp_core.metrics import StepTimer, memory_snapshot, reset_peak_memory
 from fsdp_core.precision import after_optimizer_step
 
 
@@ -42,6 +42,7 @@ class LoopResult:
     losses: list[float]  # every step, this rank's mean loss
     comm_bytes: dict[str, int] | None
     timed_window_s: float = 0.0
+    memory: dict[str, int | None] | None = None  # this rank's peak memory over the timed window
 
 
 def inject_fault(cfg: LoopConfig, step: int, rank: int) -> None:
@@ -89,7 +90,7 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
         counted = step == cfg.warmup_steps - 1
         timed = step >= cfg.warmup_steps
         if timed and window_start is None:
-            window_start = time.perf_counter()
+            window_start = start_timed_window(device)
         if timed:
             timer.start()
         if counted:
@@ -110,7 +111,18 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
         comm_bytes=counter.snapshot() if cfg.warmup_steps >= 1 else None,
         timed_window_s=window,
+        memory=memory_snapshot(device),
     )
+
+
+def start_timed_window(device: torch.device) -> float:
+    """Open the timed window: the warm-up's queued device work finishes first (else it would be
+    timed), and the memory peak starts here (else model initialisation, warm-up and the eager
+    counting step would set it)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+    reset_peak_memory(device)
+    return time.perf_counter()
 
 
 def _slow_down(cfg: LoopConfig, timer: StepTimer) -> None:

@@ -27,24 +27,14 @@ import torch.distributed as dist
 from fsdp_core.data import build_source
 from fsdp_core.flavors import ModelArgs
 from fsdp_core.flops import flops_per_token, hardware_flops_per_token
-from fsdp_core.metrics import (
-    capture_env,
-    gather_ints,
-    max_over_ranks,
-    peak_memory_bytes,
-    reset_peak_memory,
-    step_time_stats,
-)
+from fsdp_core.compile_stats import CompileStats
+from fsdp_core.metrics import capture_env, max_over_ranks, peak_memory_record, step_time_stats
 from fsdp_core.model import build_model
 from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
 from fsdp_core.precision import build_grad_scaler, check_precision_supported
+from fsdp_core.protocol import RESULT_FILE, STARTED_MARK, collective_timeout_s, error_file
 from fsdp_core.train import LoopConfig, run_loop
 
-STARTED_MARK = "started"
-# The process group's collective timeout outlasts the point timeout by this much, so the launcher's
-# watch always ends a hang first (status `timeout`); otherwise a peer's collective timeout could
-# win the race and the point would read as `failed` with a secondary "timed out" message.
-PG_TIMEOUT_MARGIN_S = 60.0
 
 
 def now_iso() -> str:
@@ -63,7 +53,7 @@ def setup_device(device_type: str, threads_per_rank: int) -> torch.device:
     return torch.device("cpu")
 
 
-def init_distributed(device: torch.device, timeout_s: float, cpu_offload: bool) -> None:
+def init_distributed(device: torch.device, timeout: dt.timedelta, cpu_offload: bool) -> None:
     if dist.is_initialized():
         return
     backend = "gloo"
@@ -71,7 +61,7 @@ def init_distributed(device: torch.device, timeout_s: float, cpu_offload: bool) 
         # CPU offload keeps some collectives' tensors on the host: gloo serves those.
         backend = "cpu:gloo,cuda:nccl" if cpu_offload else "nccl"
     kwargs = {"device_id": device} if device.type == "cuda" else {}
-    dist.init_process_group(backend=backend, timeout=dt.timedelta(seconds=timeout_s), **kwargs)
+    dist.init_process_group(backend=backend, timeout=timeout, **kwargs)
 
 
 def lookup_peak_tflops(peak_table: list[dict], device_name: str, dtype: str) -> tuple[float | None, str | None]:
@@ -87,36 +77,44 @@ def lookup_peak_tflops(peak_table: list[dict], device_name: str, dtype: str) -> 
 
 
 def run_point(point: dict, launch: dict) -> None:
-    """Train one point and have rank 0 write its record."""
+    """Train one point and have rank 0 write its record; leave no compiled state behind."""
     spec, started, t0 = point["spec"], now_iso(), time.perf_counter()
     point_dir = Path(point["point_dir"])
     device = setup_device(spec["device_type"], spec.get("threads_per_rank", 0))
-    init_distributed(device, float(spec["point_timeout_s"]) + PG_TIMEOUT_MARGIN_S, spec["cpu_offload"])
+    timeout = dt.timedelta(seconds=collective_timeout_s(spec["point_timeout_s"]))
+    init_distributed(device, timeout, spec["cpu_offload"])
     if dist.get_rank() == 0:
         point_dir.mkdir(parents=True, exist_ok=True)
         (point_dir / STARTED_MARK).write_text(started)
     check_precision_supported(spec["precision"], device)
     torch.manual_seed(spec["seed"])
-    reset_peak_memory(device)
-    args = ModelArgs(**point["model_args"])
-    model, optimizer, scaler = build_training(args, spec, device)
-    loop = run_loop(
-        model, optimizer, scaler, build_source(spec["data"], args.vocab_size, spec["seed"]), loop_config(spec), device
-    )
-    record = assemble_record(point, launch, args, loop, device, started, time.perf_counter() - t0)
-    if dist.get_rank() == 0:
-        write_json_atomic(point_dir / "result.json", record)
-    del model, optimizer, scaler
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
+    compile_stats = CompileStats()
+    try:
+        args = ModelArgs(**point["model_args"])
+        model, optimizer, scaler = build_training(args, spec, device, timeout)
+        source = build_source(spec["data"], args.vocab_size, spec["seed"])
+        loop = run_loop(model, optimizer, scaler, source, loop_config(spec), device)
+        record = assemble_record(point, launch, args, loop, device, started, time.perf_counter() - t0)
+        if spec.get("compile"):
+            record["metrics"]["compile"] = compile_stats.summary(model)
+        if dist.get_rank() == 0:
+            write_json_atomic(point_dir / RESULT_FILE, record)
+        del model, optimizer, scaler
+    finally:
+        # The next point of this launch must compile as if it ran alone: without a reset, dynamo
+        # keeps this point's graphs, recompiles the next shape with dynamic shapes (other kernels
+        # than a lone run), and enough points reach its recompile limit (a failure under fullgraph).
+        torch.compiler.reset()
+        gc.collect()
+        if device.type == "cuda":
+            torch.cuda.empty_cache()
     dist.barrier()
 
 
-def build_training(args: ModelArgs, spec: dict, device: torch.device):
+def build_training(args: ModelArgs, spec: dict, device: torch.device, timeout: dt.timedelta | None = None):
     """Meta model -> parallelised -> materialised, plus AdamW and the fp16 scaler."""
     cfg = from_spec(ParallelConfig, spec)
-    model = parallelize_llama(build_model(args), cfg, build_mesh(cfg, device.type))
+    model = parallelize_llama(build_model(args), cfg, build_mesh(cfg, device.type, timeout))
     materialize(model, device, spec["seed"], offload=spec["cpu_offload"])
     # fused on GPU (one kernel, no full-size temporaries; torchtitan's default), foreach on CPU where
     # fused AdamW is slower: one multi-tensor kernel per group instead of one per parameter.
@@ -144,10 +142,9 @@ def assemble_record(point: dict, launch: dict, args: ModelArgs, loop, device, st
     losses = (losses / world).tolist()
     env = capture_env(device, launch.get("git"))
     metrics, notes = throughput_metrics(spec, args, step_times, env["device_name"], point, launch)
-    peaks = gather_ints(peak_memory_bytes(device), device)
     metrics.update(
         {
-            "peak_mem_bytes": {"max": max(peaks), "per_rank": peaks},
+            "peak_mem_bytes": peak_memory_record(loop.memory, device),
             "comm_bytes_per_step": loop.comm_bytes,
             "loss_first": losses[0],
             "loss_last": losses[-1],
@@ -156,7 +153,14 @@ def assemble_record(point: dict, launch: dict, args: ModelArgs, loop, device, st
         }
     )
     if device.type == "cpu":
-        notes["peak_mem_bytes"] = "peak resident set size of each rank's process (CPU: includes the Python runtime)"
+        notes["peak_mem_bytes"] = (
+            "peak resident set size of each rank's process over the timed steps (CPU: includes the Python runtime)"
+        )
+    else:
+        notes["peak_mem_bytes"] = (
+            "over the timed steps: max = allocator peak allocated, reserved_max = allocator peak reserved, "
+            "device_used_max = driver's used memory at the end of the window (context and NCCL included)"
+        )
     if loop.comm_bytes is None:
         notes["comm_bytes_per_step"] = "counted on the last warm-up step: needs train.warmup_steps >= 1"
     return {
@@ -188,7 +192,8 @@ def throughput_metrics(
     per_device = tokens_per_s / world
     model_flops = flops_per_token(args, spec["seq_len"])
     hw_flops = hardware_flops_per_token(args, spec["seq_len"], spec["activation_checkpointing"])
-    peak, reason = lookup_peak_tflops(launch.get("peak_table", []), device_name, point.get("peak_dtype", "bf16"))
+    table = launch.get("peak_table", [])
+    peak, reason = lookup_peak_tflops(table, device_name, point.get("peak_dtype", "bf16"))
     metrics = {
         "tokens_per_s": tokens_per_s,
         "tokens_per_s_per_device": per_device,
@@ -202,6 +207,12 @@ def throughput_metrics(
         "tokens_per_step": tokens_per_step,
     }
     notes = {"mfu": reason, "hfu": reason} if reason else {}
+    if point.get("fp8_peak_dtype"):
+        # fp8 runs: MFU above divides by the bf16 peak (torchtitan's and most published tables'
+        # convention: attention, norms and the output layer stay bf16); this one by the fp8 peak.
+        fp8_peak, _ = lookup_peak_tflops(table, device_name, point["fp8_peak_dtype"])
+        metrics["mfu_fp8_peak"] = per_device * model_flops / (fp8_peak * 1e12) if fp8_peak else None
+        notes["mfu"] = reason or "fp8: MFU against the bf16 peak (torchtitan's convention); mfu_fp8_peak against the fp8 peak"
     return metrics, notes
 
 
@@ -214,8 +225,8 @@ def write_json_atomic(path: Path, data: dict) -> None:
 def record_failure(point: dict, exc: BaseException) -> None:
     """Leave this rank's one-line reason where bench will look for it."""
     rank = int(os.environ.get("RANK", 0))
-    errors = Path(point["point_dir"]) / "errors"
-    errors.mkdir(parents=True, exist_ok=True)
+    path = error_file(Path(point["point_dir"]), rank)
+    path.parent.mkdir(parents=True, exist_ok=True)
     message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".strip()
     oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
     payload = {
@@ -225,7 +236,7 @@ def record_failure(point: dict, exc: BaseException) -> None:
         "oom": oom,
         "traceback": traceback.format_exc()[-4000:],
     }
-    write_json_atomic(errors / f"rank{rank}.json", payload)
+    write_json_atomic(path, payload)
 
 
 def run_launch(launch: dict) -> None:

@@ -9,6 +9,7 @@ records), records being every valid result.json under the results folder it was 
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -20,6 +21,16 @@ import pytest
 
 from bench.records import load_records
 from bench.schemas import RunResult
+
+def pytest_collection_modifyitems(config, items):
+    """`gpu` tests need an NVIDIA GPU: skip them, with the reason, where none is visible."""
+    if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+        return
+    skip = pytest.mark.skip(reason="needs an NVIDIA GPU (nvidia-smi finds none)")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
 
 # The installed console script next to this interpreter; `python -m bench` where it is missing.
 _SCRIPT = Path(sys.executable).with_name("fsdp-bench")

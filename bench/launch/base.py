@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.schemas import RunSpec
+from fsdp_core.protocol import RESULT_FILE, STARTED_MARK
 
-STARTED_MARK = "started"  # must match fsdp_core.worker.STARTED_MARK
 # Time allowed before the first point starts: interpreter, torch import, rendezvous.
 STARTUP_GRACE_S = 120.0
 
@@ -86,7 +86,7 @@ class PointWatch:
 
     def current(self) -> tuple[RunSpec, Path] | None:
         for spec, point_dir in zip(self.request.points, self.request.point_dirs):
-            if not (point_dir / "result.json").exists():
+            if not (point_dir / RESULT_FILE).exists():
                 return spec, point_dir
         return None
 
@@ -100,7 +100,7 @@ class PointWatch:
         if mark.exists():
             return mark.stat().st_mtime + spec.point_timeout_s
         # Not started yet: the previous point's finish (or the launch) plus start-up and the timeout.
-        previous = [d / "result.json" for d in self.request.point_dirs if (d / "result.json").exists()]
+        previous = [d / RESULT_FILE for d in self.request.point_dirs if (d / RESULT_FILE).exists()]
         since = max((p.stat().st_mtime for p in previous), default=self.launched_at)
         return since + self.startup_grace_s + spec.point_timeout_s
 

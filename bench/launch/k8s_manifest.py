@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from bench.launch.base import STARTUP_GRACE_S, LaunchRequest
+from bench.launch.cluster_env import communication_env, uses_efa
 from bench.launch.torchrun import torchrun_args
 
 API_VERSION = "kubeflow.org/v1"
@@ -31,17 +32,6 @@ LAUNCH_MOUNT = "/etc/fsdp-bench"
 SCRATCH = "/tmp/fsdp-bench-results"  # pod-local point dirs when results go to an fsspec URL
 # DNS-1035 label: what the operator's webhook requires of a PyTorchJob name.
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-# EFA and NCCL settings of AWS's EKS distributed-training samples (aws-samples/awsome-distributed-training).
-EFA_ENV = {
-    "FI_PROVIDER": "efa",
-    "FI_EFA_USE_DEVICE_RDMA": "1",  # GPUDirect RDMA: p4d/p4de/p5 support it
-    "FI_EFA_FORK_SAFE": "1",  # torch data loaders fork after libfabric initialised
-}
-NCCL_ENV = {
-    "NCCL_DEBUG": "WARN",
-    "NCCL_SOCKET_IFNAME": "^lo,docker",  # bootstrap over the pod network, never loopback
-    "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",  # a dead peer fails the job instead of hanging it
-}
 
 
 @dataclass
@@ -187,7 +177,7 @@ def container(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 
 def efa_devices(request: LaunchRequest, opts: KubeflowOptions) -> int:
     spec = request.points[0]
-    return spec.cluster_facts().efa_devices if opts.efa and spec.device_type == "cuda" else 0
+    return spec.cluster_facts().efa_devices if opts.efa and uses_efa(spec) else 0
 
 
 def resources(request: LaunchRequest, opts: KubeflowOptions) -> dict:
@@ -204,10 +194,7 @@ def resources(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 def environment(request: LaunchRequest, opts: KubeflowOptions) -> list[dict]:
     """FI_* (with EFA), NCCL_* (on GPUs), the node name for the record, then launcher.env."""
     values: dict = {"PYTHONUNBUFFERED": "1", "FSDP_BENCH_RANKS_PER_HOST": str(request.gpus_per_node)}
-    if efa_devices(request, opts):
-        values.update(EFA_ENV)
-    if request.points[0].device_type == "cuda":
-        values.update(NCCL_ENV)
+    values.update(communication_env(request.points[0], efa=efa_devices(request, opts) > 0))
     values.update({str(k): str(v) for k, v in opts.env.items()})
     env = [{"name": key, "value": value} for key, value in values.items()]
     # The Kubernetes node each rank ran on, for the record's env.hostnames (fsdp_core.metrics.node_name).

@@ -31,15 +31,34 @@ def token_file_problems(spec: RunSpec) -> list[str]:
     return []
 
 
-def cuda_problems(spec: RunSpec) -> list[str]:
+def visible_gpus() -> list[str]:
+    """The CUDA devices this process may use, as CUDA_VISIBLE_DEVICES entries (indices or UUIDs)."""
     import torch  # lazily: only CUDA points on the local launcher pay for it
 
-    available = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    listed = [d.strip() for d in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if d.strip()]
+    return listed[:count] if listed else [str(i) for i in range(count)]
+
+
+def cuda_problems(spec: RunSpec, available: int) -> list[str]:
+    """Every "node" of a local launch runs on this host, so the whole world needs a GPU each."""
     if available == 0:
         return [f"cluster: {spec.cluster} needs CUDA GPUs and this host has none; allowed here: cluster=local-cpu"]
-    if spec.gpus_per_node > available:
-        return [f"gpus_per_node: {spec.gpus_per_node} exceeds the {available} CUDA device(s) on this host"]
+    if spec.world_size > available:
+        return [
+            f"nodes x gpus_per_node: {spec.nodes} x {spec.gpus_per_node} = {spec.world_size} ranks need a GPU each "
+            f"and this host has {available}; allowed here: nodes x gpus_per_node <= {available}"
+        ]
     return []
+
+
+def agent_gpus(nodes: int, gpus_per_node: int, visible: list[str]) -> list[str]:
+    """CUDA_VISIBLE_DEVICES of each local torchrun agent: agent i gets GPUs i*g .. (i+1)*g - 1.
+
+    Every agent numbers its local ranks from 0 and each rank takes GPU LOCAL_RANK: without its
+    own slice, agent 1's ranks would land on agent 0's GPUs (two ranks per GPU).
+    """
+    return [",".join(visible[i * gpus_per_node : (i + 1) * gpus_per_node]) for i in range(nodes)]
 
 
 def free_port() -> int:
@@ -78,23 +97,25 @@ class LocalLauncher(Launcher):
         if spec.data != "synthetic":
             problems.extend(token_file_problems(spec))
         if spec.device_type == "cuda":
-            problems.extend(cuda_problems(spec))
+            problems.extend(cuda_problems(spec, len(visible_gpus())))
         return problems
 
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
         port, env = free_port(), rank_env(request)
         rdzv_id = f"{request.launch_file.parent.name}-{port}"
         logs = [request.work_dir / f"agent{i}.log" for i in range(request.nodes)]
+        gpus = agent_gpus(request.nodes, request.gpus_per_node, visible_gpus()) if self._cuda(request) else None
         procs = []
         try:
-            for log in logs:
+            for i, log in enumerate(logs):
+                agent_env = env if gpus is None else {**env, "CUDA_VISIBLE_DEVICES": gpus[i]}
                 with open(log, "wb") as handle:
                     procs.append(
                         subprocess.Popen(
                             torchrun_command(request, port, rdzv_id),
                             stdout=handle,
                             stderr=subprocess.STDOUT,
-                            env=env,
+                            env=agent_env,
                             start_new_session=True,
                         )
                     )
@@ -103,6 +124,10 @@ class LocalLauncher(Launcher):
             for proc in procs:
                 kill_process_group(proc)
             return LaunchOutcome(returncode=None, interrupted=True, detail="interrupted", log_files=logs)
+
+    @staticmethod
+    def _cuda(request: LaunchRequest) -> bool:
+        return request.points[0].device_type == "cuda"
 
     def _wait(self, procs: list[subprocess.Popen], watch: PointWatch, logs) -> LaunchOutcome:
         while True:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from bench.launch.base import LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.launch.options import ConfiguredLauncher
+from fsdp_core.protocol import collective_timeout_s
 
 POLL_S = 0.5
 # Seconds a stopped driver gets to shut Ray down (its SIGTERM handler) before SIGKILL.
@@ -138,8 +139,9 @@ def ray_job(request: LaunchRequest, opts: RayOptions) -> dict:
         "cpus_per_worker": opts.cpus_per_worker,
         "threads_per_rank": spec.threads_per_rank,
         "backend": backend,
-        # The process group's timeout: a collective may wait as long as the slowest point may run.
-        "timeout_s": int(max(p.point_timeout_s for p in request.points)),
+        # The process group's timeout: the slowest point's timeout plus the same margin as the other
+        # launchers, so the launcher's watch ends a hang first and records it as `timeout`.
+        "timeout_s": int(collective_timeout_s(max(p.point_timeout_s for p in request.points))),
         "runtime_env": opts.runtime_env,
         "storage_path": str(Path(opts.storage_path or request.work_dir / "ray").resolve()),
         "name": request.work_dir.name,

@@ -18,9 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from fsdp_core.protocol import ERRORS_DIR, RESULT_FILE, STARTED_MARK
+
 INSTALL_HINT = "pip install fsspec s3fs (s3fs for s3:// URLs)"
 # What the launcher needs of a point: its start mark, its record, its ranks' failure reasons.
-_PULLED = ("started", "result.json")
+_PULLED = (STARTED_MARK, RESULT_FILE)
 
 
 def filesystem(url: str):
@@ -94,7 +96,7 @@ def pull_points(url: str, point_dirs: list[Path]) -> None:
         remote = remote_point(root, local_dir)
         for remote_file in fs.find(remote):
             relative = remote_file[len(remote) + 1 :]
-            wanted = relative in _PULLED or (relative.startswith("errors/") and relative.endswith(".json"))
+            wanted = relative in _PULLED or (relative.startswith(f"{ERRORS_DIR}/") and relative.endswith(".json"))
             target = Path(local_dir) / relative
             if not wanted or target.exists():
                 continue

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest, PointWatch
+from bench.launch.cluster_env import communication_env, uses_efa
 from bench.launch.options import ConfiguredLauncher
 from bench.launch.torchrun import torchrun_args
 
@@ -228,7 +229,9 @@ def batch_script(request: LaunchRequest, opts: SlurmOptions) -> str:
     """The job's script: thread sizing, environment, then one srun step of torchrun agents."""
     ranks_per_host = opts.ranks_per_host or request.gpus_per_node
     threads = request.points[0].threads_per_rank
-    exports = "".join(f"export {key}={shlex.quote(str(value))}\n" for key, value in opts.env.items())
+    # The same NCCL/EFA settings as the Kubeflow pods (bench/launch/cluster_env.py), then launcher.env.
+    env = {**communication_env(request.points[0], efa=uses_efa(request.points[0])), **opts.env}
+    exports = "".join(f"export {key}={shlex.quote(str(value))}\n" for key, value in env.items())
     exit_file = shlex.quote(str(request.work_dir.resolve() / "exit_code"))
     return f"""#!/bin/bash
 # Written by fsdp-bench (bench/launch/slurm.py): one torchrun agent per node, c10d rendezvous at the first node.

@@ -28,6 +28,7 @@ def compare_records(records) -> list[dict[str, Any]]:
         predicted = predict(record.spec)
         measured = record.metrics.tokens_per_s_per_device
         counted = record.metrics.comm_bytes_per_step
+        memory, memory_kind = measured_memory(record)
         rows.append(
             {
                 "point": point_label(predicted["spec"]),
@@ -36,9 +37,27 @@ def compare_records(records) -> list[dict[str, Any]]:
                 "error": predicted["tokens_per_s_per_device"] / measured - 1,
                 "split": predicted["step_time_split_s"],
                 "comm_equal": counted is not None and counted.model_dump() == predicted["comm_bytes_per_step"],
+                "memory_predicted": predicted["memory_bytes_per_device"]["total"],
+                "memory_measured": memory,
+                "memory_kind": memory_kind,
             }
         )
     return rows
+
+
+def measured_memory(record) -> tuple[int | None, str]:
+    """The measured peak the planner's per-device total compares with, and which statistic it is.
+
+    The planner's total includes allocator fragmentation and the runtime's own footprint, so on a
+    GPU it is compared with the allocator's peak reserved memory (what decides an out-of-memory
+    error, and what torchtitan reports), not with peak allocated; on CPU with the peak resident set.
+    """
+    peak = record.metrics.peak_mem_bytes
+    if peak is None:
+        return None, "none"
+    if peak.reserved_max is not None:
+        return peak.reserved_max, "reserved"
+    return peak.max, "allocated" if record.spec.device_type == "cuda" else "resident"
 
 
 def efficiency_flag(prediction: dict[str, Any], measured_efficiency: float | None) -> str | None:
@@ -55,14 +74,15 @@ def efficiency_flag(prediction: dict[str, Any], measured_efficiency: float | Non
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| point | predicted tok/s/device | measured | error | predicted compute / exposed comm / other (s) "
-        "| comm bytes equal |",
-        "|---|---:|---:|---:|---|---|",
+        "| comm bytes equal | memory predicted / measured (GiB) |",
+        "|---|---:|---:|---:|---|---|---|",
     ]
     for r in rows:
         split = " / ".join(f"{r['split'][k]:.3f}" for k in ("compute", "exposed_comm", "other"))
+        measured_gib = "-" if r["memory_measured"] is None else f"{r['memory_measured'] / 2**30:.2f} {r['memory_kind']}"
         lines.append(
             f"| {r['point']} | {r['predicted']:,.0f} | {r['measured']:,.0f} | {100 * r['error']:+.1f}% | "
-            f"{split} | {'yes' if r['comm_equal'] else 'no'} |"
+            f"{split} | {'yes' if r['comm_equal'] else 'no'} | {r['memory_predicted'] / 2**30:.2f} / {measured_gib} |"
         )
     if rows:
         lines.append(f"\nmedian absolute error: {100 * statistics.median(abs(r['error']) for r in rows):.1f}%")

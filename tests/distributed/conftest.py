@@ -16,6 +16,7 @@ def ws2_reports(tmp_path_factory) -> list[dict]:
         "shard_grad_op": ("rank_checks:sharding_report", {"strategy": "shard_grad_op"}),
         "no_shard": ("rank_checks:sharding_report", {"strategy": "no_shard"}),
         **{p: ("rank_checks:precision_report", {"precision": p}) for p in ("fp32", "bf16", "bf16_pure", "fp16")},
+        "peak_window": ("engine_checks:peak_window_report", {}),
     }
     return run_ranks(2, jobs, tmp_path_factory.mktemp("ws2"))
 
@@ -23,7 +24,10 @@ def ws2_reports(tmp_path_factory) -> list[dict]:
 @pytest.fixture(scope="session")
 def ws4_reports(tmp_path_factory) -> list[dict]:
     """hybrid_shard on a 2x2 mesh (2 "nodes" of 2 ranks), one launch of 4 ranks."""
-    jobs = {"hybrid": ("rank_checks:hybrid_report", {"nodes": 2})}
+    jobs = {
+        "hybrid": ("rank_checks:hybrid_report", {"nodes": 2}),
+        "meshes": ("engine_checks:mesh_report", {"nodes": 2}),
+    }
     return run_ranks(4, jobs, tmp_path_factory.mktemp("ws4"))
 
 

@@ -1,0 +1,80 @@
+"""In-rank checks of the engine's process-level behaviour (meshes, the memory window).
+
+Run through rank_entry.py like rank_checks.py: each returns JSON-able observations, the tests
+in this folder assert on them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import torch
+import torch.distributed as dist
+from rank_checks import ARGS, CPU, SEQ_LEN
+
+from fsdp_core.data import SyntheticTokens
+from fsdp_core.model import build_model
+from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
+from fsdp_core.train import LoopConfig, run_loop
+
+TIMEOUT = dt.timedelta(seconds=123)
+
+
+def _group_timeout_s(group) -> float:
+    return group._get_backend(CPU).options._timeout.total_seconds()
+
+
+def mesh_report(nodes: int) -> dict:
+    """Meshes of every strategy at this world shape, built twice (as two points of one launch do)."""
+    world = dist.get_world_size()
+    strategies = ("full_shard", "hybrid_shard", "no_shard", "hybrid_shard_zero2", "shard_grad_op")
+    configs = {s: ParallelConfig(strategy=s, precision="fp32", nodes=nodes, gpus_per_node=world // nodes) for s in strategies}
+    first = {s: build_mesh(cfg, "cpu", TIMEOUT) for s, cfg in configs.items()}
+    groups_after_first = len(dist.distributed_c10d._world.pg_map)
+    second = {s: build_mesh(cfg, "cpu", TIMEOUT) for s, cfg in configs.items()}
+    meshes = {
+        s: {
+            "reused": first[s] is second[s],
+            "shape": list(first[s].shape),
+            "timeouts_s": {name: _group_timeout_s(first[s].get_group(name)) for name in first[s].mesh_dim_names},
+        }
+        for s in strategies
+    }
+    return {
+        "meshes": meshes,
+        "new_groups_second_time": len(dist.distributed_c10d._world.pg_map) - groups_after_first,
+        "default_timeout_s": _group_timeout_s(dist.group.WORLD),
+    }
+
+
+def peak_window_report(spike_mib: int = 512) -> dict:
+    """run_loop's peak memory with a large allocation during the warm-up step only.
+
+    The spike is freed before the timed steps start, so a peak taken over the timed window must
+    not contain it (the allocation is a fresh mmap'd block: freeing it returns it to the kernel).
+    """
+    cfg = ParallelConfig(strategy="full_shard", precision="fp32", nodes=1, gpus_per_node=dist.get_world_size())
+    model = parallelize_llama(build_model(ARGS), cfg, build_mesh(cfg, "cpu"))
+    materialize(model, CPU, seed=0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+    calls = {"n": 0, "rss_before_spike": 0}
+
+    def spike(module, args):
+        if calls["n"] == 0:
+            calls["rss_before_spike"] = _rss_bytes()
+            block = torch.ones(spike_mib * 2**20 // 4)  # touched: resident, not just reserved
+            del block
+        calls["n"] += 1
+
+    model.register_forward_pre_hook(spike)
+    loop_cfg = LoopConfig(steps=3, warmup_steps=1, grad_accum=1, micro_batch=1, seq_len=SEQ_LEN, precision="fp32")
+    loop = run_loop(model, optimizer, None, SyntheticTokens(ARGS.vocab_size, seed=0), loop_cfg, CPU)
+    return {"peak": loop.memory["allocated"], "rss_before_spike": calls["rss_before_spike"], "spike": spike_mib * 2**20}
+
+
+def _rss_bytes() -> int:
+    with open("/proc/self/status") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
