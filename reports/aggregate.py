@@ -7,7 +7,8 @@ it. A *series* is the set of cells that differ only in node count:
 - strong scaling: the global batch (world_size x micro_batch x grad_accum) is fixed, so each
   device gets less work as nodes grow.
 Scaling efficiency at N = (tokens/s at N / tokens/s at the baseline) / (N / baseline), where
-the baseline is the series' smallest node count (DESIGN section 5).
+the baseline is the series' smallest node count. Every median, interval and efficiency comes
+from bench.stats, the statistics engine `check` and the sweep summary use too.
 """
 
 from __future__ import annotations
@@ -17,8 +18,17 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from bench.stats import (
+    DENOMINATOR,
+    MIN_RUNS,
+    NUMERATOR,
+    bootstrap_medians,
+    percentile_interval,
+    pooled_median,
+    ratio_interval,
+    scaling_efficiency,
+)
 from reports.diagnosis import FLAG_POINTS
-from reports.stats import percentile_bounds, resampled_medians
 
 # What must match for two points to be compared at all: everything but nodes, batch and repeat.
 GROUP_KEYS = [
@@ -34,12 +44,11 @@ STRONG_KEYS = [*GROUP_KEYS, "global_batch"]
 # (a fraction: 0.10 = 10 percentage points; the threshold itself lives in reports/diagnosis.py).
 PREDICTION_TOLERANCE = FLAG_POINTS / 100
 
-_MEDIAN_COLUMNS = ["step_time_median_s", "mfu", "pred_tokens_per_s_per_device", "pred_scaling_efficiency",
-                   "pred_step_time_s", "pred_memory_bytes"]  # fmt: skip
+_MEDIAN_COLUMNS = ["pred_tokens_per_s_per_device", "pred_scaling_efficiency", "pred_step_time_s", "pred_memory_bytes"]
 _CELL_COLUMNS = [
-    *CELL_KEYS, "per_device_batch", "global_batch", "world_size", "repeats", "point_ids", "tps_samples", "tps_boot",
+    *CELL_KEYS, "per_device_batch", "global_batch", "world_size", "tokens_per_step", "repeats", "point_ids", "step_runs", "step_boot",
     "tokens_per_s", "tps_ci_low", "tps_ci_high", "tokens_per_s_per_device", "tpsd_ci_low", "tpsd_ci_high",
-    *_MEDIAN_COLUMNS, "peak_mem_bytes", "device_memory_bytes",
+    "step_time_median_s", "mfu", *_MEDIAN_COLUMNS, "peak_mem_bytes", "device_memory_bytes",
 ]  # fmt: skip
 _SCALING_COLUMNS = [*_CELL_COLUMNS, "cell", "series", "mode", "baseline_nodes", "speedup", "scaling_efficiency",
                     "eff_ci_low", "eff_ci_high", "below_prediction"]  # fmt: skip
@@ -53,46 +62,52 @@ def ok_points(frame: pd.DataFrame) -> pd.Series:
 def build_cells(frame: pd.DataFrame) -> pd.DataFrame:
     """One row per configuration and node count over the ok points: medians and 95 % CIs.
 
-    Vectorised (groupby aggregations, one numpy pass for the samples): a 10,000-point report
-    has thousands of cells, and per-group pandas calls would dominate its render time.
+    A cell's tokens/s is its tokens per step over the pooled median step time of its runs, and
+    its interval the engine's two-level bootstrap (cells with repeats only), so a cell's numbers
+    are the ones `check` computes for the same records. Vectorised (groupby aggregations, one
+    bootstrap call for every cell): a 10,000-point report has thousands of cells.
     """
     ok = frame[ok_points(frame)].reset_index(drop=True)
     if ok.empty:
         return pd.DataFrame(columns=_CELL_COLUMNS).rename_axis("cell")
     grouped = ok.groupby(CELL_KEYS, sort=True, dropna=False)
-    firsts = {c: (c, "first") for c in ("per_device_batch", "global_batch", "world_size")}
-    medians = {c: (c, "median") for c in ("tokens_per_s", "tokens_per_s_per_device", *_MEDIAN_COLUMNS)}
+    firsts = {c: (c, "first") for c in ("per_device_batch", "global_batch", "world_size", "tokens_per_step")}
+    medians = {c: (c, "median") for c in _MEDIAN_COLUMNS}
     maxima = {c: (c, "max") for c in ("peak_mem_bytes", "device_memory_bytes")}
     cells = grouped.agg(repeats=("point_id", "size"), **firsts, **medians, **maxima).reset_index()
     positions = _group_positions(grouped.ngroup().to_numpy(), len(cells))
-    tps = ok["tokens_per_s"].to_numpy(float)
     point_ids = ok["point_id"].to_numpy(object)
+    step_times = ok["step_times_s"].to_numpy(object)
     cells["point_ids"] = [list(point_ids[p]) for p in positions]
-    cells["tps_samples"] = [tps[p] for p in positions]
-    cells["tps_boot"] = list(_add_ci(cells, "tps", cells["tps_samples"]))
+    cells["step_runs"] = [[step_times[i] for i in p] for p in positions]
+    median_step = np.array([pooled_median(runs) for runs in cells["step_runs"]])
+    cells["step_time_median_s"] = median_step
+    cells["tokens_per_s"] = cells["tokens_per_step"] / median_step
+    cells["tokens_per_s_per_device"] = cells["tokens_per_s"] / cells["world_size"]
+    # MFU is tokens/s times a constant of the configuration (FLOPs per token over the peak).
+    mfu_rate = (ok["mfu"] / ok["tokens_per_s"]).to_numpy(float)
+    cells["mfu"] = [np.median(mfu_rate[p]) for p in positions] * cells["tokens_per_s"]
+    cells["step_boot"] = list(_bootstrap(cells["step_runs"], cells["repeats"], NUMERATOR))
+    low, high = percentile_interval(np.vstack(cells["step_boot"]))
+    # A longer step time is a lower throughput: the bounds swap.
+    cells["tps_ci_low"], cells["tps_ci_high"] = cells["tokens_per_step"] / high, cells["tokens_per_step"] / low
     # tokens/s per device is tokens/s over the (fixed) world size of the cell: so is its interval.
     cells["tpsd_ci_low"] = cells["tps_ci_low"] / cells["world_size"]
     cells["tpsd_ci_high"] = cells["tps_ci_high"] / cells["world_size"]
     return cells[_CELL_COLUMNS].rename_axis("cell")
 
 
+def _bootstrap(step_runs: pd.Series, repeats: pd.Series, stream: int) -> np.ndarray:
+    """Bootstrap median step times of the cells with MIN_RUNS or more runs (NaN rows for the others)."""
+    wanted = (repeats >= MIN_RUNS).to_numpy()
+    runs = list(step_runs)
+    return bootstrap_medians([r if keep else [] for r, keep in zip(runs, wanted, strict=True)], stream)
+
+
 def _group_positions(group_ids: np.ndarray, n_groups: int) -> list[np.ndarray]:
     """Row positions of each group, in group order (one argsort instead of a loop over groups)."""
     order = np.argsort(group_ids, kind="stable")
     return np.split(order, np.cumsum(np.bincount(group_ids, minlength=n_groups))[:-1])
-
-
-def _add_ci(cells: pd.DataFrame, prefix: str, samples: Sequence[np.ndarray]) -> np.ndarray:
-    """95 % bootstrap bounds of the median where a cell has repeats (NaN otherwise).
-
-    Returns the resampled medians (cells x N_BOOT), reused for the efficiency intervals.
-    """
-    boot = resampled_medians(samples)
-    low, high = percentile_bounds(boot)
-    repeated = np.array([len(s) > 1 for s in samples], dtype=bool)
-    cells[f"{prefix}_ci_low"] = np.where(repeated, low, np.nan)
-    cells[f"{prefix}_ci_high"] = np.where(repeated, high, np.nan)
-    return boot
 
 
 def build_scaling(cells: pd.DataFrame) -> pd.DataFrame:
@@ -133,33 +148,38 @@ def _with_efficiency(data: pd.DataFrame, mode: str) -> pd.DataFrame:
     """Speedup and efficiency against each series' first (smallest) node count, vectorised."""
     base = data.groupby("series")[["nodes", "tokens_per_s", "cell"]].transform("first")
     data = data.assign(mode=mode, baseline_nodes=base["nodes"])
-    scale = data["nodes"] / base["nodes"]
     data["speedup"] = data["tokens_per_s"] / base["tokens_per_s"]
-    data["scaling_efficiency"] = data["speedup"] / scale
+    data["scaling_efficiency"] = scaling_efficiency(data["tokens_per_s"], base["tokens_per_s"], data["nodes"], base["nodes"])
     data["eff_ci_low"], data["eff_ci_high"] = np.nan, np.nan
     if mode == "single":
         data[["speedup", "scaling_efficiency"]] = np.nan
     else:
-        _add_efficiency_ci(data, base["cell"], scale)
+        _add_efficiency_ci(data, base["cell"])
     data["below_prediction"] = below_prediction(data["scaling_efficiency"], data["pred_scaling_efficiency"])
     return data
 
 
-def _add_efficiency_ci(data: pd.DataFrame, base_cell: pd.Series, scale: pd.Series) -> None:
-    """Bootstrap bounds where either side has repeats; none at the baseline (1 by definition).
+def _add_efficiency_ci(data: pd.DataFrame, base_cell: pd.Series) -> None:
+    """Bootstrap bounds where both sides have repeats; none at the baseline (1 by definition).
 
-    Reuses each cell's resampled medians: numerator and denominator were drawn independently.
+    Efficiency is tokens/s at N over tokens/s at the baseline over the node ratio, i.e.
+    k / (step time at N / step time at base) with k = tokens-per-step ratio / node ratio. The
+    step-time ratio's interval is the engine's (the cell's own resamples over the baseline
+    cell's, drawn on the other stream), exactly as `check` computes current over baseline.
     """
-    boots = dict(zip(data["cell"], data["tps_boot"], strict=True))
     repeats = dict(zip(data["cell"], data["repeats"], strict=True))
-    base_repeats = base_cell.map(repeats)
-    mask = (data["cell"] != base_cell) & ((data["repeats"] > 1) | (base_repeats > 1))
+    mask = (data["cell"] != base_cell) & (data["repeats"] >= MIN_RUNS) & (base_cell.map(repeats) >= MIN_RUNS)
     if not mask.any():
         return
-    own = np.vstack(list(data.loc[mask, "tps_boot"]))
-    base = np.vstack([boots[c] for c in base_cell[mask]])
-    low, high = percentile_bounds(own / base / scale[mask].to_numpy(dtype=float)[:, None])
-    data.loc[mask, "eff_ci_low"], data.loc[mask, "eff_ci_high"] = low, high
+    rows = data[mask]
+    base_rows = data.set_index("cell").loc[base_cell[mask]]
+    own = np.vstack(list(rows["step_boot"]))
+    base = bootstrap_medians(list(base_rows["step_runs"]), DENOMINATOR)
+    low, high = ratio_interval(own, base, np.ones(len(rows)))
+    tokens = rows["tokens_per_step"].to_numpy(float) / base_rows["tokens_per_step"].to_numpy(float)
+    k = tokens / (rows["nodes"].to_numpy(float) / base_rows["nodes"].to_numpy(float))
+    # A longer step at N is a lower efficiency: the bounds swap.
+    data.loc[mask, "eff_ci_low"], data.loc[mask, "eff_ci_high"] = k / high, k / low
 
 
 def below_prediction(measured: pd.Series, predicted: pd.Series) -> pd.Series:
@@ -184,6 +204,6 @@ def point_scaling(frame: pd.DataFrame, cells: pd.DataFrame, scaling: pd.DataFram
     out["baseline_nodes"] = cell_of.map(primary["baseline_nodes"])
     base = out["series"].map(base_tps).astype(float).where(out["scaling_mode"] != "single")
     out["speedup"] = out["tokens_per_s"] / base
-    out["scaling_efficiency"] = out["speedup"] / (out["nodes"] / out["baseline_nodes"])
+    out["scaling_efficiency"] = scaling_efficiency(out["tokens_per_s"], base, out["nodes"], out["baseline_nodes"])
     out["below_prediction"] = below_prediction(out["scaling_efficiency"], out["pred_scaling_efficiency"])
     return out

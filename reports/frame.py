@@ -64,6 +64,7 @@ def _row(record: RunResult, capacity_fn: CapacityFn | None) -> dict[str, Any]:
         "compile": spec.compile, "cpu_offload": spec.cpu_offload, "repeat": spec.repeat, "steps": spec.steps,
         "warmup_steps": spec.warmup_steps, "params": record.model_info.params,
         "tokens_per_s": metrics.tokens_per_s, "tokens_per_s_per_device": metrics.tokens_per_s_per_device,
+        "tokens_per_step": metrics.tokens_per_step or spec.tokens_per_step,
         "mfu": metrics.mfu, "hfu": metrics.hfu, "tflops_per_device": metrics.tflops_per_device,
         "loss_first": metrics.loss_first, "loss_last": metrics.loss_last, "wall_s": record.wall_s,
         "started_at": record.started_at, "finished_at": record.finished_at,
@@ -163,8 +164,8 @@ def _number(value: Any) -> float | None:
 SORT_KEYS = ["sweep", "model", "strategy", "precision", "nodes", "gpus_per_node", "per_device_batch", "repeat"]
 
 NUMERIC_COLUMNS = [
-    "tokens_per_s", "tokens_per_s_per_device", "mfu", "hfu", "tflops_per_device", "loss_first", "loss_last",
-    "wall_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_cv", "peak_mem_bytes",
+    "tokens_per_s", "tokens_per_s_per_device", "tokens_per_step", "mfu", "hfu", "tflops_per_device", "loss_first",
+    "loss_last", "wall_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_cv", "peak_mem_bytes",
     "device_memory_bytes", "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes",
     *PREDICTION_KEYS.values(),
 ]  # fmt: skip
@@ -174,7 +175,8 @@ COLUMNS = [
     "sweep", "point_id", "status", "error", "model", "variant", "strategy", "precision", "cluster", "launcher",
     "nodes", "gpus_per_node", "world_size", "micro_batch", "grad_accum", "per_device_batch", "global_batch",
     "seq_len", "activation_checkpointing", "compile", "cpu_offload", "repeat", "steps", "warmup_steps", "params",
-    "tokens_per_s", "tokens_per_s_per_device", "step_time_median_s", "step_time_p10_s", "step_time_p90_s",
+    "tokens_per_s", "tokens_per_s_per_device", "tokens_per_step", "step_time_median_s", "step_time_p10_s",
+    "step_time_p90_s",
     "step_time_cv", "mfu", "hfu", "tflops_per_device", "peak_mem_bytes", "device_memory_bytes",
     "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes", "loss_first", "loss_last",
     "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",

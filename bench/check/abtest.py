@@ -4,8 +4,8 @@ Each environment is a command prefix that invokes fsdp-bench there (another virt
 `fsdp-bench`, `python -m bench` of another checkout) or sets its environment (`env FOO=1`).
 Rounds alternate the order (A B, B A, A B, ...) so slow drift of the machine (heat, other
 jobs) falls on both sides alike. Every run writes its own results folder; the ratio B/A of
-median tokens/s and its bootstrap CI are computed from the per-step samples of all rounds,
-resampling rounds, so the interval carries the round-to-round spread.
+median tokens/s and its bootstrap CI come from the step times of all rounds (bench.stats:
+rounds resampled, then steps), so the interval carries the round-to-round spread.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from bench.check.baseline import load_side
 from bench.check.points import PointData
-from bench.check.stats import compare_samples
+from bench.check.timings import compare_timing_metric, has_timing
 
 ALPHA = 0.05
 
@@ -136,10 +136,9 @@ def summarize(a_points: list[PointData], b_points: list[PointData]) -> list[AbRo
     rows = []
     for a in sorted(a_points, key=lambda p: p.label):
         b = b_by_key.get(a.key)
-        a_runs, b_runs = a.samples.get("tokens_per_s"), b.samples.get("tokens_per_s") if b else None
-        if not a_runs or not b_runs:
+        if b is None or not has_timing(a, "tokens_per_s") or not has_timing(b, "tokens_per_s"):
             continue
-        result = compare_samples(a_runs, b_runs)
+        result = compare_timing_metric(a, b, "tokens_per_s")
         p_value = min(1.0, 2.0 * min(result.p_less, result.p_greater))  # two-sided
         verdict = "no significant difference"
         if p_value < ALPHA and (result.ci_low > 1.0 or result.ci_high < 1.0):
@@ -149,8 +148,8 @@ def summarize(a_points: list[PointData], b_points: list[PointData]) -> list[AbRo
                 a.label,
                 a.runs,
                 b.runs,
-                result.baseline_median,
-                result.current_median,
+                result.baseline,
+                result.current,
                 result.ratio,
                 result.ci_low,
                 result.ci_high,

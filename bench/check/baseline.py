@@ -1,10 +1,12 @@
 """Baseline files, and loading either side of a check from a baseline file or a results folder.
 
-A baseline is one JSON file (small enough to commit):
-    {"schema_version": 1, "kind": "fsdp-bench-baseline", "created_at": ISO-8601, "source": path,
+A baseline is one JSON file (small enough to commit), validated by `BaselineFile`:
+    {"schema_version": 2, "kind": "fsdp-bench-baseline", "created_at": ISO-8601, "source": path,
      "env": {fingerprint}, "points": [{"key", "label", "identity", "runs", "counters",
-     "samples": {metric: [[per-step values of run 1], ...]}}]}
-Only ok points are stored: a baseline says what a good run looks like.
+     "step_runs": [[step times of run 1], ...], "tokens_per_step", "mfu_per_token_rate"}]}
+Only ok points are stored: a baseline says what a good run looks like. Older versions are
+migrated on read (version 1 kept per-metric samples; its step times and the two constants that
+turn them into tokens/s and MFU are recovered exactly from them).
 """
 
 from __future__ import annotations
@@ -15,11 +17,64 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from bench.check.fingerprint import common_fingerprint
 from bench.check.points import PointData, identity_key, point_label, points_from_records
 
-BASELINE_SCHEMA_VERSION = 1
+BASELINE_SCHEMA_VERSION = 2
 BASELINE_KIND = "fsdp-bench-baseline"
+
+
+class BaselinePoint(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = ""
+    label: str = ""
+    identity: dict[str, Any]
+    runs: int = Field(1, ge=1)
+    counters: dict[str, float] = Field(default_factory=dict)
+    step_runs: list[list[float]] = Field(default_factory=list)
+    tokens_per_step: float | None = None
+    mfu_per_token_rate: float | None = None
+
+
+class BaselineFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    schema_version: int
+    kind: str
+    created_at: str | None = None
+    source: str | None = None
+    env: dict[str, Any] | None = None
+    points: list[BaselinePoint] = Field(default_factory=list)
+
+
+def migrate_baseline_v1(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: per-metric sample lists become the step times and two constants.
+
+    Version 1 stored, per run, step times and tokens/s = tokens per step / step time (and MFU =
+    tokens/s x a constant) step by step, so the constants are exact ratios of the first step.
+    """
+    points = []
+    for item in doc.get("points") or []:
+        samples = dict(item.get("samples") or {})
+        steps = samples.get("step_time_s") or []
+        first_step = steps[0][0] if steps and steps[0] else None
+        tps = (samples.get("tokens_per_s") or [[None]])[0][0]
+        mfu = (samples.get("mfu") or [[None]])[0][0]
+        points.append(
+            {
+                **{k: v for k, v in item.items() if k != "samples"},
+                "step_runs": steps,
+                "tokens_per_step": tps * first_step if tps and first_step else None,
+                "mfu_per_token_rate": mfu / tps if mfu and tps else None,
+            }
+        )
+    return {**doc, "schema_version": 2, "points": points}
+
+
+_BASELINE_MIGRATIONS = {1: migrate_baseline_v1}
 
 
 class BaselineError(ValueError):
@@ -53,7 +108,9 @@ def build_baseline(side: Side) -> dict[str, Any]:
                 "identity": p.identity,
                 "runs": p.runs,
                 "counters": p.counters,
-                "samples": p.samples,
+                "step_runs": p.step_runs,
+                "tokens_per_step": p.tokens_per_step,
+                "mfu_per_token_rate": p.mfu_per_token_rate,
             }
             for p in points
         ],
@@ -72,35 +129,32 @@ def save_baseline(side: Side, path: Path) -> dict[str, Any]:
 
 
 def parse_baseline(doc: Any, source: str) -> Side:
-    """Validate a baseline document and turn it into a Side (BaselineError naming the bad field)."""
+    """Validate (and migrate) a baseline document into a Side; BaselineError naming the bad field."""
     if not isinstance(doc, dict) or doc.get("kind") != BASELINE_KIND:
         raise BaselineError(f"{source}: not an fsdp-bench baseline (kind must be {BASELINE_KIND!r})")
-    if doc.get("schema_version") != BASELINE_SCHEMA_VERSION:
+    version = doc.get("schema_version")
+    while version in _BASELINE_MIGRATIONS:
+        doc = _BASELINE_MIGRATIONS[version](doc)
+        version = doc["schema_version"]
+    if version != BASELINE_SCHEMA_VERSION:
         raise BaselineError(
-            f"{source}: schema_version {doc.get('schema_version')!r}; this fsdp-bench reads {BASELINE_SCHEMA_VERSION}"
+            f"{source}: schema_version {doc.get('schema_version')!r}: unknown (newer than this fsdp-bench, which "
+            f"reads versions up to {BASELINE_SCHEMA_VERSION}); upgrade fsdp-bench to read it"
         )
-    env = doc.get("env")
+    try:
+        baseline = BaselineFile.model_validate(doc)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise BaselineError(f"{source}: {where}: {first['msg']}") from None
+    env = baseline.env
     points = []
-    for i, item in enumerate(doc.get("points") or []):
-        try:
-            identity = dict(item["identity"])
-            key = identity_key(identity)  # recomputed: a hand-edited identity must not keep a stale key
-            samples = {m: [[float(v) for v in run] for run in runs] for m, runs in item.get("samples", {}).items()}
-            counters = {m: v for m, v in item.get("counters", {}).items() if isinstance(v, (int, float))}
-            points.append(
-                PointData(
-                    key,
-                    point_label(identity, key),
-                    identity,
-                    "ok",
-                    int(item.get("runs", 1)),
-                    counters,
-                    samples,
-                    dict(env or {}),
-                )
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise BaselineError(f"{source}: points[{i}]: invalid ({type(exc).__name__}: {exc})") from None
+    for item in baseline.points:
+        key = identity_key(item.identity)  # recomputed: a hand-edited identity must not keep a stale key
+        point = PointData(key, point_label(item.identity, key), item.identity, "ok", item.runs, item.counters)
+        point.step_runs, point.fingerprint = item.step_runs, dict(env or {})
+        point.tokens_per_step, point.mfu_per_token_rate = item.tokens_per_step, item.mfu_per_token_rate
+        points.append(point)
     return Side(points, env, source=source, kind="baseline")
 
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.check.points import PointData
-from bench.check.stats import SampleComparison, compare_samples
+from bench.check.timings import TimingComparison, compare_timing_metric, has_timing
 from bench.check.thresholds import COUNTERS, METRICS, TIMINGS, Threshold, Thresholds
+from bench.stats import MIN_RUNS
 
 # Floats such as flops_per_token are products of integers: a relative 1e-9 absorbs rounding
 # in the JSON round trip and nothing else.
@@ -24,9 +25,8 @@ FLOAT_RTOL = 1e-9
 ALPHA = 0.05
 # Fewer samples per side than this cannot make a one-sided U test significant at 5%.
 MIN_SAMPLES = 3
-# Runs per side (repeats of a point) below which a timing comparison does not gate: one run's
-# per-step samples miss run-to-run spread, so two quiet runs of the same code "differ" significantly.
-MIN_RUNS = 2
+# Runs per side (repeats of a point) below which a timing comparison does not gate (bench.stats:
+# one run's per-step samples miss run-to-run spread, so two quiet runs of the same code "differ").
 RUNS_HINT = "1 run per side: per-step samples miss run-to-run noise; use sweep.repeats>=2 or fsdp-bench ab"
 
 # Verdicts that fail the check when the finding is gating.
@@ -168,28 +168,29 @@ def compare_timing(
     non-gating `insufficient` with a hint.
     """
     name = threshold.metric
-    before, after = base.samples.get(name), cur.samples.get(name)
+    before, after = has_timing(base, name), has_timing(cur, name)
     if not before and not after:
         return None
     if not before or not after:
         return Finding(label, name, "timing", None, None, None, "new" if not before else "missing", gating=False)
-    n_before, n_after = sum(map(len, before)), sum(map(len, after))
+    n_before, n_after = sum(map(len, base.step_runs)), sum(map(len, cur.step_runs))
     if min(n_before, n_after) < MIN_SAMPLES:
         note = f"n={n_before}/{n_after} < {MIN_SAMPLES}"
         return Finding(label, name, "timing", None, None, None, "insufficient", note, gating=False)
-    result = compare_samples(before, after)
+    result = compare_timing_metric(base, cur, name)
     verdict, p = timing_verdict(result, threshold, alpha)
     confidence = f"p={p:.2g} CI[{result.ci_low:.3f},{result.ci_high:.3f}] n={n_before}/{n_after}"
-    hint = runs_hint(len(before), len(after), min_runs)  # one per-step sample list per run on each side
+    runs_before, runs_after = len(base.step_runs), len(cur.step_runs)
+    hint = runs_hint(runs_before, runs_after, min_runs)
     if hint:
         verdict, gating = "insufficient", False
-        confidence = f"runs={len(before)}/{len(after)} < {min_runs}; {confidence}"
+        confidence = f"runs={runs_before}/{runs_after} < {min_runs}; {confidence}"
     return Finding(
         label,
         name,
         "timing",
-        result.baseline_median,
-        result.current_median,
+        result.baseline,
+        result.current,
         result.ratio - 1.0,
         verdict,
         confidence,
@@ -207,7 +208,7 @@ def runs_hint(runs_before: int, runs_after: int, min_runs: int) -> str:
     return f"fewer than {min_runs} runs on a side: " + RUNS_HINT.split(": ", 1)[1]
 
 
-def timing_verdict(result: SampleComparison, threshold: Threshold, alpha: float) -> tuple[str, float]:
+def timing_verdict(result: TimingComparison, threshold: Threshold, alpha: float) -> tuple[str, float]:
     """(verdict, one-sided p-value in the direction of the change) for a timing comparison.
 
     "regression"/"improved": beyond the threshold and significant; "noise": beyond the threshold
@@ -218,7 +219,7 @@ def timing_verdict(result: SampleComparison, threshold: Threshold, alpha: float)
     # The CI excludes "no change" on the worse (better) side.
     ci_worse = result.ci_high < 1.0 if higher_better else result.ci_low > 1.0
     ci_better = result.ci_low > 1.0 if higher_better else result.ci_high < 1.0
-    worsening = threshold.worsening_pct(result.baseline_median, result.current_median)
+    worsening = threshold.worsening_pct(result.baseline, result.current)
     if worsening > threshold.pct:
         return ("regression" if p_worse < alpha and ci_worse else "noise"), p_worse
     if -worsening > threshold.pct and p_better < alpha and ci_better:

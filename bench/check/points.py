@@ -1,8 +1,9 @@
-"""One comparable point: its matching identity, deterministic counters and per-step samples.
+"""One comparable point: its matching identity, deterministic counters and per-step step times.
 
 Both sides of a check (a results folder or a saved baseline) become a list of `PointData`.
 Repeats of a point (`sweep.repeats=K`: the same spec but `repeat`) are grouped into one
-`PointData` whose samples keep one list per run, so the statistics can see run-to-run spread.
+`PointData` whose step times keep one list per run, so the statistics can see run-to-run spread.
+Every timing metric (step time, tokens/s, MFU) derives from those step times (bench/check/timings.py).
 """
 
 from __future__ import annotations
@@ -34,7 +35,11 @@ class PointData:
     status: str
     runs: int
     counters: dict[str, float] = field(default_factory=dict)
-    samples: dict[str, list[list[float]]] = field(default_factory=dict)
+    step_runs: list[list[float]] = field(default_factory=list)  # one list of timed step times per run
+    tokens_per_step: float | None = None
+    # MFU over tokens/s: a constant of the configuration (FLOPs per token / peak / devices); None
+    # where MFU is unknown (CPU, a device without a published peak).
+    mfu_per_token_rate: float | None = None
     fingerprint: dict[str, Any] = field(default_factory=dict)
 
 
@@ -105,22 +110,16 @@ def record_counters(record: RunResult) -> dict[str, float]:
     return counters
 
 
-def record_samples(record: RunResult) -> dict[str, list[float]]:
-    """Per-step samples of each timing: step time, tokens/s (tokens per step / step time) and MFU.
+def record_steps(record: RunResult) -> list[float]:
+    """The record's timed step times (positive ones: a zero would be a broken timer)."""
+    return [t for t in record.metrics.step_times_s if t > 0]
 
-    MFU is proportional to tokens/s for a fixed point, so its per-step samples scale the record's
-    MFU by each step's tokens/s over the record's.
-    """
+
+def mfu_per_token_rate(record: RunResult) -> float | None:
     metrics = record.metrics
-    times = [t for t in metrics.step_times_s if t > 0]
-    if not times:
-        return {}
-    tokens = metrics.tokens_per_step or record.spec.tokens_per_step
-    throughput = [tokens / t for t in times]
-    samples = {"step_time_s": times, "tokens_per_s": throughput}
-    if metrics.mfu is not None and metrics.tokens_per_s:
-        samples["mfu"] = [metrics.mfu * tps / metrics.tokens_per_s for tps in throughput]
-    return samples
+    if metrics.mfu is None or not metrics.tokens_per_s:
+        return None
+    return metrics.mfu / metrics.tokens_per_s
 
 
 def points_from_records(records: Iterable[RunResult]) -> list[PointData]:
@@ -136,14 +135,15 @@ def points_from_records(records: Iterable[RunResult]) -> list[PointData]:
 
 
 def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointData:
-    """One point from its repeats: counters of the first ok run, samples of every ok run."""
+    """One point from its repeats: counters of the first ok run, step times of every ok run."""
     ok = sorted((r for r in group if r.status == "ok"), key=lambda r: r.spec.repeat)
     point = PointData(key, point_label(identity, key), identity, "ok" if ok else group[0].status, len(ok))
     if not ok:
         return point
-    point.counters = record_counters(ok[0])
-    point.fingerprint = ok[0].env.fingerprint()
-    for record in ok:
-        for metric, values in record_samples(record).items():
-            point.samples.setdefault(metric, []).append(values)
+    first = ok[0]
+    point.counters = record_counters(first)
+    point.fingerprint = first.env.fingerprint()
+    point.step_runs = [steps for steps in map(record_steps, ok) if steps]
+    point.tokens_per_step = float(first.metrics.tokens_per_step or first.spec.tokens_per_step)
+    point.mfu_per_token_rate = mfu_per_token_rate(first)
     return point

@@ -133,7 +133,7 @@ def test_repeats_are_pooled_and_slowdown_knob_still_matches():
     repeats = [make_record(step_times(0.05, 0.02, 10, seed=r), spec={"repeat": r}) for r in range(3)]
     (point,) = points_from_records(repeats)
     assert point.runs == 3
-    assert [len(run) for run in point.samples["tokens_per_s"]] == [10, 10, 10]
+    assert [len(run) for run in point.step_runs] == [10, 10, 10]
     slowed = [make_record(step_times(0.05, 0.02, 10, seed=9), spec={"debug": {"slow_fraction": 0.1}})]
     assert points_from_records(slowed)[0].key == point.key
     other = [make_record(step_times(0.05, 0.02, 10, seed=9), spec={"seq_len": 32})]
@@ -156,10 +156,16 @@ def test_peak_memory_is_a_counter_on_cuda_only():
     assert [(f.metric, f.verdict) for f in gpu.regressions] == [("peak_mem_bytes", "regression")]
 
 
-def test_mfu_samples_follow_tokens_per_s():
+def test_mfu_follows_tokens_per_s():
+    from bench.check.timings import compare_timing_metric
+
     record = make_record([0.1, 0.2, 0.1, 0.1], mfu=0.3)
     (point,) = points_from_records([record])
-    assert point.samples["mfu"][0] == pytest.approx([0.3, 0.15, 0.3, 0.3])
+    slower = make_record([0.2, 0.4, 0.2, 0.2], mfu=0.15)
+    (half,) = points_from_records([slower])
+    mfu = compare_timing_metric(point, half, "mfu")
+    # MFU is tokens/s times a constant: half the tokens/s is half the MFU.
+    assert (mfu.baseline, mfu.current, mfu.ratio) == pytest.approx((0.3, 0.15, 0.5))
 
 
 def test_mismatched_environment_is_refused_with_a_clear_message():

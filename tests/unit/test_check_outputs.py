@@ -92,13 +92,14 @@ def test_baseline_round_trip(tmp_path):
     records = [make_record(step_times(0.05, 0.02, 12, seed=r), spec={"repeat": r}) for r in range(2)]
     points = points_from_records(records)
     doc = save_baseline(Side(points, dict(SYNTHETIC_ENV), source="x"), tmp_path / "b.json")
-    assert doc["schema_version"] == 1 and doc["env"] == SYNTHETIC_ENV
+    assert doc["schema_version"] == 2 and doc["env"] == SYNTHETIC_ENV
     loaded = load_side(tmp_path / "b.json")
     assert loaded.kind == "baseline"
     (point,) = loaded.points
     assert point.key == points[0].key
     assert point.counters == points[0].counters
-    assert point.samples == points[0].samples
+    assert point.step_runs == points[0].step_runs
+    assert point.tokens_per_step == points[0].tokens_per_step
     assert point.runs == 2
     assert compare(loaded.points, points, Thresholds()).exit_code == 0
 
@@ -118,8 +119,8 @@ def test_results_folder_side_reads_records_and_reports_bad_files(tmp_path):
     ("doc", "message"),
     [
         ({"kind": "other"}, "not an fsdp-bench baseline"),
-        ({"kind": "fsdp-bench-baseline", "schema_version": 7}, "schema_version 7; this fsdp-bench reads 1"),
-        ({"kind": "fsdp-bench-baseline", "schema_version": 1, "points": [{"counters": {}}]}, "points[0]: invalid"),
+        ({"kind": "fsdp-bench-baseline", "schema_version": 7}, "schema_version 7: unknown"),
+        ({"kind": "fsdp-bench-baseline", "schema_version": 2, "points": [{"counters": {}}]}, "points.0.identity: Field required"),
     ],
 )
 def test_invalid_baselines_are_named(doc, message, tmp_path):

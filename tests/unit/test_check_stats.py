@@ -1,4 +1,4 @@
-"""Verdicts of the timing comparison on synthetic per-step samples (bench.check.stats/compare)."""
+"""Verdicts of the timing comparison on synthetic step times (bench.stats, bench/check/compare.py)."""
 
 from __future__ import annotations
 
@@ -6,21 +6,14 @@ import pytest
 
 from bench.check.compare import compare_timing
 from bench.check.points import PointData
-from bench.check.stats import compare_samples, median_ratio_ci
 from bench.check.synthetic import step_times
 from bench.check.thresholds import Threshold, Thresholds
+from bench.stats import compare_runs, ratio_ci
 
 
 def _point(runs: list[list[float]], label: str = "p") -> PointData:
-    """A point whose step-time samples are `runs` (tokens/s = 1000 tokens per step / step time)."""
-    return PointData(
-        key="k",
-        label=label,
-        identity={},
-        status="ok",
-        runs=len(runs),
-        samples={"step_time_s": runs, "tokens_per_s": [[1000.0 / t for t in run] for run in runs]},
-    )
+    """A point whose step times are `runs` (tokens/s = 1000 tokens per step / step time)."""
+    return PointData(key="k", label=label, identity={}, status="ok", runs=len(runs), step_runs=runs, tokens_per_step=1000.0)
 
 
 def _timing(base_runs, cur_runs, metric: str = "tokens_per_s", pct: float = 5.0):
@@ -54,8 +47,8 @@ def test_three_percent_slower_under_five_percent_threshold_passes():
     base = [step_times(0.100, 0.005, 60, seed=1)]
     cur = [step_times(0.103, 0.005, 60, seed=2)]
     # Significant (low noise) but within the threshold: not a regression.
-    result = compare_samples(_point(base).samples["tokens_per_s"], _point(cur).samples["tokens_per_s"])
-    assert result.p_less < 0.001
+    result = compare_runs(base, cur)
+    assert result.p_greater < 0.001  # the current steps are longer
     assert _verdict(base, cur) == "ok"
     assert _verdict(base, cur, pct=2.0) == "regression"
 
@@ -87,8 +80,8 @@ def test_too_few_samples_are_insufficient_and_not_gating():
 def test_bootstrap_ci_is_deterministic_and_covers_the_true_ratio():
     base = [step_times(0.1, 0.05, 100, seed=3)]
     cur = [step_times(0.11, 0.05, 100, seed=4)]
-    first = median_ratio_ci(base, cur)
-    assert first == median_ratio_ci(base, cur)
+    first = ratio_ci(cur, base, min_runs=1)[1:]
+    assert first == ratio_ci(cur, base, min_runs=1)[1:]
     assert first[0] < 1.1 < first[1]
     assert first[1] - first[0] < 0.05
 
@@ -99,13 +92,13 @@ def test_run_to_run_spread_widens_the_interval():
     levels = [0.096, 0.104, 0.100, 0.092]
     base = [step_times(level, 0.01, 30, seed=i) for i, level in enumerate(levels)]
     cur = [step_times(level, 0.01, 30, seed=10 + i) for i, level in enumerate(reversed(levels))]
-    grouped = median_ratio_ci(base, cur)
-    pooled = median_ratio_ci([sum(base, [])], [sum(cur, [])])
+    grouped = ratio_ci(cur, base)[1:]
+    pooled = ratio_ci([sum(cur, [])], [sum(base, [])], min_runs=1)[1:]
     assert grouped[1] - grouped[0] > 1.5 * (pooled[1] - pooled[0])
 
 
 def test_identical_constant_samples_give_p_one():
-    result = compare_samples([[0.1] * 5], [[0.1] * 5])
+    result = compare_runs([[0.1] * 5], [[0.1] * 5])
     assert (result.ratio, result.p_less, result.p_greater) == (1.0, 1.0, 1.0)
 
 

@@ -1,0 +1,206 @@
+"""The one statistics engine: medians, bootstrap intervals, shift tests and scaling efficiency.
+
+Every number that summarises timings goes through here: the sweep's summary table, the report,
+`check`, `ab`, `history` and the planner's compare. So the same records give the same number
+everywhere.
+
+Timings arrive as *runs*: one list of per-step step times per run (a run is one record; repeats
+of a point, `sweep.repeats`, are several runs of it). The conventions:
+
+- **center**: the median of every step of every run pooled; tokens/s is tokens per step over it.
+  For one run this is exactly the record's own `tokens_per_s`.
+- **interval**: a two-level percentile bootstrap: resample runs with replacement, then steps
+  within each chosen run, and take the pooled median; so with several runs the interval carries
+  the run-to-run spread that steps of one run cannot show. Callers decide how many runs an
+  interval needs (`MIN_RUNS` by default: with one run, step-to-step noise understates the spread,
+  so reports show no interval and `check` does not gate).
+- **ratios** (current over baseline, N nodes over the baseline node count) resample the two
+  sides independently, on two fixed random streams, so the interval of a ratio is the same
+  whichever command computes it.
+
+The random draws depend only on the run lengths and the stream, never on the data or on what
+else is being bootstrapped: a report bootstraps thousands of cells in a few vectorised calls and
+still gets, for each cell, what `check` gets for that cell alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+
+N_BOOT = 2000  # the 2.5 % and 97.5 % percentiles move by well under 1 % of the width between seeds
+CONFIDENCE = 0.95
+SEED = 0
+MIN_RUNS = 2
+# The two sides of a ratio use independent streams: NUMERATOR for the current / scaled side,
+# DENOMINATOR for the baseline. A lone interval uses NUMERATOR.
+NUMERATOR, DENOMINATOR = 0, 1
+# Items bootstrapped per numpy call: bounds the (chunk x N_BOOT x steps) gather to ~50 MB.
+_CHUNK_ELEMENTS = 6_000_000
+
+Runs = Sequence[Sequence[float]]
+
+
+def clean_runs(runs: Runs) -> list[np.ndarray]:
+    """Runs as float arrays, empty runs dropped."""
+    return [np.asarray(r, dtype=float) for r in runs if len(r)]
+
+
+def pooled_median(runs: Runs) -> float:
+    """The center of a set of runs: the median of all their steps pooled (NaN when empty)."""
+    arrays = clean_runs(runs)
+    return float(np.median(np.concatenate(arrays))) if arrays else float("nan")
+
+
+@lru_cache(maxsize=256)
+def _resample_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> tuple[np.ndarray, np.ndarray]:
+    """(flat indices into the concatenated runs, validity mask), each (n_boot, runs x widest run).
+
+    Depends only on the run lengths and the stream: every item with these lengths is resampled
+    the same way, whatever else is in the batch.
+    """
+    rng = np.random.default_rng([SEED, stream, *lengths])
+    lens = np.asarray(lengths)
+    offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
+    picked = rng.integers(0, len(lens), size=(n_boot, len(lens)))
+    width = int(lens.max())
+    steps = (rng.random((n_boot, len(lens), width)) * lens[picked][..., None]).astype(np.int64)
+    valid = np.arange(width) < lens[picked][..., None]
+    index = np.where(valid, offsets[picked][..., None] + steps, 0)
+    return index.reshape(n_boot, -1), valid.reshape(n_boot, -1)
+
+
+def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: int = N_BOOT) -> np.ndarray:
+    """(len(items), n_boot) bootstrap pooled medians; rows of empty items are NaN.
+
+    Items with the same run lengths share one resampling plan and are computed together.
+    """
+    out = np.full((len(items), n_boot), np.nan)
+    groups: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
+    for position, runs in enumerate(items):
+        arrays = clean_runs(runs)
+        if arrays:
+            groups.setdefault(tuple(len(a) for a in arrays), []).append((position, np.concatenate(arrays)))
+    for lengths, members in groups.items():
+        index, valid = _resample_plan(lengths, stream, n_boot)
+        chunk = max(1, _CHUNK_ELEMENTS // index.size)
+        for start in range(0, len(members), chunk):
+            part = members[start : start + chunk]
+            data = np.stack([flat for _, flat in part])  # (chunk, total steps)
+            values = data[:, index]  # (chunk, n_boot, runs x width)
+            if not valid.all():
+                values = np.where(valid, values, np.nan)
+                medians = np.nanmedian(values, axis=2)
+            else:
+                medians = np.median(values, axis=2)
+            out[[position for position, _ in part]] = medians
+    return out
+
+
+def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise percentile interval of a (rows, n_boot) array (NaN rows give NaN bounds)."""
+    boot = np.atleast_2d(boot)
+    tail = (1.0 - confidence) / 2 * 100
+    with np.errstate(all="ignore"):
+        low = np.full(len(boot), np.nan)
+        high = np.full(len(boot), np.nan)
+        rows = ~np.isnan(boot).all(axis=1)
+        if rows.any():
+            low[rows], high[rows] = np.nanpercentile(boot[rows], [tail, 100 - tail], axis=1)
+    return low, high
+
+
+def median_ci(runs: Runs, min_runs: int = MIN_RUNS) -> tuple[float, float, float]:
+    """(pooled median, low, high); NaN bounds with fewer than `min_runs` runs."""
+    center = pooled_median(runs)
+    if len(clean_runs(runs)) < min_runs:
+        return center, float("nan"), float("nan")
+    low, high = percentile_interval(bootstrap_medians([runs]))
+    return center, float(low[0]), float(high[0])
+
+
+def ratio_ci(
+    numerator: Runs, denominator: Runs, scale: float = 1.0, min_runs: int = MIN_RUNS
+) -> tuple[float, float, float]:
+    """median(numerator) / median(denominator) / scale, with its bootstrap interval.
+
+    NaN bounds when either side has fewer than `min_runs` runs.
+    """
+    num, den = pooled_median(numerator), pooled_median(denominator)
+    point = num / den / scale if den else float("nan")
+    if min(len(clean_runs(numerator)), len(clean_runs(denominator))) < min_runs:
+        return point, float("nan"), float("nan")
+    ratios = bootstrap_medians([numerator], NUMERATOR) / bootstrap_medians([denominator], DENOMINATOR) / scale
+    low, high = percentile_interval(ratios)
+    return point, float(low[0]), float(high[0])
+
+
+def ratio_interval(numerator_boot: np.ndarray, denominator_boot: np.ndarray, scale) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise interval of precomputed bootstrap medians' ratios (the vectorised ratio_ci)."""
+    return percentile_interval(numerator_boot / denominator_boot / np.asarray(scale, dtype=float).reshape(-1, 1))
+
+
+def shift_p_values(baseline: Runs, current: Runs) -> tuple[float, float]:
+    """One-sided Mann-Whitney U p-values on the pooled steps: (current tends greater, current tends less)."""
+    from scipy.stats import mannwhitneyu
+
+    base, cur = np.concatenate(clean_runs(baseline)), np.concatenate(clean_runs(current))
+    if np.all(base == base[0]) and np.all(cur == base[0]):
+        return 1.0, 1.0  # identical constant samples: no evidence of any shift (scipy would give nan)
+    greater = float(mannwhitneyu(cur, base, alternative="greater").pvalue)
+    less = float(mannwhitneyu(cur, base, alternative="less").pvalue)
+    return greater, less
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """Current vs baseline step times: medians, their ratio with its interval, shift p-values."""
+
+    baseline_median: float
+    current_median: float
+    ratio: float  # current / baseline
+    ci_low: float
+    ci_high: float
+    p_greater: float  # current's steps tend to be longer
+    p_less: float  # current's steps tend to be shorter
+    n_baseline: int  # steps
+    n_current: int
+    runs_baseline: int
+    runs_current: int
+
+
+def compare_runs(baseline: Runs, current: Runs) -> Comparison:
+    """Compare two sides' runs of step times (ValueError when a side has no steps).
+
+    The interval is computed whatever the number of runs: callers decide whether it may gate.
+    """
+    base, cur = clean_runs(baseline), clean_runs(current)
+    if not base or not cur:
+        raise ValueError("compare_runs: each side needs at least one step")
+    ratio, low, high = ratio_ci(cur, base, min_runs=1)
+    p_greater, p_less = shift_p_values(base, cur)
+    return Comparison(
+        baseline_median=pooled_median(base),
+        current_median=pooled_median(cur),
+        ratio=ratio,
+        ci_low=low,
+        ci_high=high,
+        p_greater=p_greater,
+        p_less=p_less,
+        n_baseline=sum(len(r) for r in base),
+        n_current=sum(len(r) for r in cur),
+        runs_baseline=len(base),
+        runs_current=len(cur),
+    )
+
+
+def scaling_efficiency(tokens_per_s, baseline_tokens_per_s, nodes, baseline_nodes):
+    """Linear-scaling efficiency: (tokens/s at N / tokens/s at the baseline) / (N / baseline nodes).
+
+    Weak scaling (fixed per-device batch) and strong scaling (fixed global batch) use the same
+    formula; what differs is which points form a series. Works on numbers and on pandas/numpy arrays.
+    """
+    return tokens_per_s / baseline_tokens_per_s / (nodes / baseline_nodes)

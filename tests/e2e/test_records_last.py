@@ -1,0 +1,75 @@
+"""Records last: real records of schema version 1 read, report and check exactly as they did.
+
+tests/fixtures/records/v1/ holds real records written by the version-1 engine (a small sweep with
+repeats, mixed precisions and overrides, a failure, an out-of-memory point, a compiled point and
+two planner-skipped points; see tests/fixtures/records/README.md), and v1_baseline.json a baseline
+saved from them. v1_expected.json is what `fsdp-bench report` and `fsdp-bench check` made of them
+with the version-1 code: the tests compare today's output with it, field by field.
+
+Regenerate the expectation only on purpose (a deliberate change of what the report or the check
+computes), with the version of the code whose output is to be pinned:
+    python tests/e2e/test_records_last.py --write
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "records"
+V1 = FIXTURES / "v1"
+V1_BASELINE = FIXTURES / "v1_baseline.json"
+EXPECTED = FIXTURES / "v1_expected.json"
+CLI = [sys.executable, "-m", "bench"]
+# A check label ends in "#<identity key>": an implementation detail that may change with the
+# identity's encoding, unlike what is compared and found.
+_KEY = re.compile(r" #[0-9a-f]{6}$")
+
+
+def report_rows(out: Path) -> list[dict[str, str]]:
+    subprocess.run([*CLI, "report", str(V1), "-o", str(out)], check=True, capture_output=True, text=True)
+    with open(out / "results.csv", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def check_findings(current: Path, baseline: Path, junit: Path) -> dict:
+    proc = subprocess.run(
+        [*CLI, "check", str(current), "--baseline", str(baseline), "--junit", str(junit)], capture_output=True, text=True
+    )
+    cases = ET.parse(junit).getroot().iter("testcase")
+    findings = sorted(
+        (_KEY.sub("", case.get("classname")), case.get("name"), (case.findtext("system-out") or "").strip())
+        for case in cases
+    )
+    return {"exit_code": proc.returncode, "findings": [list(f) for f in findings]}
+
+
+def snapshot() -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        return {
+            "report_csv": report_rows(tmp / "report"),
+            "check_against_baseline": check_findings(V1 / "v1_scaling", V1_BASELINE, tmp / "a.xml"),
+            "check_against_itself": check_findings(V1, V1, tmp / "b.xml"),
+        }
+
+
+def test_v1_records_report_and_check_as_they_did():
+    expected, actual = json.loads(EXPECTED.read_text()), snapshot()
+    assert actual["check_against_baseline"] == expected["check_against_baseline"]
+    assert actual["check_against_itself"] == expected["check_against_itself"]
+    assert len(actual["report_csv"]) == len(expected["report_csv"]) == 19
+    for got, want in zip(actual["report_csv"], expected["report_csv"], strict=True):
+        assert got == want, {k: (got.get(k), want.get(k)) for k in set(got) | set(want) if got.get(k) != want.get(k)}
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--write"]:
+        EXPECTED.write_text(json.dumps(snapshot(), indent=1) + "\n")
+        print(f"wrote {EXPECTED}")
