@@ -23,9 +23,25 @@ COMMANDS = {
 }
 
 
+def _config_dir_options() -> argparse.ArgumentParser:
+    """`--config-dir DIR` on every command: Hydra's flag and meaning (DIR joins the config search path)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config-dir",
+        "-cd",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of your own configs (model/, cluster/, device/, experiment/, ...) searched after the "
+        "shipped ones; repeatable; also FSDP_BENCH_CONFIG_DIR",
+    )
+    return common
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fsdp-bench", description="Scaling benchmarks for PyTorch FSDP2.")
     subparsers = parser.add_subparsers(dest="command", required=True)
+    common = _config_dir_options()
     for name, module_name in COMMANDS.items():
         try:
             module = importlib.import_module(module_name)
@@ -33,16 +49,23 @@ def build_parser() -> argparse.ArgumentParser:
             if exc.name == module_name:
                 continue
             raise
-        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP)
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP, parents=[common])
         module.add_arguments(sub)
         sub.set_defaults(handler=module.main)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and dispatch; returns the process exit code (see DESIGN section 3)."""
+    """Parse the command line and dispatch; returns the process exit code (docs/architecture.md)."""
+    from bench.registry import RegistryError, add_user_dirs
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    try:
+        add_user_dirs(args.config_dir)
+    except RegistryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     return int(args.handler(args) or 0)
 
 

@@ -1,24 +1,38 @@
-"""Compose the Hydra config tree in `sweeps/` into validated RunSpecs.
+"""Compose the Hydra config tree (sweeps/ plus the user's config folders) into validated RunSpecs.
 
-Hydra runs here, in the parent process only; ranks receive a resolved JSON spec. The grid
-of a sweep is the cartesian product of comma-separated overrides (Hydra's BasicSweeper
-rules), taken from the command line and from the experiment's `sweep.grid`.
+Hydra runs here, in the parent process only; ranks receive a resolved JSON spec. The grid of a
+sweep is the cartesian product of comma-separated overrides (Hydra's BasicSweeper rules), taken
+from the command line and from the experiment's `sweep.grid`.
+
+Composing is split in two, with the same result as one Hydra compose per point: Hydra composes
+each distinct combination of config-group choices (`model=`, `cluster=`, `experiment=`, ...)
+once, and each point's scalar overrides (`train.seq_len=128`, `model.n_layers=2`) are applied on
+top of a copy the way Hydra applies them (OmegaConf.update, merge=True; `+` adds, `~` deletes).
+A grid of thousands of points then costs one compose per group combination, not per point.
 """
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from bench.schemas import RunSpec, describe_validation_error
-
-CONFIG_DIR = Path(__file__).resolve().parent.parent / "sweeps"
-GROUPS = ("model", "strategy", "precision", "cluster", "launcher", "experiment")
+from bench.registry import (
+    GROUPS,
+    REGISTRY_GROUPS,
+    RegistryError,
+    describe_source,
+    group_options,
+    option_files,
+    search_dirs,
+)
+from bench.schemas import RunSpec, describe_validation_error, launch_problems
 
 
 class ConfigError(ValueError):
@@ -38,56 +52,149 @@ class Point:
     spec: RunSpec
 
 
-def group_options(group: str) -> list[str]:
-    """The selectable options of a config group (files not starting with `_`)."""
-    return sorted(p.stem for p in (CONFIG_DIR / group).glob("*.yaml") if not p.stem.startswith("_"))
+def _parser():
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def _parse(overrides: Sequence[str]) -> list:
+    try:
+        return _parser().parse_overrides(list(overrides))
+    except Exception as exc:  # Hydra's grammar errors: one line
+        raise ConfigError([_first_line(exc)]) from None
+
+
+def _is_group_choice(override) -> bool:
+    """`model=tiny`, `+experiment=x`: a config-group choice (composed by Hydra) rather than a value."""
+    key = override.key_or_group
+    return key in GROUPS or key.startswith("hydra")
 
 
 def compose(overrides: Sequence[str]) -> dict[str, Any]:
-    """Compose one point's config as a plain dict; unknown group options raise ConfigError."""
+    """One point's config as a plain dict; unknown group options and keys raise ConfigError."""
+    return _to_dict(_compose_config(overrides))
+
+
+def _compose_config(overrides: Sequence[str]):
+    from omegaconf import OmegaConf
+
+    _check_group_options(
+        overrides
+    )  # before parsing: a value with shell syntax is an unknown option, not a grammar error
+    parsed = _parse(overrides)
+    choices = tuple(o.input_line for o in parsed if _is_group_choice(o))
+    cfg = copy.deepcopy(_compose_groups(choices, search_dirs()))
+    OmegaConf.set_struct(cfg, True)
+    for override in parsed:
+        if not _is_group_choice(override):
+            _apply(cfg, override, overrides)
+    return cfg
+
+
+@lru_cache(maxsize=512)
+def _compose_groups(choices: tuple[str, ...], dirs: tuple[Path, ...]):
+    """Hydra's compose of the group choices alone (cached: the expensive part of composing)."""
     from hydra import compose as hydra_compose
     from hydra import initialize_config_dir
     from hydra.errors import HydraException
+    from omegaconf.errors import OmegaConfBaseException
+
+    searchpath = [f"hydra.searchpath=[{','.join(f'file://{d}' for d in dirs[1:])}]"] if len(dirs) > 1 else []
+    try:
+        with initialize_config_dir(config_dir=str(dirs[0]), version_base="1.3"):
+            cfg = hydra_compose(config_name="config", overrides=[*choices, *searchpath])
+    except (HydraException, OmegaConfBaseException, ValueError) as exc:
+        # ValueError: Hydra's own complaint about malformed overrides such as `experiment=null`.
+        raise ConfigError([_explain_group_error(exc)]) from None
+    from omegaconf import OmegaConf
+
+    with_hydra = OmegaConf.to_container(cfg, resolve=False)
+    with_hydra.pop("hydra", None)
+    return OmegaConf.create(with_hydra)
+
+
+def _apply(cfg, override, overrides: Sequence[str]) -> None:
+    """Apply one scalar override as Hydra does (`key=v` changes an existing key, `+key=v` adds one,
+    `++key=v` adds or changes, `~key` deletes)."""
+    from omegaconf import OmegaConf, open_dict
+    from omegaconf.errors import OmegaConfBaseException
+
+    key = override.key_or_group
+    try:
+        if override.is_delete():
+            parent, _, leaf = key.rpartition(".")
+            node = OmegaConf.select(cfg, parent) if parent else cfg
+            with open_dict(node):
+                del node[leaf]
+        elif override.is_add() or override.is_force_add():
+            if override.is_add() and OmegaConf.select(cfg, key, throw_on_missing=False) is not None:
+                raise ConfigError([f"{key}: already set; use {key}=... to change it"])
+            with open_dict(cfg):
+                OmegaConf.update(cfg, key, override.value(), merge=True, force_add=True)
+        else:
+            if not _has_key(cfg, key):
+                raise ConfigError([_unknown_key(cfg, key)])
+            OmegaConf.update(cfg, key, override.value(), merge=True)
+    except OmegaConfBaseException as exc:
+        raise ConfigError([f"{key}: {_first_line(exc)}"]) from None
+
+
+def _has_key(cfg, dotted: str) -> bool:
+    node = cfg
+    for part in dotted.split("."):
+        if not hasattr(node, "keys") or part not in node:
+            return False
+        node = node[part]
+    return True
+
+
+def _unknown_key(cfg, key: str) -> str:
+    """An unknown key named with the keys allowed beside it."""
+    parent, _, leaf = key.rpartition(".")
+    node = cfg
+    for part in parent.split(".") if parent else []:
+        node = node.get(part) if hasattr(node, "keys") else None
+    if hasattr(node, "keys"):
+        where = f"under {parent}" if parent else "at the top level"
+        return f"{key}: unknown key '{leaf}'; allowed {where}: {', '.join(sorted(node.keys()))}"
+    return f"{key}: unknown key"
+
+
+def _to_dict(cfg) -> dict[str, Any]:
     from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
-    _check_group_options(overrides)
     try:
-        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base="1.3"):
-            cfg = hydra_compose(config_name="config", overrides=list(overrides))
         return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-    except (HydraException, OmegaConfBaseException, ValueError) as exc:
-        # ValueError: Hydra's own complaint about malformed overrides such as `experiment=null`.
-        raise ConfigError([_explain(exc, overrides)]) from None
+    except OmegaConfBaseException as exc:
+        raise ConfigError([_first_line(exc)]) from None
 
 
-def _explain(exc: Exception, overrides: Sequence[str]) -> str:
-    """Hydra's first line, or for an unknown key the key and the keys allowed beside it."""
+def _explain_group_error(exc: Exception) -> str:
+    """Hydra's first line, with a user file's unknown device named as such."""
     message = _first_line(exc)
-    match = re.match(r"Could not override '([^']+)'", message)
-    if not match:
-        return message
-    key = match.group(1)
-    parent, _, leaf = key.rpartition(".")
-    node = compose([o for o in overrides if o.partition("=")[0] != key]) if overrides else {}
-    for part in parent.split(".") if parent else []:
-        node = node.get(part) if isinstance(node, dict) else None
-    if isinstance(node, dict):
-        where = f"under {parent}" if parent else "at the top level"
-        return f"{key}: unknown key '{leaf}'; allowed {where}: {', '.join(sorted(node))}"
+    match = re.search(r"Could not (?:load|find) '(?:/)?device/([^']+)'", message)
+    if match:
+        return f"cluster: device: unknown device '{match.group(1)}'; allowed: {', '.join(group_options('device'))}"
     return message
 
 
-def _check_group_options(overrides: Sequence[str]) -> None:
+def _check_group_options(choices: Sequence[str]) -> None:
     """Name the field and the allowed values for an unknown group option (Hydra's own message does not)."""
     problems = []
-    for item in overrides:
-        key, _, value = item.lstrip("+~").partition("=")
-        if key in GROUPS and value and value != "null":
-            allowed = group_options(key)
-            for choice in value.split(","):
-                if choice not in allowed:
-                    problems.append(f"{key}: unknown {key} '{choice}'; allowed: {', '.join(allowed)}")
+    try:
+        for item in choices:
+            key, _, value = item.lstrip("+~").partition("=")
+            if key in GROUPS and value and value != "null":
+                allowed = group_options(key)
+                problems += [
+                    f"{key}: unknown {key} '{v}'; allowed: {', '.join(allowed)}"
+                    for v in value.split(",")
+                    if v not in allowed
+                ]
+    except RegistryError as exc:
+        raise ConfigError([str(exc)]) from None
     if problems:
         raise ConfigError(problems)
 
@@ -97,80 +204,69 @@ def _first_line(exc: Exception) -> str:
 
 
 def spec_from_config(cfg: dict[str, Any]) -> RunSpec:
-    """Map a composed config onto RunSpec; invalid values raise ConfigError naming the field."""
-    from bench.hardware import CLUSTERS
-
-    train, sweep = cfg.get("train", {}), cfg.get("sweep", {})
-    model_cfg = dict(cfg["model"])
-    cluster_cfg = dict(cfg["cluster"])
-    cluster_name = cluster_cfg.pop("name")
-    preset = CLUSTERS.get(cluster_name)
-    fields = {
-        "sweep": sweep.get("name") or "adhoc",
-        "model": model_cfg.pop("name"),
-        "model_overrides": {k: v for k, v in model_cfg.items() if v is not None},
-        "nodes": cfg.get("nodes"),
-        "gpus_per_node": cfg.get("gpus_per_node"),
-        "strategy": cfg["strategy"]["name"],
-        "precision": cfg["precision"]["name"],
-        "cluster": cluster_name,
-        "cluster_overrides": _non_null(cluster_cfg),
-        "device_type": preset.device_type if preset else "cpu",
-        "launcher": cfg["launcher"]["name"],
-        "seq_len": train.get("seq_len"),
-        "micro_batch": train.get("micro_batch"),
-        "grad_accum": train.get("grad_accum"),
-        "steps": train.get("steps"),
-        "warmup_steps": train.get("warmup_steps"),
-        "activation_checkpointing": train.get("activation_checkpointing"),
-        "compile": train.get("compile"),
-        "compile_backend": train.get("compile_backend"),
-        "cpu_offload": train.get("cpu_offload"),
-        "seed": train.get("seed"),
-        "lr": train.get("lr"),
-        "data": train.get("data"),
-        "threads_per_rank": train.get("threads_per_rank"),
-        "point_timeout_s": sweep.get("point_timeout_s"),
-        "debug": cfg.get("debug", {}),
-    }
+    """Validate a composed config into a RunSpec; problems raise ConfigError naming the key (and a user file)."""
+    cfg = {**cfg, **{group: _with_overrides(cfg, group) for group in ("model", "cluster") if group in cfg}}
     try:
-        return RunSpec.model_validate(fields)
+        spec = RunSpec.from_config(cfg)
     except ValidationError as exc:
-        raise ConfigError([_contract_name(line) for line in describe_validation_error(exc)]) from None
+        raise ConfigError([_name_source(cfg, line) for line in describe_validation_error(exc)]) from None
+    problems = launch_problems(spec)
+    if problems:
+        raise ConfigError(problems)
+    return spec
 
 
-def _non_null(mapping: dict[str, Any]) -> dict[str, Any]:
+def _with_overrides(cfg: dict[str, Any], group: str) -> dict[str, Any]:
+    """The group's node with `overrides`: what differs from the named preset (for labels)."""
+    node = dict(cfg[group])
+    preset = _preset(group, str(node.get("name")), search_dirs())
+    if preset is not None:
+        node["overrides"] = {k: v for k, v in _flatten(node).items() if _flatten(preset).get(k, object()) != v}
+    return node
+
+
+@lru_cache(maxsize=128)
+def _preset(group: str, name: str, dirs: tuple[Path, ...]) -> dict[str, Any] | None:
+    """A model or cluster option composed alone (its defaults list resolved), or None if unknown."""
+    if name not in option_files(group):
+        return None
+    return _to_dict(_compose_groups((f"{group}={name}",), dirs))[group]
+
+
+def load_preset(group: str, name: str):
+    """A model or cluster preset of the registry, validated (ModelSpec or ClusterSpec)."""
+    from bench.schemas import ClusterSpec, ModelSpec
+
+    node = _preset(group, name, search_dirs())
+    if node is None:
+        raise ConfigError([f"{group}: unknown {group} '{name}'; allowed: {', '.join(group_options(group))}"])
+    model = {"model": ModelSpec, "cluster": ClusterSpec}[group]
+    try:
+        return model.model_validate(node)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, f"{describe_source(group, name)}: ")) from None
+
+
+def _flatten(node: dict[str, Any], prefix: str = "") -> dict[str, Any]:
     out = {}
-    for key, value in mapping.items():
+    for key, value in node.items():
+        if key in ("overrides", "source", "name"):
+            continue
         if isinstance(value, dict):
-            value = _non_null(value) or None
-        if value is not None:
-            out[key] = value
+            out.update(_flatten(value, f"{prefix}{key}."))
+        elif value is not None:
+            out[f"{prefix}{key}"] = value
     return out
 
 
-# RunSpec field -> the config key a user types, so messages name what to fix.
-_CONTRACT_KEYS = {
-    "seq_len": "train.seq_len",
-    "micro_batch": "train.micro_batch",
-    "grad_accum": "train.grad_accum",
-    "steps": "train.steps",
-    "warmup_steps": "train.warmup_steps",
-    "compile": "train.compile",
-    "compile_backend": "train.compile_backend",
-    "activation_checkpointing": "train.activation_checkpointing",
-    "cpu_offload": "train.cpu_offload",
-    "seed": "train.seed",
-    "lr": "train.lr",
-    "data": "train.data",
-    "threads_per_rank": "train.threads_per_rank",
-    "point_timeout_s": "sweep.point_timeout_s",
-}
-
-
-def _contract_name(line: str) -> str:
-    field, sep, rest = line.partition(":")
-    return f"{_CONTRACT_KEYS.get(field, field)}{sep}{rest}"
+def _name_source(cfg: dict[str, Any], line: str) -> str:
+    """Prefix a problem inside a user's model/cluster file with that file."""
+    group = line.split(".", 1)[0].split(":", 1)[0]
+    if group in REGISTRY_GROUPS and isinstance(cfg.get(group), dict):
+        where = describe_source(group, str(cfg[group].get("name")))
+        if "(" in where:
+            return f"{where}: {line}"
+    return line
 
 
 def load_point(overrides: Sequence[str]) -> Point:
@@ -182,10 +278,8 @@ def load_point(overrides: Sequence[str]) -> Point:
 
 
 def is_grid_override(override: str) -> bool:
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
     try:
-        return OverridesParser.create().parse_override(override).is_sweep_override()
+        return _parser().parse_override(override).is_sweep_override()
     except Exception:  # malformed: let compose report it
         return False
 
@@ -193,7 +287,6 @@ def is_grid_override(override: str) -> bool:
 def expand_grid(overrides: Sequence[str]) -> list[list[str]]:
     """Every point's override list: the experiment's sweep.grid, then the command line's sweeps, crossed."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-    from hydra.core.override_parser.overrides_parser import OverridesParser
 
     fixed = [o for o in overrides if not is_grid_override(o)]
     base = compose(fixed)
@@ -201,12 +294,7 @@ def expand_grid(overrides: Sequence[str]) -> list[list[str]]:
     merged: dict[str, str] = {key: f"{key}={value}" for key, value in grid.items()}
     for item in overrides:  # the command line wins over the experiment's grid
         merged[item.partition("=")[0]] = item
-    parser = OverridesParser.create()
-    try:
-        parsed = parser.parse_overrides(list(merged.values()))
-    except Exception as exc:
-        raise ConfigError([_first_line(exc)]) from None
-    return BasicSweeper.split_arguments(parsed, None)[0]
+    return BasicSweeper.split_arguments(_parse(list(merged.values())), None)[0]
 
 
 def load_grid(overrides: Sequence[str]) -> list[Point]:
@@ -222,3 +310,45 @@ def load_grid(overrides: Sequence[str]) -> list[Point]:
     if problems:
         raise ConfigError(problems)
     return points
+
+
+def overrides_from_fields(fields: dict[str, Any]) -> list[str]:
+    """Override strings for fields given in Python: config keys (`nodes`, `train.seq_len`), group
+    choices (`model`, `cluster`), the `train` fields by their own names (`seq_len`), and mappings
+    for a section (`debug={"fail_rank": 1}`, `model={"n_layers": 2}`)."""
+    from bench.schemas import TrainSpec
+
+    out = []
+    for key, value in fields.items():
+        if key in TrainSpec.model_fields:
+            key = f"train.{key}"
+        if isinstance(value, dict):
+            out += [f"{key}.{sub}={_override_value(v)}" for sub, v in value.items()]
+        else:
+            out.append(f"{key}={_override_value(value)}")
+    return out
+
+
+def _override_value(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str) and not re.fullmatch(r"[\w./:+-]+", value):
+        return "'" + value.replace("'", "\\'") + "'"
+    return str(value)
+
+
+def spec_from_fields(repeat: int = 0, **fields: Any) -> RunSpec:
+    """A validated spec from Python keyword fields (see overrides_from_fields), as `run` would compose it."""
+    spec = load_point(overrides_from_fields(fields)).spec
+    return spec.model_copy(update={"repeat": repeat}) if repeat else spec
+
+
+def flavors() -> dict[str, Any]:
+    """Every model preset of the registry as the engine's ModelArgs, by name (model files have no
+    defaults list, so they are read as plain YAML: cheap enough for every rank of a test)."""
+    from bench.registry import load_plain
+    from bench.schemas import ModelSpec
+
+    return {name: ModelSpec.model_validate(load_plain("model", name)).args() for name in group_options("model")}

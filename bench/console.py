@@ -23,7 +23,7 @@ def point_summary(record: RunResult, path: str | None = None) -> str:
     """A few lines a person reads after `fsdp-bench run`."""
     s, m = record.spec, record.metrics
     head = (
-        f"point {record.point_id}  {s.model} nodes={s.nodes} gpus_per_node={s.gpus_per_node} "
+        f"point {record.point_id}  {s.model.name} nodes={s.nodes} gpus_per_node={s.gpus_per_node} "
         f"{s.strategy} {s.precision}  status={record.status}"
     )
     lines = [head]

@@ -9,19 +9,20 @@ never costs the others their results.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
 import signal
 import subprocess
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 
-from bench.hardware import MFU_PEAK_DTYPE, PRECISION_PEAK_DTYPE, peak_table
 from bench.launch import LaunchOutcome, LaunchRequest
 from bench.launch.base import Launcher
 from bench.records import read_record, write_record
-from bench.schemas import RunResult, RunSpec
-from fsdp_core.protocol import LAUNCH_FILE, RESULT_FILE, STARTED_MARK, error_files
+from bench.registry import peak_table
+from bench.schemas import RunResult, RunSpec, model_info, recipe_of
+from fsdp_core.protocol import LAUNCH_FILE, RESULT_FILE, STARTED_MARK, LaunchFile, LaunchPoint, error_files, read_errors
+from fsdp_core.recipes import PRECISIONS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Messages a rank prints when a *peer* died: never the root cause of a failure.
@@ -40,7 +41,7 @@ class Interrupted(Exception):
 
 
 def point_dir(results_dir: Path, spec: RunSpec) -> Path:
-    return Path(results_dir) / spec.sweep / spec.point_id
+    return Path(results_dir) / spec.sweep.name / spec.point_id
 
 
 def git_info() -> dict:
@@ -58,24 +59,23 @@ def git_info() -> dict:
     return {"sha": sha, "dirty": bool(status) if status is not None else None}
 
 
-def launch_payload(specs: list[RunSpec], dirs: list[Path]) -> dict:
-    """The resolved JSON the ranks read: specs, model shapes, the peak-FLOPs table, git info."""
+def launch_file(specs: list[RunSpec], dirs: list[Path]) -> LaunchFile:
+    """What the ranks read: resolved specs with their recipes, every device's peaks, git info."""
     points = []
     for spec, directory in zip(specs, dirs):
-        args = spec.model_args()
-        model_args = {k: getattr(args, k) for k in args.__dataclass_fields__ if args.__dataclass_fields__[k].init}
+        recipe = PRECISIONS[spec.precision]
         points.append(
-            {
-                "point_id": spec.point_id,
-                "point_dir": str(directory),
-                "log_dir": str(directory),
-                "spec": spec.model_dump(mode="json"),
-                "model_args": model_args,
-                "peak_dtype": MFU_PEAK_DTYPE[spec.precision],
-                "fp8_peak_dtype": "fp8" if PRECISION_PEAK_DTYPE[spec.precision] == "fp8" else None,
-            }
+            LaunchPoint(
+                point_id=spec.point_id,
+                point_dir=str(directory),
+                log_dir=str(directory),
+                spec=spec.model_dump(mode="json"),
+                recipe=recipe_of(spec).model_dump(mode="json"),
+                mfu_peak_dtype=recipe.mfu_peak_dtype,
+                fp8_peak_dtype=recipe.peak_dtype if recipe.peak_dtype != recipe.mfu_peak_dtype else None,
+            )
         )
-    return {"points": points, "peak_table": peak_table(), "git": git_info()}
+    return LaunchFile(points=points, peak_table=peak_table(), git=git_info())
 
 
 def prepare_launch(specs: list[RunSpec], results_dir: Path) -> LaunchRequest:
@@ -86,11 +86,11 @@ def prepare_launch(specs: list[RunSpec], results_dir: Path) -> LaunchRequest:
         for stale in (directory / RESULT_FILE, directory / STARTED_MARK, *error_files(directory)):
             stale.unlink(missing_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    work_dir = Path(results_dir) / specs[0].sweep / "_launches" / f"{stamp}-{specs[0].point_id}"
+    work_dir = Path(results_dir) / specs[0].sweep.name / "_launches" / f"{stamp}-{specs[0].point_id}"
     work_dir.mkdir(parents=True, exist_ok=True)
-    launch_file = work_dir / LAUNCH_FILE
-    launch_file.write_text(json.dumps(launch_payload(specs, dirs), indent=2))
-    return LaunchRequest(points=specs, point_dirs=dirs, launch_file=launch_file, work_dir=work_dir)
+    path = work_dir / LAUNCH_FILE
+    launch_file(specs, dirs).write(path)
+    return LaunchRequest(points=specs, point_dirs=dirs, launch_file=path, work_dir=work_dir)
 
 
 def run_group(
@@ -150,7 +150,7 @@ def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.d
 
 def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:
     """(status, one-line reason) of a point that started but left no result."""
-    errors = [json.loads(p.read_text()) for p in error_files(directory)]
+    errors = [asdict(e) for e in read_errors(directory)]
     if outcome.interrupted:
         return "interrupted", "interrupted by signal (SIGINT/SIGTERM); rerun the sweep to continue"
     if outcome.returncode == 0 and not errors:
@@ -209,14 +209,15 @@ def _failure(
     finished = dt.datetime.now(dt.timezone.utc)
     record = RunResult(
         point_id=spec.point_id,
-        sweep=spec.sweep,
+        sweep=spec.sweep.name,
         status=status,
         error=reason.splitlines()[0][:500],
         started_at=started.isoformat(timespec="seconds"),
         finished_at=finished.isoformat(timespec="seconds"),
         wall_s=(finished - started).total_seconds(),
         spec=spec,
-        model_info=spec.model_args().info(),
+        recipe=recipe_of(spec),
+        model_info=model_info(spec),
         log_dir=str(outcome.log_files[0].parent) if outcome.log_files else str(directory),
     )
     write_record(record, directory / RESULT_FILE)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 import time
 
+from bench.labels import point_label as short_label
 from bench.schemas import RunResult
 
 
@@ -67,5 +68,4 @@ class SweepProgress:
 
 
 def point_label(record: RunResult) -> str:
-    s = record.spec
-    return f"{s.model} n={s.nodes}x{s.gpus_per_node} {s.strategy} {s.precision}" + (f" r{s.repeat}" if s.repeat else "")
+    return short_label(record.spec) + (f" r{record.spec.repeat}" if record.spec.repeat else "")

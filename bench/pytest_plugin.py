@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from bench.labels import point_label
+
 # A debug point takes seconds; 600 s matches sweep.point_timeout_s's default.
 DEFAULT_TIMEOUT_S = 600.0
 
@@ -79,7 +81,7 @@ def point_extra_info(record) -> dict[str, Any]:
     spec = record.spec
     return {
         "point_id": record.point_id,
-        "point": f"{spec.model} {spec.nodes}x{spec.gpus_per_node} {spec.strategy} {spec.precision}",
+        "point": point_label(spec),
         "status": record.status,
         "tokens_per_s": metrics.tokens_per_s,
         "tokens_per_s_per_device": metrics.tokens_per_s_per_device,

@@ -1,7 +1,8 @@
 """Read result records from a results folder: the JSON files are the source of truth.
 
-A truncated or invalid file is reported as a problem, never raised: one bad point must not
-hide the others.
+Reading validates a record's structure and schema version only, never today's registries: an
+older record is migrated on read (bench/migrations), a newer one is reported as such. A truncated
+or invalid file is reported as a problem, never raised: one bad point must not hide the others.
 """
 
 from __future__ import annotations
@@ -9,12 +10,15 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import ValidationError
 
-from bench.schemas import RunResult
+from bench.migrations import FutureVersionError, migrate_record
+from bench.schemas import SCHEMA_VERSION, RunResult
+from fsdp_core.protocol import RESULT_FILE, write_json_atomic
 
-from fsdp_core.protocol import RESULT_FILE  # noqa: F401 - re-exported: readers of results folders use it
+__all__ = ["RESULT_FILE", "RecordProblem", "load_records", "parse_record", "read_record", "write_record"]
 
 
 @dataclass(frozen=True)
@@ -23,20 +27,29 @@ class RecordProblem:
     reason: str
 
 
-def read_record(path: Path) -> RunResult:
-    """Parse and validate one result.json (raises ValueError with a one-line reason)."""
+def parse_record(data: Any) -> RunResult:
+    """A record's JSON data (any schema version) as today's RunResult (ValueError with one line)."""
+    if not isinstance(data, dict):
+        raise ValueError("not a result record (expected a JSON object)")
     try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"unreadable JSON: {exc}") from None
-    if isinstance(data, dict) and data.get("schema_version") not in (None, 1):
-        raise ValueError(f"unknown schema_version {data.get('schema_version')!r} (this fsdp-bench reads 1)")
+        data = migrate_record(data, SCHEMA_VERSION)
+    except FutureVersionError as exc:
+        raise ValueError(str(exc)) from None
     try:
         return RunResult.model_validate(data)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"invalid record ({exc.error_count()} problem(s)); first: {loc}: {first['msg']}") from None
+
+
+def read_record(path: Path) -> RunResult:
+    """Parse, migrate and validate one result.json (raises ValueError with a one-line reason)."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"unreadable JSON: {exc}") from None
+    return parse_record(data)
 
 
 def load_records(root: Path) -> tuple[list[RunResult], list[RecordProblem]]:
@@ -54,8 +67,4 @@ def load_records(root: Path) -> tuple[list[RunResult], list[RecordProblem]]:
 
 def write_record(record: RunResult, path: Path) -> None:
     """Write a record atomically (temp file + rename): readers never see half a file."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(record.model_dump_json(indent=2))
-    tmp.replace(path)
+    write_json_atomic(Path(path), record.model_dump(mode="json"))

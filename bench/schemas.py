@@ -1,50 +1,169 @@
 """The single home of the pydantic models: what a point is (RunSpec) and what it yields (RunResult).
 
-Torch-free. `RunSpec` validates a composed config before anything launches; `RunResult`
-validates every stored record (extra="forbid", a versioned schema), so a record written
-by an older or broken writer is reported rather than silently misread.
+Torch-free. A `RunSpec` is nested like the config tree (model / strategy / precision / cluster /
+train / launcher / debug) and self-contained: the model's dimensions and the cluster's and
+device's facts are resolved into it when the point is composed (sweeps/ is the registry), so a
+record that carries its spec never needs today's registry to be read, reported or checked.
+
+Validation here is *structural*: types, ranges, physical sense (positive bandwidths, dimensions
+that divide). The rules that decide whether a new point may launch (fp8 needs CUDA, warm-up
+fewer than steps, ...) live in `launch_problems`, which the config layer runs before anything
+launches and which a stored record is never subjected to: a record measured under older rules
+stays readable.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from bench.hardware import CLUSTERS, PRECISION_PEAK_DTYPE, ClusterFacts
-from fsdp_core.flavors import FLAVORS, ModelArgs
+from fsdp_core.model_args import ModelArgs
+from fsdp_core.recipes import PRECISIONS, STRATEGIES
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
-Strategy = Literal["full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2", "no_shard"]
-Precision = Literal["fp32", "bf16", "bf16_pure", "fp16", "fp8"]
+Strategy = Literal[tuple(STRATEGIES)]  # type: ignore[valid-type]
+Precision = Literal[tuple(PRECISIONS)]  # type: ignore[valid-type]
 Launcher = Literal["local", "slurm", "kubeflow", "ray"]
 Checkpointing = Literal["none", "full", "selective"]
 CompileBackend = Literal["inductor", "aot_eager", "eager"]
+DeviceType = Literal["cpu", "cuda"]
 Status = Literal["ok", "oom", "failed", "timeout", "invalid", "interrupted", "skipped"]
 
-STRATEGIES: tuple[str, ...] = Strategy.__args__
-PRECISIONS: tuple[str, ...] = Precision.__args__
 LAUNCHERS: tuple[str, ...] = Launcher.__args__
 CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
 STATUSES: tuple[str, ...] = Status.__args__
 
-# Spec fields that say where or how patiently a point runs, not what it measures:
-# they are left out of the point id so moving a results folder or raising a timeout keeps ids.
-_NON_IDENTITY_FIELDS = {"sweep", "point_timeout_s", "results_dir"}
-# Fields added after the first schema: they enter a point's identity only when set to something
-# other than their default, so every point measured before they existed keeps its id.
-_LATER_FIELDS = {"compile_backend"}
+PositiveInt = Field(ge=1, strict=True)
 
 
 class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+def _positive(value: float, name: str) -> float:
+    if isinstance(value, bool) or value <= 0:
+        raise ValueError(f"{name}: must be positive, got {value:g}")
+    return value
+
+
+class ModelSpec(Strict):
+    """A Llama-architecture model, fully resolved (sweeps/model/<name>.yaml, with any overrides)."""
+
+    name: str
+    dim: int = Field(ge=1, strict=True)
+    n_layers: int = Field(ge=1, strict=True)
+    n_heads: int = Field(ge=1, strict=True)
+    n_kv_heads: int = Field(ge=1, strict=True)
+    ffn_dim: int = Field(ge=1, strict=True)
+    vocab_size: int = Field(ge=1, strict=True)
+    max_seq_len: int = Field(ge=1, strict=True)
+    default_seq_len: int | None = Field(None, ge=1, strict=True, description="null: max_seq_len")
+    norm_eps: float = Field(1e-5, gt=0, description="RMSNorm epsilon (Llama-2: 1e-5)")
+    rope_theta: float = Field(10000.0, gt=0, description="RoPE base (Llama-2: 10000, Llama-3: 500000)")
+    source: str = Field("", description="where the numbers come from")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="fields set away from the named preset when composed (labels only)"
+    )
+
+    @model_validator(mode="after")
+    def _shape(self) -> ModelSpec:
+        if self.dim % self.n_heads:
+            raise ValueError(f"dim={self.dim} must be divisible by n_heads={self.n_heads}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={self.n_heads} must be divisible by n_kv_heads={self.n_kv_heads}")
+        if self.default_seq_len is None:
+            self.default_seq_len = self.max_seq_len
+        return self
+
+    def args(self) -> ModelArgs:
+        """The engine's (torch-free) model arguments."""
+        return ModelArgs(**self.model_dump(exclude={"overrides"}))
+
+
+class DeviceSpec(Strict):
+    """One accelerator model (sweeps/device/<name>.yaml): what MFU divides by and the planner fills."""
+
+    name: str
+    match: list[str] = Field(
+        default_factory=list, description="torch.cuda.get_device_name() values without 'NVIDIA ', matched exactly"
+    )
+    memory_gib: float = Field(gt=0)
+    peak_tflops: dict[str, float] = Field(default_factory=dict, description="dense peaks by dtype, TFLOP/s")
+    memory_gbps: float | None = Field(None, gt=0, description="datasheet memory bandwidth, GB/s")
+    host_link_gbps: float | None = Field(None, gt=0, description="host link per direction, GB/s (CPU offload)")
+    relative_efficiency: float = Field(
+        1.0, gt=0, description="the planner's achievable fraction of peak relative to the H100's fitted one"
+    )
+    source: str = ""
+
+    @field_validator("peak_tflops")
+    @classmethod
+    def _peaks(cls, peaks: dict[str, float]) -> dict[str, float]:
+        for dtype, value in peaks.items():
+            _positive(value, f"peak_tflops.{dtype}")
+        return peaks
+
+
+class ClusterSpec(Strict):
+    """One node type (sweeps/cluster/<name>.yaml), resolved: its device and links."""
+
+    name: str
+    device: DeviceSpec
+    device_type: DeviceType = "cuda"
+    gpus_per_node: int = Field(ge=1, strict=True)
+    device_memory_gib: float | None = Field(None, description="null: the device's memory")
+    peak_tflops: dict[str, float | None] = Field(default_factory=dict, description="per dtype; null: the device's")
+    intra_node_gbps: float = Field(description="one GPU's unidirectional NVLink bandwidth, Gbit/s")
+    inter_node_gbps: float = Field(description="the whole node's network bandwidth, Gbit/s")
+    efa_devices: int = Field(0, ge=0, strict=True)
+    link_latency_s: float = Field(1e-5, ge=0, description="per-message latency of a ring hop, seconds")
+    source: str = ""
+    overrides: dict[str, Any] = Field(default_factory=dict, description="fields set away from the preset when composed")
+
+    @model_validator(mode="after")
+    def _resolve(self) -> ClusterSpec:
+        """Fill the device's memory and peaks where the cluster does not override them."""
+        if self.device_memory_gib is None:
+            self.device_memory_gib = self.device.memory_gib
+        self.peak_tflops = {**self.device.peak_tflops, **{k: v for k, v in self.peak_tflops.items() if v is not None}}
+        for name in ("device_memory_gib", "intra_node_gbps", "inter_node_gbps"):
+            _positive(getattr(self, name), name)
+        for dtype, value in self.peak_tflops.items():
+            _positive(value, f"peak_tflops.{dtype}")
+        return self
+
+
+class TrainSpec(Strict):
+    """How a point trains (the config's `train.*`)."""
+
+    seq_len: int | None = Field(None, ge=1, strict=True, description="null: the model's default_seq_len")
+    micro_batch: int = Field(1, ge=1, strict=True, description="sequences per rank per micro-step")
+    grad_accum: int = Field(1, ge=1, strict=True, description="micro-steps per optimizer step")
+    steps: int = Field(8, ge=1, strict=True, description="optimizer steps, warm-up included")
+    warmup_steps: int = Field(
+        2, ge=0, strict=True, description="untimed first steps; the last one counts communication"
+    )
+    activation_checkpointing: Checkpointing = Field(
+        "none", description="none, full (every block), selective (every second block)"
+    )
+    compile: bool = Field(False, description="torch.compile each block")
+    compile_backend: CompileBackend = Field(
+        "inductor", description="torch.compile backend: inductor (real kernels) or aot_eager/eager (debugging)"
+    )
+    cpu_offload: bool = Field(False, description="offload parameters, gradients and optimizer state to the host (CUDA)")
+    seed: int = Field(0, description="model initialisation and data")
+    lr: float = Field(3e-4, gt=0, description="AdamW learning rate")
+    data: str = Field("synthetic", description="'synthetic' or the path of a token file (uint16/uint32 memmap)")
+    threads_per_rank: int = Field(0, ge=0, description="CPU threads per rank; 0 = cores // ranks on the host")
+
+
 class DebugKnobs(Strict):
-    """Fault injection and slow-down knobs for testing the harness itself (documented in the README)."""
+    """Fault injection and slow-down knobs for testing the harness itself."""
 
     fail_rank: int | None = Field(None, ge=0, description="rank that raises at fail_step")
     fail_step: int | None = Field(None, ge=0, description="step at which fail_rank raises")
@@ -53,156 +172,158 @@ class DebugKnobs(Strict):
     slow_fraction: float = Field(0.0, ge=0.0, lt=10.0, description="sleep this fraction of each step's compute time")
 
 
-class RunSpec(Strict):
-    """One benchmark point, fully resolved. Field names are the CLI/config contract."""
+class PointSweep(Strict):
+    """Which sweep a point belongs to and how patiently it runs (the config's `sweep.name`, `sweep.point_timeout_s`)."""
 
-    sweep: str = "adhoc"
-    model: str
-    model_overrides: dict[str, int | float] = Field(default_factory=dict)
-    nodes: int = Field(1, ge=1, strict=True)
-    gpus_per_node: int = Field(1, ge=1, strict=True)
-    world_size: int = 0
+    name: str = "adhoc"
+    point_timeout_s: float = Field(600.0, gt=0, description="seconds a started point may run before it is `timeout`")
+
+
+# Spec fields that say where or how patiently a point runs, or only describe it: left out of the
+# point's identity, so moving a results folder, raising a timeout or correcting a source link
+# keeps ids. Model and cluster enter by what changes the measurement (shape; the node type).
+_IDENTITY_EXCLUDE = {
+    "sweep": True,
+    "model": {"source", "overrides", "max_seq_len", "default_seq_len"},
+    "cluster": {
+        "device", "gpus_per_node", "device_memory_gib", "peak_tflops", "intra_node_gbps", "inter_node_gbps",
+        "efa_devices", "link_latency_s", "source", "overrides",
+    },
+}  # fmt: skip
+# Fields added after schema version 2, as (section, field): they enter a point's identity only when
+# set away from their default, so every point measured before they existed keeps its id.
+LATER_FIELDS: tuple[tuple[str, str], ...] = ()
+
+
+class RunSpec(Strict):
+    """One benchmark point, fully resolved. Field names are the config keys (`train.seq_len`, ...)."""
+
+    sweep: PointSweep = Field(default_factory=PointSweep)
+    repeat: int = Field(0, ge=0, description="repeat index (sweep.repeats); part of the point id")
+    model: ModelSpec
     strategy: Strategy = "full_shard"
     precision: Precision = "fp32"
-    cluster: str = "local-cpu"
-    cluster_overrides: dict[str, Any] = Field(default_factory=dict)
-    device_type: Literal["cpu", "cuda"] = "cpu"
+    cluster: ClusterSpec
     launcher: Launcher = "local"
-    seq_len: int | None = Field(
-        None, ge=1, strict=True, description="None (null) means the flavor's default sequence length"
-    )
-    micro_batch: int = Field(1, ge=1, strict=True)
-    grad_accum: int = Field(1, ge=1, strict=True)
-    steps: int = Field(8, ge=1, strict=True)
-    warmup_steps: int = Field(2, ge=0, strict=True)
-    activation_checkpointing: Checkpointing = "none"
-    compile: bool = False
-    compile_backend: CompileBackend = Field(
-        "inductor", description="torch.compile backend: inductor (real kernels) or aot_eager/eager (debugging)"
-    )
-    cpu_offload: bool = False
-    seed: int = 0
-    lr: float = Field(3e-4, gt=0)
-    data: str = Field("synthetic", description="'synthetic' or the path of a token file (uint16/uint32 memmap)")
-    threads_per_rank: int = Field(0, ge=0, description="CPU threads per rank; 0 = cores // local ranks")
-    repeat: int = Field(0, ge=0, description="repeat index (sweep.repeats); part of the point id")
-    point_timeout_s: float = Field(600.0, gt=0)
+    nodes: int = Field(1, ge=1, strict=True)
+    gpus_per_node: int = Field(1, ge=1, strict=True, description="ranks per node")
+    world_size: int = 0
+    train: TrainSpec = Field(default_factory=TrainSpec)
     debug: DebugKnobs = Field(default_factory=DebugKnobs)
 
+    @field_validator("strategy", "precision", "launcher", mode="before")
+    @classmethod
+    def _selected_name(cls, value: Any) -> Any:
+        """A config group node ({name: ..., other options}) selects by its name."""
+        return value.get("name") if isinstance(value, dict) else value
+
     @model_validator(mode="after")
-    def _check_consistency(self) -> RunSpec:
-        """Cross-field rules; every broken rule is reported (one line each), not just the first."""
-        if self.model not in FLAVORS:
-            raise ValueError(f"model: unknown model '{self.model}'; allowed: {', '.join(FLAVORS)}")
-        args = self.model_args()  # raises on unknown override fields or inconsistent dims
-        self.cluster_facts()  # raises on an unknown preset or a physically meaningless override
-        if self.seq_len is None:
-            self.seq_len = args.default_seq_len
-        self.world_size = self.world_size or self.nodes * self.gpus_per_node
-        problems = [msg for rule in _SPEC_RULES if (msg := rule(self, args))]
-        if problems:
-            raise ValueError("\n".join(problems))
+    def _resolve(self) -> RunSpec:
+        if self.train.seq_len is None:
+            self.train.seq_len = self.model.default_seq_len
+        expected = self.nodes * self.gpus_per_node
+        if self.world_size and self.world_size != expected:
+            raise ValueError(f"world_size: {self.world_size} != nodes x gpus_per_node = {expected}")
+        self.world_size = expected
         return self
 
-    def model_args(self) -> ModelArgs:
-        """The flavor with this spec's overrides applied."""
-        try:
-            return FLAVORS[self.model].with_overrides(**self.model_overrides)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"model: {exc}") from None
-
-    def cluster_facts(self) -> ClusterFacts:
-        """The cluster preset with this spec's overrides applied, checked for physical sense."""
-        if self.cluster not in CLUSTERS:
-            raise ValueError(f"cluster: unknown cluster '{self.cluster}'; allowed: {', '.join(CLUSTERS)}")
-        try:
-            facts = CLUSTERS[self.cluster].with_overrides(**self.cluster_overrides)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"cluster: {exc}") from None
-        for name in ("gpus_per_node", "device_memory_gib", "intra_node_gbps", "inter_node_gbps"):
-            if getattr(facts, name) <= 0:
-                raise ValueError(f"cluster.{name}: must be positive, got {getattr(facts, name)}")
-        for name in ("link_latency_s", "efa_devices"):
-            if getattr(facts, name) < 0:
-                raise ValueError(f"cluster.{name}: must be zero or positive, got {getattr(facts, name)}")
-        if facts.device_type == "cuda" and self.gpus_per_node > facts.gpus_per_node:
-            raise ValueError(
-                f"gpus_per_node: {self.gpus_per_node} exceeds the {facts.gpus_per_node} GPUs of a {self.cluster} node; "
-                f"allowed: 1..{facts.gpus_per_node}"
-            )
-        for dtype, value in facts.peak_tflops.items():
-            if value <= 0:
-                raise ValueError(f"cluster.peak_tflops.{dtype}: must be positive, got {value}")
-        return facts
-
-    def identity(self) -> dict[str, Any]:
-        """The fields that define what is measured (used for the point id and baseline matching)."""
-        identity = self.model_dump(mode="json", exclude=_NON_IDENTITY_FIELDS)
-        for name in _LATER_FIELDS:
-            if identity[name] == type(self).model_fields[name].default:
-                del identity[name]
-        return identity
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> RunSpec:
+        """The spec of a composed config: the tree's sections as they are, `sweep` reduced to the point's part."""
+        sweep = cfg.get("sweep") or {}
+        fields = {
+            key: cfg[key]
+            for key in ("model", "strategy", "precision", "cluster", "launcher", "train", "debug")
+            if key in cfg
+        }
+        fields.update(nodes=cfg.get("nodes"), gpus_per_node=cfg.get("gpus_per_node"))
+        fields["sweep"] = {
+            "name": sweep.get("name") or "adhoc",
+            **({"point_timeout_s": sweep["point_timeout_s"]} if sweep.get("point_timeout_s") is not None else {}),
+        }
+        return cls.model_validate(fields)
 
     @property
-    def point_id(self) -> str:
-        """Content hash of the resolved spec: the same point always gets the same id."""
-        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    def device_type(self) -> str:
+        return self.cluster.device_type
 
     @property
     def tokens_per_step(self) -> int:
         """Tokens of the global batch in one optimizer step."""
-        return self.world_size * self.micro_batch * self.grad_accum * self.seq_len
+        return self.world_size * self.train.micro_batch * self.train.grad_accum * self.train.seq_len
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that define what is measured (the point id and check's matching)."""
+        identity = self.model_dump(mode="json", exclude=_IDENTITY_EXCLUDE)
+        for section, name in LATER_FIELDS:
+            node = identity.get(section, {})
+            if name in node and node[name] == type(getattr(self, section)).model_fields[name].default:
+                del node[name]
+        return identity
+
+    @property
+    def point_id(self) -> str:
+        """Content hash of the identity: the same point always gets the same id."""
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def _seq_len_rule(spec: RunSpec, args: ModelArgs) -> str | None:
-    if spec.seq_len > args.max_seq_len:
-        return f"train.seq_len: {spec.seq_len} exceeds {spec.model}'s maximum {args.max_seq_len}"
+# Rules a new point must satisfy before it launches (never applied to stored records): each
+# returns a one-line problem naming the config key, or None.
+def _seq_len_rule(spec: RunSpec) -> str | None:
+    if spec.train.seq_len > spec.model.max_seq_len:
+        return f"train.seq_len: {spec.train.seq_len} exceeds {spec.model.name}'s maximum {spec.model.max_seq_len}"
     return None
 
 
-def _warmup_rule(spec: RunSpec, args: ModelArgs) -> str | None:
-    if spec.warmup_steps >= spec.steps:
-        return f"train.warmup_steps: must be fewer than train.steps ({spec.warmup_steps} >= {spec.steps})"
-    if spec.compile and spec.warmup_steps < 2:
+def _warmup_rule(spec: RunSpec) -> str | None:
+    train = spec.train
+    if train.warmup_steps >= train.steps:
+        return f"train.warmup_steps: must be fewer than train.steps ({train.warmup_steps} >= {train.steps})"
+    if train.compile and train.warmup_steps < 2:
         # The last warm-up step runs eager (it counts communication): with one warm-up step,
         # compilation would land in the first timed step.
-        return f"train.warmup_steps: train.compile=true needs at least 2 warm-up steps, got {spec.warmup_steps}"
+        return f"train.warmup_steps: train.compile=true needs at least 2 warm-up steps, got {train.warmup_steps}"
     return None
 
 
-def _world_rule(spec: RunSpec, args: ModelArgs) -> str | None:
-    if spec.world_size != spec.nodes * spec.gpus_per_node:
-        return f"world_size: {spec.world_size} != nodes x gpus_per_node = {spec.nodes * spec.gpus_per_node}"
-    return None
-
-
-def _device_rule(spec: RunSpec, args: ModelArgs) -> str | None:
-    if spec.precision == "fp8" and spec.device_type != "cuda":
+def _device_rule(spec: RunSpec) -> str | None:
+    recipe = PRECISIONS[spec.precision]
+    if spec.device_type not in recipe.device_types:
+        allowed = ", ".join(p for p, r in PRECISIONS.items() if spec.device_type in r.device_types)
         return (
-            "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); "
-            "allowed on CPU: fp32, bf16, bf16_pure, fp16"
+            f"precision: {spec.precision} needs a CUDA GPU ({recipe.summary}); allowed on {spec.device_type}: {allowed}"
         )
-    peaks = spec.cluster_facts().peak_tflops
-    if spec.device_type == "cuda" and spec.precision == "fp8" and "fp8" not in peaks:
-        allowed = ", ".join(p for p in PRECISION_PEAK_DTYPE if PRECISION_PEAK_DTYPE[p] in peaks)
-        return f"precision: {spec.cluster}'s devices have no FP8 tensor cores; allowed: {allowed}"
-    if spec.cpu_offload and spec.device_type != "cuda":
+    peaks = spec.cluster.peak_tflops
+    if spec.device_type == "cuda" and recipe.peak_dtype not in peaks:
+        allowed = ", ".join(p for p, r in PRECISIONS.items() if r.peak_dtype in peaks and "cuda" in r.device_types)
+        return f"precision: {spec.cluster.name}'s devices have no {recipe.peak_dtype} tensor cores; allowed: {allowed}"
+    if spec.train.cpu_offload and spec.device_type != "cuda":
         return "train.cpu_offload: offloads GPU state to host memory, so it needs a CUDA cluster; allowed on CPU: false"
+    if spec.device_type == "cuda" and spec.gpus_per_node > spec.cluster.gpus_per_node:
+        return (
+            f"gpus_per_node: {spec.gpus_per_node} exceeds the {spec.cluster.gpus_per_node} GPUs of a "
+            f"{spec.cluster.name} node; allowed: 1..{spec.cluster.gpus_per_node}"
+        )
     return None
 
 
-def _debug_rule(spec: RunSpec, args: ModelArgs) -> str | None:
+def _debug_rule(spec: RunSpec) -> str | None:
     """A fault aimed at a rank or step this point does not have would silently never fire."""
     knobs = spec.debug
     if knobs.fail_rank is not None and knobs.fail_rank >= spec.world_size:
         return f"debug.fail_rank: {knobs.fail_rank} is not a rank of this point; allowed: 0..{spec.world_size - 1}"
-    if knobs.fail_step is not None and knobs.fail_step >= spec.steps:
-        return f"debug.fail_step: {knobs.fail_step} is not a step of this point; allowed: 0..{spec.steps - 1}"
+    if knobs.fail_step is not None and knobs.fail_step >= spec.train.steps:
+        return f"debug.fail_step: {knobs.fail_step} is not a step of this point; allowed: 0..{spec.train.steps - 1}"
     return None
 
 
-_SPEC_RULES = (_seq_len_rule, _warmup_rule, _world_rule, _device_rule, _debug_rule)
+LAUNCH_RULES = (_seq_len_rule, _warmup_rule, _device_rule, _debug_rule)
+
+
+def launch_problems(spec: RunSpec) -> list[str]:
+    """Every rule a new point breaks (one line each, naming the config key); empty when it may launch."""
+    return [message for rule in LAUNCH_RULES if (message := rule(spec))]
 
 
 class ModelInfo(Strict):
@@ -297,10 +418,17 @@ class EnvInfo(Strict):
         }
 
 
-class RunResult(Strict):
-    """One point's record: `RESULTS/<sweep>/<point_id>/result.json`."""
+class Recipe(Strict):
+    """The strategy and precision recipes a point ran with (fsdp_core/recipes.py, as they were)."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    strategy: dict[str, Any]
+    precision: dict[str, Any]
+
+
+class RunResult(Strict):
+    """One point's record: `RESULTS/<sweep>/<point_id>/result.json` (bench/records.py reads older versions)."""
+
+    schema_version: Literal[2] = SCHEMA_VERSION
     point_id: str
     sweep: str
     status: Status
@@ -309,6 +437,7 @@ class RunResult(Strict):
     finished_at: str | None = None
     wall_s: float | None = None
     spec: RunSpec
+    recipe: Recipe | None = None
     model_info: ModelInfo
     metrics: Metrics = Field(default_factory=Metrics)
     env: EnvInfo = Field(default_factory=EnvInfo)
@@ -317,14 +446,29 @@ class RunResult(Strict):
     log_dir: str | None = None
 
 
-def describe_validation_error(exc: ValidationError) -> list[str]:
-    """One line per problem, naming the field, for the CLI's exit-2 messages."""
+def recipe_of(spec: RunSpec) -> Recipe:
+    return Recipe(strategy=STRATEGIES[spec.strategy].as_dict(), precision=PRECISIONS[spec.precision].as_dict())
+
+
+def model_info(spec: RunSpec) -> ModelInfo:
+    return ModelInfo(**spec.model.args().info())
+
+
+def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:
+    """One line per problem, naming the field as a config key (`train.seq_len`), for exit-2 messages."""
     lines = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-after"))
         msg = err["msg"].removeprefix("Value error, ")
+        # A validator that checks a nested field names it first ("peak_tflops.bf16: must be positive").
+        named = re.match(r"^([A-Za-z_][\w.]*): (.+)$", msg, re.S)
+        if named and err["type"] == "value_error":
+            loc, msg = ".".join(p for p in (loc, named[1]) if p), named[2]
+        loc = f"{prefix}{loc}" if loc else prefix.rstrip(".").rstrip(":").rstrip()
         if err["type"] == "literal_error":
             allowed = err.get("ctx", {}).get("expected", "")
             msg = f"got {err.get('input')!r}; allowed: {allowed}"
+        elif err["type"] == "missing":
+            msg = "missing"
         lines.extend(f"{loc}: {part}" if loc else part for part in msg.splitlines())
     return lines

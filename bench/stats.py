@@ -204,3 +204,20 @@ def scaling_efficiency(tokens_per_s, baseline_tokens_per_s, nodes, baseline_node
     formula; what differs is which points form a series. Works on numbers and on pandas/numpy arrays.
     """
     return tokens_per_s / baseline_tokens_per_s / (nodes / baseline_nodes)
+
+
+def scaling_key(identity: dict, mode: str = "weak") -> str:
+    """The key of a scaling series: a point's identity without what scales (nodes, world size) and
+    its repeat index. Weak scaling keeps the per-device batch (micro-batch, accumulation); strong
+    scaling keeps the global batch instead. Used by the report and the planner alike."""
+    import json
+
+    key = {k: v for k, v in identity.items() if k not in ("nodes", "world_size", "repeat")}
+    if mode == "strong":
+        train = dict(key.get("train") or {})
+        world = identity.get("nodes", 1) * identity.get("gpus_per_node", 1)
+        key["global_batch"] = world * train.pop("micro_batch", 1) * train.pop("grad_accum", 1)
+        key["train"] = train
+    elif mode != "weak":
+        raise ValueError(f"scaling mode: {mode!r}; allowed: weak, strong")
+    return json.dumps(key, sort_keys=True, separators=(",", ":"))

@@ -223,10 +223,10 @@ def _row(record: RunResult, source: str | None) -> tuple:
     peak = metrics.peak_mem_bytes.max if metrics.peak_mem_bytes else None
     values = {
         "point_id": record.point_id, "content_hash": content_hash(record), "sweep": record.sweep,
-        "status": record.status, "error": record.error, "model": spec.model, "strategy": spec.strategy,
-        "precision": spec.precision, "cluster": spec.cluster, "launcher": spec.launcher, "nodes": spec.nodes,
-        "gpus_per_node": spec.gpus_per_node, "world_size": spec.world_size, "micro_batch": spec.micro_batch,
-        "grad_accum": spec.grad_accum, "seq_len": spec.seq_len, "repeat": spec.repeat,
+        "status": record.status, "error": record.error, "model": spec.model.name, "strategy": spec.strategy,
+        "precision": spec.precision, "cluster": spec.cluster.name, "launcher": spec.launcher, "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node, "world_size": spec.world_size, "micro_batch": spec.train.micro_batch,
+        "grad_accum": spec.train.grad_accum, "seq_len": spec.train.seq_len, "repeat": spec.repeat,
         "tokens_per_s": metrics.tokens_per_s, "tokens_per_s_per_device": metrics.tokens_per_s_per_device,
         "mfu": metrics.mfu, "peak_mem_bytes": peak, "env_fingerprint": env_fingerprint(record),
         "started_at": record.started_at, "finished_at": record.finished_at, "source": source,

@@ -70,7 +70,7 @@ def run_sweep(
     """Run every point that the ledger says is pending; return all of the grid's records."""
     started = time.monotonic()
     specs = expand_repeats(points, settings.repeats)
-    sweep_name = specs[0].sweep
+    sweep_name = specs[0].sweep.name
     ledger = Ledger(settings.results_dir, sweep_name, settings.force, settings.retry_failed)
     outcome, latest = SweepOutcome(), {}
     decisions = [ledger.decide(spec) for spec in specs]

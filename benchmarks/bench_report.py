@@ -1,4 +1,4 @@
-"""Benchmark: `fsdp-bench report` over 10,000 result records (issue 4 target: under 10 s).
+"""Benchmark: `fsdp-bench report` over 10,000 result records (target: under 10 s).
 
 Writes a synthetic but schema-valid sweep (GRID: 5 models x 5 strategies x 4 precisions x
 5 node counts x 4 micro-batches x 5 repeats, one point in ten OOM) as result.json files into a
@@ -28,9 +28,9 @@ import time
 from pathlib import Path
 
 from bench.check.synthetic import make_record, step_times
+from bench.config import flavors
 from bench.records import write_record
 from bench.schemas import PeakMemory, RunResult
-from fsdp_core.flavors import FLAVORS
 
 # 5 models x 5 strategies x 4 precisions x 5 node counts x 4 micro-batches x 5 repeats = 10,000.
 GRID = {
@@ -44,6 +44,7 @@ GRID = {
 # One point in ten fails (OOM), as in a real sweep that probes the memory limit.
 FAILURE_RATE = 0.1
 STEPS = 10
+PARAMS = {name: args.params for name, args in flavors().items()}
 
 
 def synthetic_record(values: dict, rng: random.Random) -> RunResult:
@@ -52,14 +53,14 @@ def synthetic_record(values: dict, rng: random.Random) -> RunResult:
     Built by bench.check.synthetic.make_record (the check's synthetic records), on an H100
     cluster preset, with a peak memory and hosts added so every plot and header line has data.
     """
-    spec = {"sweep": "bench_report", "cluster": "p5.48xlarge", "device_type": "cuda", "gpus_per_node": 8,
+    spec = {"sweep.name": "bench_report", "cluster": "p5.48xlarge", "gpus_per_node": 8,
             "seq_len": 2048, "steps": STEPS + 2, "warmup_steps": 2, **values}  # fmt: skip
     env = {"torch": "2.13.0", "cuda": "12.8", "nccl": "2.27.3", "device_name": "NVIDIA H100 80GB HBM3",
            "hostnames": [f"node-{i}" for i in range(values["nodes"])]}  # fmt: skip
     if rng.random() < FAILURE_RATE:
         record = make_record([], spec=spec, status="oom", env=env)
         return record.model_copy(update={"error": "CUDA out of memory. Tried to allocate 2.00 GiB"})
-    params = FLAVORS[values["model"]].params
+    params = PARAMS[values["model"]]
     world = 8 * values["nodes"]
     # Per-device tokens/s falls with model size; ~7 % is lost per doubling of the nodes.
     per_device = 4e10 / params * values["micro_batch"] ** 0.3 * 0.93 ** (values["nodes"].bit_length() - 1)

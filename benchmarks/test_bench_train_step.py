@@ -23,11 +23,11 @@ def _free_port() -> int:
 def debug_training(monkeypatch_module):
     import torch.distributed as dist
 
-    from bench.schemas import RunSpec
+    from bench.config import spec_from_fields
     from fsdp_core.data import build_source
-    from fsdp_core.worker import build_training, loop_config
+    from fsdp_core.worker import build_training, loop_config, model_args
 
-    spec = RunSpec(model="debug", seq_len=64, micro_batch=2).model_dump(mode="json")
+    spec = spec_from_fields(model="debug", seq_len=64, micro_batch=2).model_dump(mode="json")
     for key, value in {
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(_free_port()),
@@ -41,10 +41,10 @@ def debug_training(monkeypatch_module):
     # thread makes the step time depend on the neighbours' load more than on the code.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    args = RunSpec(model="debug").model_args()
+    args = model_args(spec)
     torch.manual_seed(0)
     model, optimizer, scaler = build_training(args, spec, torch.device("cpu"))
-    source = build_source(spec["data"], args.vocab_size, spec["seed"])
+    source = build_source(spec["train"]["data"], args.vocab_size, spec["train"]["seed"])
     yield model, optimizer, scaler, source, loop_config(spec)
     dist.destroy_process_group()
     torch.set_num_threads(threads)

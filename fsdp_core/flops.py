@@ -18,7 +18,7 @@ on a checkpointed `debug` model confirms it (tests/unit/test_flops.py).
 
 from __future__ import annotations
 
-from fsdp_core.flavors import ModelArgs
+from fsdp_core.model_args import ModelArgs
 
 # Blocks checkpointed under each activation-checkpointing mode: "selective" checkpoints every
 # second block (torchtitan's layer-wise selective AC with frequency 2).

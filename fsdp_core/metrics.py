@@ -13,6 +13,8 @@ import time
 import torch
 import torch.distributed as dist
 
+from fsdp_core.protocol import NODE_NAME_ENV
+
 # Variables that change collective or kernel behaviour: recorded so two results can be told apart.
 ENV_PREFIXES = ("NCCL_", "FI_", "TORCH_", "CUDA_", "OMP_", "KMP_", "GOMP_", "MKL_", "FSDP_BENCH_")
 
@@ -160,7 +162,7 @@ def gather_ints(values: list[int], device: torch.device) -> list[list[int]]:
 
 def node_name() -> str:
     """This rank's node: Slurm's node name when under Slurm (several slurmd may share a host), else the host."""
-    return os.environ.get("SLURMD_NODENAME") or os.environ.get("FSDP_BENCH_NODE_NAME") or socket.gethostname()
+    return os.environ.get("SLURMD_NODENAME") or os.environ.get(NODE_NAME_ENV) or socket.gethostname()
 
 
 def capture_env(device: torch.device, git: dict | None = None) -> dict:

@@ -1,16 +1,9 @@
 """Turn a meta-device Llama model into an FSDP2-sharded, materialised one.
 
-Order (torchtitan's): activation checkpointing, then torch.compile, then FSDP: each
-transformer block, then the root. Only after sharding are parameters materialised, one
-full parameter at a time, so a 70B model is never whole in one process's memory.
-
-| strategy           | device mesh                         | blocks reshard after forward |
-|--------------------|-------------------------------------|------------------------------|
-| full_shard         | (world,) shard                      | yes (ZeRO-3)                 |
-| shard_grad_op      | (world,) shard                      | no  (ZeRO-2)                 |
-| hybrid_shard       | (nodes, gpus_per_node) replicate x shard | yes                     |
-| hybrid_shard_zero2 | (nodes, gpus_per_node) replicate x shard | no                      |
-| no_shard           | (world, 1) replicate x shard        | no (plain data parallel)     |
+Order (torchtitan's): fp8 conversion, activation checkpointing, then torch.compile, then FSDP:
+each transformer block, then the root. Only after sharding are parameters materialised, one full
+parameter at a time, so a 70B model is never whole in one process's memory. What each strategy
+means (its mesh, whether blocks reshard after forward) is its recipe in fsdp_core/recipes.py.
 The root (embeddings, final norm, output) never reshards after forward: backward needs it
 first, so re-gathering it would be wasted traffic (torchtitan does the same).
 """
@@ -26,17 +19,10 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 from torch.distributed.tensor import DTensor, distribute_tensor
 
+from fsdp_core import recipes
 from fsdp_core.flops import SELECTIVE_AC_EVERY
 from fsdp_core.model import Transformer, init_parameter_, parameter_generator
 from fsdp_core.precision import apply_fp8, mixed_precision_policy
-
-RESHARD_BLOCKS = {
-    "full_shard": True,
-    "shard_grad_op": False,
-    "hybrid_shard": True,
-    "hybrid_shard_zero2": False,
-    "no_shard": False,
-}
 
 
 @dataclass(frozen=True)
@@ -57,21 +43,9 @@ class ParallelConfig:
 _MESHES: dict[tuple, DeviceMesh] = {}
 
 
-def mesh_layout(cfg: ParallelConfig) -> tuple[tuple[int, ...], tuple[str, ...]]:
-    """(shape, dimension names) of a strategy's data-parallel mesh (see the table above)."""
-    world = cfg.nodes * cfg.gpus_per_node
-    if cfg.strategy in ("full_shard", "shard_grad_op"):
-        return (world,), ("shard",)
-    if cfg.strategy in ("hybrid_shard", "hybrid_shard_zero2"):
-        return (cfg.nodes, cfg.gpus_per_node), ("replicate", "shard")
-    if cfg.strategy == "no_shard":
-        return (world, 1), ("replicate", "shard")
-    raise ValueError(f"unknown strategy {cfg.strategy}")
-
-
 def build_mesh(cfg: ParallelConfig, device_type: str, timeout: dt.timedelta | None = None) -> DeviceMesh:
     """The strategy's device mesh, built once per shape in this process; `timeout` on all its groups."""
-    shape, names = mesh_layout(cfg)
+    shape, names = recipes.strategy(cfg.strategy).mesh_layout(cfg.nodes, cfg.gpus_per_node)
     key = (device_type, shape, names)
     if key not in _MESHES:
         _MESHES[key] = init_device_mesh(device_type, shape, mesh_dim_names=names)
@@ -126,7 +100,7 @@ def apply_fsdp(model: Transformer, mesh: DeviceMesh, cfg: ParallelConfig) -> Non
     # model code and fp32 numerics untouched and puts no complex tensors in the compiled blocks.
     block_policy = mixed_precision_policy(cfg.precision, cast_forward_inputs=False)
     offload: OffloadPolicy = CPUOffloadPolicy() if cfg.cpu_offload else OffloadPolicy()
-    reshard = RESHARD_BLOCKS[cfg.strategy]
+    reshard = recipes.strategy(cfg.strategy).reshard_after_forward
     for block in model.layers.values():
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=block_policy, offload_policy=offload)
     fully_shard(model, mesh=mesh, reshard_after_forward=False, mp_policy=mp_policy, offload_policy=offload)
@@ -134,7 +108,7 @@ def apply_fsdp(model: Transformer, mesh: DeviceMesh, cfg: ParallelConfig) -> Non
 
 def parallelize_llama(model: Transformer, cfg: ParallelConfig, mesh: DeviceMesh) -> Transformer:
     """Apply fp8, AC, compile and FSDP in the documented order; the model stays on meta."""
-    if cfg.precision == "fp8":
+    if recipes.precision(cfg.precision).fp8_linears:
         apply_fp8(model)
     apply_activation_checkpointing(model, cfg.activation_checkpointing)
     if cfg.compile:

@@ -1,12 +1,6 @@
-"""Precision recipes: FSDP2 mixed-precision policies, the fp16 gradient scaler, fp8 conversion.
+"""The precision recipes (fsdp_core/recipes.py) made real: FSDP2 mixed-precision policies, the
+fp16 gradient scaler, fp8 conversion and the device checks.
 
-| precision | parameters all-gathered and computed in | gradients reduced in |
-|-----------|-----------------------------------------|----------------------|
-| fp32      | fp32                                    | fp32                 |
-| bf16      | bf16                                    | fp32                 |
-| bf16_pure | bf16                                    | bf16 (llama-recipes' pure_bf16) |
-| fp16      | fp16 (+ sharded gradient scaler)        | fp32                 |
-| fp8       | fp8 linears via torchao, bf16 elsewhere | fp32                 |
 fp8 converts only Linears whose dimensions are multiples of 16, never the output (fp8_module_filter).
 The sharded master parameters and the optimizer state stay in fp32 in every recipe.
 """
@@ -17,13 +11,9 @@ import torch
 from torch import nn
 from torch.distributed.fsdp import MixedPrecisionPolicy
 
-_POLICIES = {
-    "fp32": (None, None),
-    "bf16": (torch.bfloat16, torch.float32),
-    "bf16_pure": (torch.bfloat16, torch.bfloat16),
-    "fp16": (torch.float16, torch.float32),
-    "fp8": (torch.bfloat16, torch.float32),
-}
+from fsdp_core.recipes import precision as recipe_of
+
+TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
 def mixed_precision_policy(precision: str, cast_forward_inputs: bool = True) -> MixedPrecisionPolicy:
@@ -32,19 +22,23 @@ def mixed_precision_policy(precision: str, cast_forward_inputs: bool = True) -> 
     cast_forward_inputs=False leaves a module's floating-point forward arguments as they come
     (FSDP2 otherwise casts every one of them to param_dtype before the module runs).
     """
-    param_dtype, reduce_dtype = _POLICIES[precision]
+    recipe = recipe_of(precision)
+    if recipe.param_dtype == "float32" and recipe.reduce_dtype == "float32":
+        param_dtype = reduce_dtype = None  # nothing to cast: FSDP2's default policy
+    else:
+        param_dtype, reduce_dtype = TORCH_DTYPES[recipe.param_dtype], TORCH_DTYPES[recipe.reduce_dtype]
     return MixedPrecisionPolicy(
         param_dtype=param_dtype, reduce_dtype=reduce_dtype, cast_forward_inputs=cast_forward_inputs
     )
 
 
 def compute_dtype(precision: str) -> torch.dtype:
-    return _POLICIES[precision][0] or torch.float32
+    return TORCH_DTYPES[recipe_of(precision).param_dtype]
 
 
 def build_grad_scaler(precision: str, device_type: str):
     """A gradient scaler for fp16 (DTensor-aware, so it works on sharded gradients); None otherwise."""
-    if precision != "fp16":
+    if not recipe_of(precision).grad_scaler:
         return None
     from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 
@@ -53,10 +47,19 @@ def build_grad_scaler(precision: str, device_type: str):
 
 def check_precision_supported(precision: str, device: torch.device) -> None:
     """Refuse a precision the device cannot run, before any work is done."""
-    if precision == "fp8":
-        if device.type != "cuda" or torch.cuda.get_device_capability(device) < (8, 9):
-            raise RuntimeError("precision fp8 needs a GPU with FP8 tensor cores (compute capability >= 8.9)")
-    if precision in ("bf16", "bf16_pure", "fp8") and device.type == "cuda" and not torch.cuda.is_bf16_supported():
+    recipe = recipe_of(precision)
+    if device.type not in recipe.device_types:
+        raise RuntimeError(
+            f"precision {precision} needs a {' or '.join(recipe.device_types)} device ({recipe.summary})"
+        )
+    if (
+        device.type == "cuda"
+        and recipe.min_capability
+        and torch.cuda.get_device_capability(device) < recipe.min_capability
+    ):
+        needed = ".".join(map(str, recipe.min_capability))
+        raise RuntimeError(f"precision {precision} needs a GPU of compute capability >= {needed} ({recipe.summary})")
+    if recipe.param_dtype == "bfloat16" and device.type == "cuda" and not torch.cuda.is_bf16_supported():
         raise RuntimeError(f"precision {precision} needs bf16 support on {torch.cuda.get_device_name(device)}")
 
 
@@ -98,7 +101,7 @@ def apply_fp8(model: nn.Module) -> None:
 
 def after_optimizer_step(model: nn.Module, precision: str) -> None:
     """fp8 with fp8 all-gather: precompute the next step's scales in one all-reduce (torchao's advice)."""
-    if precision == "fp8":  # pragma: no cover - GPU images only
+    if recipe_of(precision).fp8_linears:  # pragma: no cover - GPU images only
         from torchao.float8 import precompute_float8_dynamic_scale_for_fsdp
 
         precompute_float8_dynamic_scale_for_fsdp(model)

@@ -1,17 +1,21 @@
 """The parent-to-rank protocol: the files a launch shares between bench (the parent) and the ranks.
 
-Torch-free and dependency-free: bench's launchers and the worker both read the names and rules
-from here, so neither side can drift from the other.
+Torch-free and dependency-free: bench's launchers and the worker both read the names, the file
+shapes and the rules from here, so neither side can drift from the other.
 
-    <results>/<sweep>/_launches/<stamp>/launch.json   parent -> ranks: the points to run
+    <results>/<sweep>/_launches/<stamp>/launch.json   parent -> ranks: the points to run (LaunchFile)
     <results>/<sweep>/<point_id>/started              rank 0, when the point starts (its timeout runs from here)
     <results>/<sweep>/<point_id>/result.json          rank 0 (or the parent, for a failure): the record
-    <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason
+    <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
 """
 
 from __future__ import annotations
 
+import json
+import os
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 LAUNCH_FILE = "launch.json"
 STARTED_MARK = "started"
@@ -21,6 +25,66 @@ ERRORS_DIR = "errors"
 # watch always ends a hang first (status `timeout`); otherwise a peer's collective timeout could
 # win the race and the point would read as `failed` with a secondary "timed out" message.
 PG_TIMEOUT_MARGIN_S = 60.0
+# Environment variables the parent sets for every rank it starts.
+RANKS_PER_HOST_ENV = "FSDP_BENCH_RANKS_PER_HOST"  # ranks sharing this host's cores (thread sizing)
+NODE_NAME_ENV = "FSDP_BENCH_NODE_NAME"  # the node a rank runs on, where the hostname would not say
+
+
+@dataclass
+class LaunchPoint:
+    """One point of a launch: where its files go and everything the ranks need to run it."""
+
+    point_id: str
+    point_dir: str
+    spec: dict[str, Any]  # the resolved RunSpec as JSON (bench.schemas)
+    recipe: dict[str, Any]  # the strategy and precision recipes it runs with (fsdp_core.recipes)
+    mfu_peak_dtype: str  # the device peak MFU divides by
+    fp8_peak_dtype: str | None = None  # fp8 runs: also report MFU against this peak
+    log_dir: str | None = None
+
+
+@dataclass
+class LaunchFile:
+    """launch.json: points of one world shape, run in turn by the same ranks."""
+
+    points: list[LaunchPoint]
+    peak_table: list[dict[str, Any]] = field(default_factory=list)  # every known device's runtime names and peaks
+    git: dict[str, Any] = field(default_factory=dict)  # the parent checkout's commit, for the record
+
+    def write(self, path: Path) -> None:
+        write_json_atomic(Path(path), asdict(self))
+
+    @classmethod
+    def read(cls, path: Path) -> LaunchFile:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LaunchFile:
+        return cls(
+            points=[LaunchPoint(**p) for p in data["points"]],
+            peak_table=data.get("peak_table", []),
+            git=data.get("git", {}),
+        )
+
+
+@dataclass
+class RankError:
+    """errors/rank<R>.json: why rank R failed, in one line."""
+
+    rank: int
+    type: str
+    message: str
+    oom: bool = False
+    traceback: str = ""
+
+    def write(self, point_dir: Path) -> None:
+        path = error_file(point_dir, self.rank)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, asdict(self))
+
+    @classmethod
+    def read(cls, path: Path) -> RankError:
+        return cls(**json.loads(Path(path).read_text()))
 
 
 def error_file(point_dir: Path, rank: int) -> Path:
@@ -33,6 +97,19 @@ def error_files(point_dir: Path) -> list[Path]:
     return sorted((Path(point_dir) / ERRORS_DIR).glob("rank*.json"), key=lambda p: int(p.stem[4:]))
 
 
+def read_errors(point_dir: Path) -> list[RankError]:
+    return [RankError.read(p) for p in error_files(point_dir)]
+
+
 def collective_timeout_s(point_timeout_s: float) -> float:
     """The process groups' timeout for a point: its own timeout plus the margin."""
     return float(point_timeout_s) + PG_TIMEOUT_MARGIN_S
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write JSON through a temporary file and a rename: a reader never sees half a file."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    tmp.replace(path)

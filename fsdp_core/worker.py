@@ -2,19 +2,17 @@
 
     torchrun ... -m fsdp_core.worker LAUNCH.json
 
-LAUNCH.json (written by bench, resolved: ranks never see Hydra) holds one or more points
-that share this world shape; they run in turn, each with a fresh model and clean state.
-Rank 0 writes each point's result.json atomically. A rank that fails writes
-`<point_dir>/errors/rank<R>.json` with a one-line reason, then exits non-zero; bench turns
+LAUNCH.json (fsdp_core/protocol.py's LaunchFile, written by bench, resolved: ranks never see
+Hydra) holds one or more points that share this world shape; they run in turn, each with a fresh
+model and clean state. Rank 0 writes each point's result.json atomically. A rank that fails
+leaves `<point_dir>/errors/rank<R>.json` with a one-line reason, then exits non-zero; bench turns
 that into a failed/oom record.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
 import gc
-import json
 import os
 import sys
 import time
@@ -24,17 +22,27 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from fsdp_core.data import build_source
-from fsdp_core.flavors import ModelArgs
-from fsdp_core.flops import flops_per_token, hardware_flops_per_token
 from fsdp_core.compile_stats import CompileStats
+from fsdp_core.data import build_source
+from fsdp_core.flops import flops_per_token, hardware_flops_per_token
 from fsdp_core.metrics import capture_env, max_over_ranks, peak_memory_record, step_time_stats
 from fsdp_core.model import build_model
+from fsdp_core.model_args import ModelArgs
 from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
 from fsdp_core.precision import build_grad_scaler, check_precision_supported
-from fsdp_core.protocol import RESULT_FILE, STARTED_MARK, collective_timeout_s, error_file
+from fsdp_core.protocol import (
+    RANKS_PER_HOST_ENV,
+    RESULT_FILE,
+    STARTED_MARK,
+    LaunchFile,
+    LaunchPoint,
+    RankError,
+    collective_timeout_s,
+    write_json_atomic,
+)
 from fsdp_core.train import LoopConfig, run_loop
 
+RECORD_SCHEMA_VERSION = 2  # bench.schemas.SCHEMA_VERSION: the record shape assemble_record writes
 
 
 def now_iso() -> str:
@@ -47,7 +55,7 @@ def setup_device(device_type: str, threads_per_rank: int) -> torch.device:
     if device_type == "cuda":
         torch.cuda.set_device(local_rank)
         return torch.device("cuda", local_rank)
-    ranks_here = int(os.environ.get("FSDP_BENCH_RANKS_PER_HOST") or os.environ.get("LOCAL_WORLD_SIZE", 1))
+    ranks_here = int(os.environ.get(RANKS_PER_HOST_ENV) or os.environ.get("LOCAL_WORLD_SIZE", 1))
     threads = threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
     torch.set_num_threads(threads)
     return torch.device("cpu")
@@ -73,29 +81,30 @@ def lookup_peak_tflops(peak_table: list[dict], device_name: str, dtype: str) -> 
             if peak is None:
                 return None, f"no {dtype} peak for {entry['device']} in the device table"
             return float(peak), None
-    return None, f"device '{device_name}' is not in the peak-FLOPs table (bench/hardware.py)"
+    return None, f"device '{device_name}' is not in the peak-FLOPs table (sweeps/device/*.yaml)"
 
 
-def run_point(point: dict, launch: dict) -> None:
+def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
     """Train one point and have rank 0 write its record; leave no compiled state behind."""
-    spec, started, t0 = point["spec"], now_iso(), time.perf_counter()
-    point_dir = Path(point["point_dir"])
-    device = setup_device(spec["device_type"], spec.get("threads_per_rank", 0))
-    timeout = dt.timedelta(seconds=collective_timeout_s(spec["point_timeout_s"]))
-    init_distributed(device, timeout, spec["cpu_offload"])
+    spec, started, t0 = point.spec, now_iso(), time.perf_counter()
+    train = spec["train"]
+    point_dir = Path(point.point_dir)
+    device = setup_device(spec["cluster"]["device_type"], train.get("threads_per_rank", 0))
+    timeout = dt.timedelta(seconds=collective_timeout_s(spec["sweep"]["point_timeout_s"]))
+    init_distributed(device, timeout, train["cpu_offload"])
     if dist.get_rank() == 0:
         point_dir.mkdir(parents=True, exist_ok=True)
         (point_dir / STARTED_MARK).write_text(started)
     check_precision_supported(spec["precision"], device)
-    torch.manual_seed(spec["seed"])
+    torch.manual_seed(train["seed"])
     compile_stats = CompileStats()
     try:
-        args = ModelArgs(**point["model_args"])
+        args = model_args(spec)
         model, optimizer, scaler = build_training(args, spec, device, timeout)
-        source = build_source(spec["data"], args.vocab_size, spec["seed"])
+        source = build_source(train["data"], args.vocab_size, train["seed"])
         loop = run_loop(model, optimizer, scaler, source, loop_config(spec), device)
         record = assemble_record(point, launch, args, loop, device, started, time.perf_counter() - t0)
-        if spec.get("compile"):
+        if train.get("compile"):
             record["metrics"]["compile"] = compile_stats.summary(model)
         if dist.get_rank() == 0:
             write_json_atomic(point_dir / RESULT_FILE, record)
@@ -111,36 +120,65 @@ def run_point(point: dict, launch: dict) -> None:
     dist.barrier()
 
 
+def model_args(spec: dict) -> ModelArgs:
+    """The spec's resolved model section as the engine's model arguments."""
+    return ModelArgs(**{k: v for k, v in spec["model"].items() if k != "overrides"})
+
+
 def build_training(args: ModelArgs, spec: dict, device: torch.device, timeout: dt.timedelta | None = None):
     """Meta model -> parallelised -> materialised, plus AdamW and the fp16 scaler."""
-    cfg = from_spec(ParallelConfig, spec)
+    train = spec["train"]
+    cfg = parallel_config(spec)
     model = parallelize_llama(build_model(args), cfg, build_mesh(cfg, device.type, timeout))
-    materialize(model, device, spec["seed"], offload=spec["cpu_offload"])
+    materialize(model, device, train["seed"], offload=train["cpu_offload"])
     # fused on GPU (one kernel, no full-size temporaries; torchtitan's default), foreach on CPU where
     # fused AdamW is slower: one multi-tensor kernel per group instead of one per parameter.
     fused = device.type == "cuda"
-    optimizer = torch.optim.AdamW(model.parameters(), lr=spec["lr"], weight_decay=0.1, fused=fused, foreach=not fused)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=train["lr"], weight_decay=0.1, fused=fused, foreach=not fused)
     return model, optimizer, build_grad_scaler(spec["precision"], device.type)
 
 
+def parallel_config(spec: dict) -> ParallelConfig:
+    train = spec["train"]
+    return ParallelConfig(
+        strategy=spec["strategy"],
+        precision=spec["precision"],
+        nodes=spec["nodes"],
+        gpus_per_node=spec["gpus_per_node"],
+        activation_checkpointing=train["activation_checkpointing"],
+        compile=train["compile"],
+        compile_backend=train.get("compile_backend", "inductor"),
+        cpu_offload=train["cpu_offload"],
+    )
+
+
 def loop_config(spec: dict) -> LoopConfig:
-    debug = {k: v for k, v in (spec.get("debug") or {}).items() if v is not None}
-    return from_spec(LoopConfig, {**spec, **debug})
+    train, debug = spec["train"], spec.get("debug") or {}
+    return LoopConfig(
+        steps=train["steps"],
+        warmup_steps=train["warmup_steps"],
+        grad_accum=train["grad_accum"],
+        micro_batch=train["micro_batch"],
+        seq_len=train["seq_len"],
+        precision=spec["precision"],
+        fail_rank=debug.get("fail_rank"),
+        fail_step=debug.get("fail_step"),
+        hang=debug.get("hang", False),
+        oom=debug.get("oom", False),
+        slow_fraction=debug.get("slow_fraction", 0.0),
+    )
 
 
-def from_spec(cls, values: dict):
-    """A dataclass filled from the spec's keys of the same names (the spec's names are the contract)."""
-    return cls(**{f.name: values[f.name] for f in dataclasses.fields(cls) if f.name in values})
-
-
-def assemble_record(point: dict, launch: dict, args: ModelArgs, loop, device, started: str, wall_s: float) -> dict:
+def assemble_record(
+    point: LaunchPoint, launch: LaunchFile, args: ModelArgs, loop, device, started: str, wall_s: float
+) -> dict:
     """The RunResult-shaped record (bench validates it with pydantic when it reads it back)."""
-    spec, world = point["spec"], dist.get_world_size()
+    spec, world = point.spec, dist.get_world_size()
     step_times = max_over_ranks(loop.step_times_s, device)
     losses = torch.tensor(loop.losses, dtype=torch.float64, device=device)
     dist.all_reduce(losses)
     losses = (losses / world).tolist()
-    env = capture_env(device, launch.get("git"))
+    env = capture_env(device, launch.git)
     metrics, notes = throughput_metrics(spec, args, step_times, env["device_name"], point, launch)
     metrics.update(
         {
@@ -164,36 +202,38 @@ def assemble_record(point: dict, launch: dict, args: ModelArgs, loop, device, st
     if loop.comm_bytes is None:
         notes["comm_bytes_per_step"] = "counted on the last warm-up step: needs train.warmup_steps >= 1"
     return {
-        "schema_version": 1,
-        "point_id": point["point_id"],
-        "sweep": spec["sweep"],
+        "schema_version": RECORD_SCHEMA_VERSION,
+        "point_id": point.point_id,
+        "sweep": spec["sweep"]["name"],
         "status": "ok",
         "error": None,
         "started_at": started,
         "finished_at": now_iso(),
         "wall_s": wall_s,
         "spec": spec,
+        "recipe": point.recipe,
         "model_info": args.info(),
         "metrics": metrics,
         "env": env,
         "notes": notes,
-        "log_dir": point.get("log_dir"),
+        "log_dir": point.log_dir,
     }
 
 
 def throughput_metrics(
-    spec: dict, args: ModelArgs, step_times: list[float], device_name: str, point: dict, launch: dict
+    spec: dict, args: ModelArgs, step_times: list[float], device_name: str, point: LaunchPoint, launch: LaunchFile
 ):
     """tokens/s, step-time distribution, achieved TFLOP/s, MFU and HFU (null with a reason when unknown)."""
+    train = spec["train"]
     world = spec["nodes"] * spec["gpus_per_node"]
-    tokens_per_step = world * spec["micro_batch"] * spec["grad_accum"] * spec["seq_len"]
+    tokens_per_step = world * train["micro_batch"] * train["grad_accum"] * train["seq_len"]
     stats = step_time_stats(step_times)
     tokens_per_s = tokens_per_step / stats["median"]
     per_device = tokens_per_s / world
-    model_flops = flops_per_token(args, spec["seq_len"])
-    hw_flops = hardware_flops_per_token(args, spec["seq_len"], spec["activation_checkpointing"])
-    table = launch.get("peak_table", [])
-    peak, reason = lookup_peak_tflops(table, device_name, point.get("peak_dtype", "bf16"))
+    model_flops = flops_per_token(args, train["seq_len"])
+    hw_flops = hardware_flops_per_token(args, train["seq_len"], train["activation_checkpointing"])
+    table = launch.peak_table
+    peak, reason = lookup_peak_tflops(table, device_name, point.mfu_peak_dtype)
     metrics = {
         "tokens_per_s": tokens_per_s,
         "tokens_per_s_per_device": per_device,
@@ -207,45 +247,37 @@ def throughput_metrics(
         "tokens_per_step": tokens_per_step,
     }
     notes = {"mfu": reason, "hfu": reason} if reason else {}
-    if point.get("fp8_peak_dtype"):
+    if point.fp8_peak_dtype:
         # fp8 runs: MFU above divides by the bf16 peak (torchtitan's and most published tables'
         # convention: attention, norms and the output layer stay bf16); this one by the fp8 peak.
-        fp8_peak, _ = lookup_peak_tflops(table, device_name, point["fp8_peak_dtype"])
+        fp8_peak, _ = lookup_peak_tflops(table, device_name, point.fp8_peak_dtype)
         metrics["mfu_fp8_peak"] = per_device * model_flops / (fp8_peak * 1e12) if fp8_peak else None
-        notes["mfu"] = reason or "fp8: MFU against the bf16 peak (torchtitan's convention); mfu_fp8_peak against the fp8 peak"
+        notes["mfu"] = (
+            reason or "fp8: MFU against the bf16 peak (torchtitan's convention); mfu_fp8_peak against the fp8 peak"
+        )
     return metrics, notes
 
 
-def write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    tmp.replace(path)
-
-
-def record_failure(point: dict, exc: BaseException) -> None:
+def record_failure(point: LaunchPoint, exc: BaseException) -> None:
     """Leave this rank's one-line reason where bench will look for it."""
-    rank = int(os.environ.get("RANK", 0))
-    path = error_file(Path(point["point_dir"]), rank)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    message = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}".strip()
+    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    message = f"{type(exc).__name__}: {first}".strip()
     oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
-    payload = {
-        "rank": rank,
-        "type": type(exc).__name__,
-        "message": message[:500],
-        "oom": oom,
-        "traceback": traceback.format_exc()[-4000:],
-    }
-    write_json_atomic(path, payload)
+    error = RankError(
+        int(os.environ.get("RANK", 0)), type(exc).__name__, message[:500], oom, traceback.format_exc()[-4000:]
+    )
+    error.write(Path(point.point_dir))
 
 
-def run_launch(launch: dict) -> None:
+def run_launch(launch: LaunchFile | dict) -> None:
     """Run a launch's points in turn in this process; a failing point leaves its reason, then re-raises.
 
     Callable in-process (Ray Train's TorchTrainer uses it as train_loop_per_worker, with the
-    process group already initialised); `main` is the torchrun entry point around it.
+    process group already initialised, and hands it the launch file's content as a dict);
+    `main` is the torchrun entry point around it.
     """
-    for point in launch["points"]:
+    launch = launch if isinstance(launch, LaunchFile) else LaunchFile.from_dict(launch)
+    for point in launch.points:
         try:
             run_point(point, launch)
         except BaseException as exc:  # noqa: BLE001 - every failure must leave its reason behind
@@ -254,7 +286,7 @@ def run_launch(launch: dict) -> None:
 
 
 def main(argv: list[str]) -> int:
-    launch = json.loads(Path(argv[0]).read_text())
+    launch = LaunchFile.read(Path(argv[0]))
     try:
         run_launch(launch)
     except BaseException:  # noqa: BLE001 - the reason is recorded; exit without teardown

@@ -30,15 +30,17 @@ from bench.stats import (
 )
 from reports.diagnosis import FLAG_POINTS
 
-# What must match for two points to be compared at all: everything but nodes, batch and repeat.
+# The configuration columns that name a series in legends and tables (reports/labels.py); which
+# points form a series is bench.stats.scaling_key's decision (the weak_key/strong_key columns),
+# the same one the planner makes. The named columns come first so series keep a readable order.
 GROUP_KEYS = [
     "sweep", "model", "variant", "strategy", "precision", "cluster", "seq_len", "gpus_per_node",
     "activation_checkpointing", "compile", "cpu_offload",
 ]  # fmt: skip
 # One configuration at one node count; repeats (spec.repeat) are pooled into it.
-CELL_KEYS = [*GROUP_KEYS, "micro_batch", "grad_accum", "nodes"]
-WEAK_KEYS = [*GROUP_KEYS, "micro_batch", "grad_accum"]
-STRONG_KEYS = [*GROUP_KEYS, "global_batch"]
+CELL_KEYS = [*GROUP_KEYS, "micro_batch", "grad_accum", "weak_key", "strong_key", "nodes"]
+WEAK_KEYS = [*GROUP_KEYS, "micro_batch", "grad_accum", "weak_key"]
+STRONG_KEYS = [*GROUP_KEYS, "global_batch", "strong_key"]
 
 # A point is flagged when its measured efficiency is this far below the planner's prediction
 # (a fraction: 0.10 = 10 percentage points; the threshold itself lives in reports/diagnosis.py).
@@ -149,7 +151,9 @@ def _with_efficiency(data: pd.DataFrame, mode: str) -> pd.DataFrame:
     base = data.groupby("series")[["nodes", "tokens_per_s", "cell"]].transform("first")
     data = data.assign(mode=mode, baseline_nodes=base["nodes"])
     data["speedup"] = data["tokens_per_s"] / base["tokens_per_s"]
-    data["scaling_efficiency"] = scaling_efficiency(data["tokens_per_s"], base["tokens_per_s"], data["nodes"], base["nodes"])
+    data["scaling_efficiency"] = scaling_efficiency(
+        data["tokens_per_s"], base["tokens_per_s"], data["nodes"], base["nodes"]
+    )
     data["eff_ci_low"], data["eff_ci_high"] = np.nan, np.nan
     if mode == "single":
         data[["speedup", "scaling_efficiency"]] = np.nan

@@ -9,7 +9,7 @@ import pandas as pd
 
 from bench.schemas import RunResult
 from reports.aggregate import build_cells, build_scaling, point_scaling
-from reports.frame import CapacityFn, records_to_frame
+from reports.frame import records_to_frame
 
 
 @dataclass(frozen=True)
@@ -22,9 +22,9 @@ class Analysis:
     scaling: pd.DataFrame
 
 
-def analyse(records: Iterable[RunResult], device_memory_gib: CapacityFn | None = None) -> Analysis:
+def analyse(records: Iterable[RunResult]) -> Analysis:
     """Records -> per-point frame with efficiencies, per-configuration cells, scaling series."""
-    frame = records_to_frame(records, device_memory_gib)
+    frame = records_to_frame(records)
     cells = build_cells(frame)
     scaling = build_scaling(cells)
     return Analysis(point_scaling(frame, cells, scaling), cells, scaling)

@@ -19,7 +19,6 @@ from reports import tables
 from reports.analysis import analyse
 from reports.environment import environment_lines
 from reports.export import write_csv
-from reports.frame import CapacityFn
 from reports.html import RenderedFigure, render_html
 from reports.render import render_figures
 from reports.reproduce import default_commands
@@ -33,17 +32,15 @@ def build_report(
     title: str | None = None,
     reproduce: Sequence[str] | None = None,
     problems: Sequence[tuple[str, str]] = (),
-    device_memory_gib: CapacityFn | None = None,
 ) -> Path:
     """Write the report of `records` into `out_dir`; returns the path of report.html.
 
     `reproduce`: the exact commands that produced the results (the sweep passes its own
     command line); one `fsdp-bench run` per configuration follows them. `problems`: (file,
     reason) pairs of records that could not be read, listed on the page.
-    `device_memory_gib(record)`: device capacity for the memory plot (see reports.frame).
     """
     with _gc_paused():
-        return _build(records, Path(out_dir), title, reproduce, problems, device_memory_gib)
+        return _build(records, Path(out_dir), title, reproduce, problems)
 
 
 @contextmanager
@@ -66,10 +63,9 @@ def _build(
     title: str | None,
     reproduce: Sequence[str] | None,
     problems: Sequence[tuple[str, str]],
-    device_memory_gib: CapacityFn | None,
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    analysis = analyse(records, device_memory_gib)
+    analysis = analyse(records)
     points = analysis.points
     title = title or _default_title(points)
     figures = render_figures(points, analysis.scaling)

@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from reports.frame import LIST_COLUMNS
+from reports.frame import KEY_COLUMNS, LIST_COLUMNS
 
 
 def write_csv(points: pd.DataFrame, path: Path) -> Path:
     """One row per point, every scalar column; floats written with full precision."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    points.drop(columns=[c for c in LIST_COLUMNS if c in points.columns]).to_csv(path, index=False)
+    points.drop(columns=[c for c in (*LIST_COLUMNS, *KEY_COLUMNS) if c in points.columns]).to_csv(path, index=False)
     return path
 
 
@@ -28,7 +28,7 @@ def write_parquet(points: pd.DataFrame, path: Path) -> Path:
         raise ValueError("parquet export needs pyarrow: pip install pyarrow") from None
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    frame = points.copy()
+    frame = points.drop(columns=[c for c in KEY_COLUMNS if c in points.columns])
     for column in LIST_COLUMNS:
         if column in frame.columns:
             frame[column] = frame[column].map(lambda values: [float(v) for v in values])

@@ -8,18 +8,21 @@ a failed point keeps its row (status, error) with empty numbers.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 import pandas as pd
 
 from bench.schemas import DebugKnobs, RunResult
+from bench.stats import scaling_key
 from reports.formatting import GIB
 
 # Columns that hold one list per row: kept in the frame for plots, left out of CSV.
 LIST_COLUMNS = ("step_times_s",)
+# The scaling-series keys (bench.stats.scaling_key): for aggregation only, left out of every export.
+KEY_COLUMNS = ("weak_key", "strong_key")
 
-# Prediction keys (issue 6: the planner's numbers stored in RunResult.prediction) -> frame columns.
+# Prediction keys (the planner's numbers stored in RunResult.prediction) -> frame columns.
 # Efficiencies are fractions (0.95 = 95 %), like the measured ones.
 PREDICTION_KEYS = {
     "tokens_per_s_per_device": "pred_tokens_per_s_per_device",
@@ -32,17 +35,10 @@ PREDICTION_KEYS = {
     "comm_time_s.overlapped": "pred_comm_overlapped_s",
 }
 
-CapacityFn = Callable[[RunResult], "float | None"]
 
-
-def records_to_frame(records: Iterable[RunResult], device_memory_gib: CapacityFn | None = None) -> pd.DataFrame:
-    """One row per point (the latest record per sweep and point id wins).
-
-    `device_memory_gib(record)` gives the device capacity for the memory plot; the report
-    command passes one built from the cluster table, since reports/ does not read it itself.
-    Without it, a prediction's `device_memory_bytes` is used where present.
-    """
-    rows = [_row(record, device_memory_gib) for record in records]
+def records_to_frame(records: Iterable[RunResult]) -> pd.DataFrame:
+    """One row per point (the latest record per sweep and point id wins)."""
+    rows = [_row(record) for record in records]
     frame = pd.DataFrame.from_records(rows, columns=COLUMNS)
     for column in NUMERIC_COLUMNS:
         frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
@@ -51,18 +47,20 @@ def records_to_frame(records: Iterable[RunResult], device_memory_gib: CapacityFn
     return frame.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)
 
 
-def _row(record: RunResult, capacity_fn: CapacityFn | None) -> dict[str, Any]:
-    spec, metrics = record.spec, record.metrics
+def _row(record: RunResult) -> dict[str, Any]:
+    spec, train, metrics = record.spec, record.spec.train, record.metrics
+    identity = spec.identity()
     row: dict[str, Any] = {
         "sweep": record.sweep, "point_id": record.point_id, "status": record.status, "error": record.error,
-        "model": spec.model, "variant": variant(record), "strategy": spec.strategy, "precision": spec.precision,
-        "cluster": spec.cluster, "launcher": spec.launcher, "nodes": spec.nodes, "gpus_per_node": spec.gpus_per_node,
-        "world_size": spec.world_size, "micro_batch": spec.micro_batch, "grad_accum": spec.grad_accum,
-        "per_device_batch": spec.micro_batch * spec.grad_accum,
-        "global_batch": spec.world_size * spec.micro_batch * spec.grad_accum,
-        "seq_len": spec.seq_len, "activation_checkpointing": spec.activation_checkpointing,
-        "compile": spec.compile, "cpu_offload": spec.cpu_offload, "repeat": spec.repeat, "steps": spec.steps,
-        "warmup_steps": spec.warmup_steps, "params": record.model_info.params,
+        "model": spec.model.name, "variant": variant(record), "strategy": spec.strategy, "precision": spec.precision,
+        "cluster": spec.cluster.name, "launcher": spec.launcher, "nodes": spec.nodes, "gpus_per_node": spec.gpus_per_node,
+        "world_size": spec.world_size, "micro_batch": train.micro_batch, "grad_accum": train.grad_accum,
+        "per_device_batch": train.micro_batch * train.grad_accum,
+        "global_batch": spec.world_size * train.micro_batch * train.grad_accum,
+        "seq_len": train.seq_len, "activation_checkpointing": train.activation_checkpointing,
+        "compile": train.compile, "cpu_offload": train.cpu_offload, "repeat": spec.repeat, "steps": train.steps,
+        "warmup_steps": train.warmup_steps, "params": record.model_info.params,
+        "weak_key": scaling_key(identity, "weak"), "strong_key": scaling_key(identity, "strong"),
         "tokens_per_s": metrics.tokens_per_s, "tokens_per_s_per_device": metrics.tokens_per_s_per_device,
         "tokens_per_step": metrics.tokens_per_step or spec.tokens_per_step,
         "mfu": metrics.mfu, "hfu": metrics.hfu, "tflops_per_device": metrics.tflops_per_device,
@@ -73,7 +71,7 @@ def _row(record: RunResult, capacity_fn: CapacityFn | None) -> dict[str, Any]:
         "mfu_note": record.notes.get("mfu"),
     }  # fmt: skip
     row.update(_step_time(record))
-    row.update(_memory(record, capacity_fn))
+    row.update(_memory(record))
     row.update(_comm(record))
     row.update(_env(record))
     row.update(prediction_values(record.prediction))
@@ -92,11 +90,13 @@ def _step_time(record: RunResult) -> dict[str, Any]:
     }
 
 
-def _memory(record: RunResult, capacity_fn: CapacityFn | None) -> dict[str, Any]:
+def _memory(record: RunResult) -> dict[str, Any]:
+    """The peak and the device's capacity, as the record's cluster says (it carries its facts)."""
     peak = record.metrics.peak_mem_bytes
-    gib = capacity_fn(record) if capacity_fn else None
-    capacity = gib * GIB if gib else _number((record.prediction or {}).get("device_memory_bytes"))
-    return {"peak_mem_bytes": peak.max if peak else None, "device_memory_bytes": capacity}
+    return {
+        "peak_mem_bytes": peak.max if peak else None,
+        "device_memory_bytes": record.spec.cluster.device_memory_gib * GIB,
+    }
 
 
 def _comm(record: RunResult) -> dict[str, Any]:
@@ -126,8 +126,8 @@ def _env(record: RunResult) -> dict[str, Any]:
 def variant(record: RunResult) -> str:
     """Non-default model/cluster overrides and debug knobs: points differing here never share a series."""
     spec = record.spec
-    parts = [f"model.{k}={v}" for k, v in sorted(spec.model_overrides.items())]
-    parts += [f"cluster.{k}={_compact(v)}" for k, v in sorted(spec.cluster_overrides.items())]
+    parts = [f"model.{k}={v}" for k, v in sorted(spec.model.overrides.items())]
+    parts += [f"cluster.{k}={_compact(v)}" for k, v in sorted(spec.cluster.overrides.items())]
     defaults = DebugKnobs().model_dump()
     parts += [f"debug.{k}={v}" for k, v in spec.debug.model_dump().items() if v != defaults[k]]
     return " ".join(parts)
@@ -180,5 +180,5 @@ COLUMNS = [
     "step_time_cv", "mfu", "hfu", "tflops_per_device", "peak_mem_bytes", "device_memory_bytes",
     "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes", "loss_first", "loss_last",
     "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",
-    "git_sha", "mfu_note", *PREDICTION_KEYS.values(), "step_times_s",
+    "git_sha", "mfu_note", *PREDICTION_KEYS.values(), "step_times_s", "weak_key", "strong_key",
 ]  # fmt: skip

@@ -1,6 +1,6 @@
 """The commands that reproduce a report's points, from the record-derived frame.
 
-Uses the CLI override keys of DESIGN section 3; only values that differ from the config
+Uses the config keys (docs/configuration.md); only values that differ from the config
 defaults are spelled out, so a command stays readable.
 """
 

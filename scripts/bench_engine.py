@@ -113,7 +113,7 @@ def measure_world(args: argparse.Namespace, world: int, scratch: Path) -> dict:
     }
 
 
-# (header, how to format a row): a markdown table, pasted as is into docs/sections/engine.md.
+# (header, how to format a row): a markdown table, pasted as is into docs/results/engine.md.
 COLUMNS = (
     ("world", lambda r: str(r["world_size"])),
     ("reported tok/s", lambda r: f"{r['reported_tokens_per_s']:,.0f}"),

@@ -74,9 +74,10 @@ def validate(points: list[list[str]], plan_out: Path | None) -> int:
             plan.append((label, "-", reason))
             continue
         print(
-            f"  ok      {label}: point_id {spec.point_id}, {spec.model} {spec.precision} seq {spec.seq_len} "
-            f"x micro_batch {spec.micro_batch}, {spec.steps} steps ({spec.warmup_steps} warm-up), "
-            f"world {spec.world_size}, {spec.cluster} ({spec.device_type}), point_timeout_s {spec.point_timeout_s:g}"
+            f"  ok      {label}: point_id {spec.point_id}, {spec.model.name} {spec.precision} seq {spec.train.seq_len} "
+            f"x micro_batch {spec.train.micro_batch}, {spec.train.steps} steps ({spec.train.warmup_steps} warm-up), "
+            f"world {spec.world_size}, {spec.cluster.name} ({spec.device_type}), "
+            f"point_timeout_s {spec.sweep.point_timeout_s:g}"
         )
         plan.append((label, spec.point_id, ""))
     if plan_out is not None:
@@ -202,8 +203,10 @@ def empty_row(label: str, status: str, note: str) -> dict[str, str]:
 
 def default_label(record: dict) -> str:
     spec = record.get("spec") or {}
-    parts = [spec.get("model"), spec.get("precision")]
-    parts += ["compile" if spec.get("compile") else None, "offload" if spec.get("cpu_offload") else None]
+    train = spec.get("train") or spec  # a record that did not validate is shown as read (any version)
+    model = spec.get("model")
+    parts = [model.get("name") if isinstance(model, dict) else model, spec.get("precision")]
+    parts += ["compile" if train.get("compile") else None, "offload" if train.get("cpu_offload") else None]
     return " ".join(str(p) for p in parts if p) or str(record.get("point_id", "?"))
 
 

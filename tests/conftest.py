@@ -22,6 +22,7 @@ import pytest
 from bench.records import load_records
 from bench.schemas import RunResult
 
+
 def pytest_collection_modifyitems(config, items):
     """`gpu` tests need an NVIDIA GPU: skip them, with the reason, where none is visible."""
     if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:

@@ -51,13 +51,22 @@ class BaselineFile(BaseModel):
 
 
 def migrate_baseline_v1(doc: dict[str, Any]) -> dict[str, Any]:
-    """Version 1 -> 2: per-metric sample lists become the step times and two constants.
+    """Version 1 -> 2: per-metric sample lists become the step times and two constants, and each
+    point's identity (a version-1 flat spec) becomes the version-2 identity.
 
     Version 1 stored, per run, step times and tokens/s = tokens per step / step time (and MFU =
     tokens/s x a constant) step by step, so the constants are exact ratios of the first step.
     """
+    from bench.check.points import match_identity
+    from bench.migrations import spec_v1_to_v2
+    from bench.schemas import RunSpec
+
     points = []
     for item in doc.get("points") or []:
+        try:
+            item = {**item, "identity": match_identity(RunSpec.model_validate(spec_v1_to_v2(item["identity"])))}
+        except (KeyError, TypeError, ValueError):
+            pass  # left as it is: validation names the problem
         samples = dict(item.get("samples") or {})
         steps = samples.get("step_time_s") or []
         first_step = steps[0][0] if steps and steps[0] else None

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from bench.check.points import PointData
-from bench.check.timings import TimingComparison, compare_timing_metric, has_timing
 from bench.check.thresholds import COUNTERS, METRICS, TIMINGS, Threshold, Thresholds
+from bench.check.timings import TimingComparison, compare_timing_metric, has_timing
 from bench.stats import MIN_RUNS
 
 # Floats such as flops_per_token are products of integers: a relative 1e-9 absorbs rounding
@@ -73,7 +73,7 @@ class CheckReport:
 
     @property
     def exit_code(self) -> int:
-        """0 pass, 1 regression, 2 nothing comparable (DESIGN section 3)."""
+        """0 pass, 1 regression, 2 nothing comparable (docs/checks.md)."""
         if not self.matched:
             return 2
         return 1 if self.regressions else 0

@@ -14,9 +14,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel
-
-from bench.schemas import DebugKnobs, RunResult, RunSpec
+from bench.labels import point_label as short_label
+from bench.schemas import RunResult, RunSpec
 
 # Spec fields that do not change what is measured, on top of RunSpec.identity()'s exclusions:
 # the repeat index (repeats are pooled) and the slow-down knob (an injected slowdown must be
@@ -55,41 +54,15 @@ def match_identity(spec: RunSpec) -> dict[str, Any]:
     return identity
 
 
-def _field_defaults(model: type[BaseModel]) -> dict[str, Any]:
-    """Each field's default as JSON (nested models dumped), for fields that have one."""
-    defaults = {}
-    for name, info in model.model_fields.items():
-        if info.is_required():
-            continue
-        value = info.get_default(call_default_factory=True)
-        defaults[name] = value.model_dump(mode="json") if isinstance(value, BaseModel) else value
-    return defaults
-
-
-def canonical_identity(identity: dict[str, Any]) -> dict[str, Any]:
-    """The identity without fields (and debug knobs) at their RunSpec defaults.
-
-    A field added to RunSpec later, with a default, then leaves the keys of existing points and
-    committed baselines unchanged: a baseline made before the field existed measured its default.
-    """
-    defaults, debug_defaults = _field_defaults(RunSpec), _field_defaults(DebugKnobs)
-    out = {k: v for k, v in identity.items() if k != "debug" and (k not in defaults or v != defaults[k])}
-    debug = {k: v for k, v in (identity.get("debug") or {}).items() if debug_defaults.get(k, object()) != v}
-    if debug:
-        out["debug"] = debug
-    return out
-
-
 def identity_key(identity: dict[str, Any]) -> str:
     """A short content hash of a matching identity (what points are matched on)."""
-    blob = json.dumps(canonical_identity(identity), sort_keys=True, separators=(",", ":"))
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 def point_label(identity: dict[str, Any], key: str) -> str:
-    """A readable name: model, nodes x ranks per node, strategy, precision and the key (unique)."""
-    shape = f"{identity.get('nodes')}x{identity.get('gpus_per_node')}"
-    return f"{identity.get('model')} {shape} {identity.get('strategy')} {identity.get('precision')} #{key[:6]}"
+    """The point's short name (bench.labels) and its key, which makes it unique."""
+    return f"{short_label(identity)} #{key[:6]}"
 
 
 def record_counters(record: RunResult) -> dict[str, float]:

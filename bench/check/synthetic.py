@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.schemas import CommBytes, EnvInfo, Metrics, ModelInfo, RunResult, RunSpec, StepTimeStats
+from bench.schemas import CommBytes, EnvInfo, Metrics, RunResult, RunSpec, StepTimeStats, model_info, recipe_of
 from fsdp_core.flops import flops_per_token
 
 # Placeholder communication volume of one step, bytes (a real debug point's value differs).
@@ -27,15 +27,21 @@ def step_times(median_s: float, cv: float, n: int, seed: int) -> list[float]:
 def make_record(
     times: list[float],
     *,
-    spec: dict[str, Any] | None = None,
+    spec: dict[str, Any] | RunSpec | None = None,
     status: str = "ok",
     comm: dict[str, int] | None = None,
     env: dict[str, Any] | None = None,
     mfu: float | None = None,
 ) -> RunResult:
-    """A valid RunResult of a `debug` point whose timed steps took `times` seconds."""
-    run_spec = RunSpec.model_validate({"model": "debug", "seq_len": 64, "micro_batch": 2, **(spec or {})})
-    args = run_spec.model_args()
+    """A valid RunResult of a `debug` point whose timed steps took `times` seconds (`spec`: a RunSpec,
+    or fields as bench.config.spec_from_fields takes them)."""
+    from bench.config import spec_from_fields
+
+    if isinstance(spec, RunSpec):
+        run_spec = spec
+    else:
+        run_spec = spec_from_fields(**{"model": "debug", "seq_len": 64, "micro_batch": 2, **(spec or {})})
+    args = run_spec.model.args()
     tokens = run_spec.tokens_per_step
     metrics = Metrics()
     if status == "ok":
@@ -53,16 +59,17 @@ def make_record(
             ),
             mfu=mfu,
             comm_bytes_per_step=CommBytes(**(comm or _COMM)),
-            flops_per_token=flops_per_token(args, run_spec.seq_len),
+            flops_per_token=flops_per_token(args, run_spec.train.seq_len),
             tokens_per_step=tokens,
         )
     return RunResult(
         point_id=run_spec.point_id,
-        sweep=run_spec.sweep,
+        sweep=run_spec.sweep.name,
         status=status,
         error=None if status == "ok" else f"synthetic {status}",
         spec=run_spec,
-        model_info=ModelInfo(**args.info()),
+        recipe=recipe_of(run_spec),
+        model_info=model_info(run_spec),
         metrics=metrics,
         env=EnvInfo(**(env or SYNTHETIC_ENV)),
     )

@@ -42,7 +42,7 @@ METRICS: dict[str, MetricDef] = {
 TIMINGS = tuple(name for name, m in METRICS.items() if m.kind == "timing")
 COUNTERS = tuple(name for name, m in METRICS.items() if m.kind == "counter")
 
-# 5%: the project's CI default (issue 5); scripts/validate_checks.py measures its false-alarm and
+# 5%: the project's CI default; scripts/validate_checks.py measures its false-alarm and
 # detection rates on this machine. Smaller changes need many more samples to tell apart from noise.
 DEFAULT_TIMING_PCT = 5.0
 # Counters are deterministic for a fixed spec and software stack: any worsening is a regression.

@@ -1,6 +1,6 @@
 """`fsdp-bench check RESULTS --baseline B`: the regression check for CI.
 
-Exit 0 pass, 1 regression, 2 nothing comparable or invalid input (DESIGN section 3).
+Exit 0 pass, 1 regression, 2 nothing comparable or invalid input (docs/checks.md).
 """
 
 from __future__ import annotations

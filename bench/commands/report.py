@@ -7,9 +7,7 @@ Exit 0 when a report was written (unreadable records are listed on the page and 
 from __future__ import annotations
 
 import argparse
-import functools
 import gc
-import json
 import shlex
 import sys
 from collections.abc import Sequence
@@ -83,7 +81,7 @@ def write_report(
     reproduce: Sequence[str] = (),
     problems: Sequence[RecordProblem] = (),
 ) -> Path:
-    """reports.build_report with the cluster table's device capacities filled in (the sweep calls this).
+    """reports.build_report of these records (the sweep calls this too).
 
     `reproduce`: the exact command lines that made these results (the sweep passes its own);
     the page adds one `fsdp-bench run` per configuration after them.
@@ -96,24 +94,4 @@ def write_report(
         title=title,
         reproduce=reproduce,
         problems=[(str(p.path), p.reason) for p in problems],
-        device_memory_gib=device_memory_gib,
     )
-
-
-def device_memory_gib(record: RunResult) -> float | None:
-    """The device capacity of the record's cluster preset with its overrides (None if unknown)."""
-    overrides = json.dumps(record.spec.cluster_overrides, sort_keys=True)
-    return _capacity_gib(record.spec.cluster, overrides)
-
-
-@functools.lru_cache(maxsize=256)
-def _capacity_gib(cluster: str, overrides_json: str) -> float | None:
-    """Cached: a sweep has a handful of clusters and thousands of records."""
-    from bench.hardware import CLUSTERS
-
-    if cluster not in CLUSTERS:
-        return None
-    try:
-        return float(CLUSTERS[cluster].with_overrides(**json.loads(overrides_json)).device_memory_gib)
-    except (TypeError, ValueError):
-        return None

@@ -78,7 +78,7 @@ def _run(points, launcher, overrides: list[str]) -> int:
         group_launches=bool(cfg["sweep"]["group_launches"]),
         plan=bool(cfg["sweep"]["plan"]),
     )
-    sweep_name = points[0].spec.sweep
+    sweep_name = points[0].spec.sweep.name
     print(
         f"sweep {sweep_name}: {len(points)} point(s) x {settings.repeats} repeat(s) -> "
         f"{settings.results_dir / sweep_name}",
@@ -116,7 +116,7 @@ def print_summary(records) -> None:
         s, tps, eff = r.spec, r.metrics.tokens_per_s, efficiency.get(r.point_id)
         label = s.point_id + (f"/r{s.repeat}" if s.repeat else "")
         print(
-            f"{label:<13}{s.model:<12}{s.nodes:>6}{s.gpus_per_node:>4}  {s.strategy:<19}{s.precision:<10}"
+            f"{label:<13}{s.model.name:<12}{s.nodes:>6}{s.gpus_per_node:>4}  {s.strategy:<19}{s.precision:<10}"
             f"{r.status:<12}{(f'{tps:,.0f}' if tps else '-'):>12}{(f'{eff:.0%}' if eff is not None else '-'):>8}"
         )
 

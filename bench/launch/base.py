@@ -98,18 +98,18 @@ class PointWatch:
         spec, point_dir = current
         mark = point_dir / STARTED_MARK
         if mark.exists():
-            return mark.stat().st_mtime + spec.point_timeout_s
+            return mark.stat().st_mtime + spec.sweep.point_timeout_s
         # Not started yet: the previous point's finish (or the launch) plus start-up and the timeout.
         previous = [d / RESULT_FILE for d in self.request.point_dirs if (d / RESULT_FILE).exists()]
         since = max((p.stat().st_mtime for p in previous), default=self.launched_at)
-        return since + self.startup_grace_s + spec.point_timeout_s
+        return since + self.startup_grace_s + spec.sweep.point_timeout_s
 
     def expired(self) -> bool:
         return time.time() > self.deadline()
 
     def describe_timeout(self) -> str:
         current = self.current()
-        limit = current[0].point_timeout_s if current else self.startup_grace_s
+        limit = current[0].sweep.point_timeout_s if current else self.startup_grace_s
         return f"no result within sweep.point_timeout_s={limit:g} s (the point hung or ran too slowly)"
 
 

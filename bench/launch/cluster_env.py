@@ -23,7 +23,7 @@ NCCL_ENV = {
 
 def uses_efa(spec: RunSpec) -> bool:
     """A CUDA point on a cluster preset whose nodes have EFA devices."""
-    return spec.device_type == "cuda" and spec.cluster_facts().efa_devices > 0
+    return spec.device_type == "cuda" and spec.cluster.efa_devices > 0
 
 
 def communication_env(spec: RunSpec, efa: bool) -> dict[str, str]:

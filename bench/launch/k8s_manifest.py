@@ -3,7 +3,7 @@
 One launch becomes a PyTorchJob (kubeflow.org/v1, training-operator release-1.9) plus a
 ConfigMap holding the pod-side launch file. Worker replicas = nodes; each pod runs one torchrun
 agent with nprocPerNode = gpus_per_node ranks and asks for the node's GPUs and EFA devices
-(bench/hardware.py: 32 EFA on p5, 4 on p4d/p4de). Agents meet through c10d rendezvous at
+(the cluster file's efa_devices: 32 on p5, 4 on p4d/p4de). Agents meet through c10d rendezvous at
 `<job>-worker-0` (the operator creates a headless Service per replica from the container port
 named `pytorchjob-port`); elasticPolicy says the same (min = max = nodes, no restarts), so the
 operator's PET_* environment agrees with the explicit torchrun arguments.
@@ -24,6 +24,7 @@ from pathlib import Path, PurePosixPath
 from bench.launch.base import STARTUP_GRACE_S, LaunchRequest
 from bench.launch.cluster_env import communication_env, uses_efa
 from bench.launch.torchrun import torchrun_args
+from fsdp_core.protocol import NODE_NAME_ENV, RANKS_PER_HOST_ENV
 
 API_VERSION = "kubeflow.org/v1"
 CONTAINER = "pytorch"  # the training operator requires this container name
@@ -36,7 +37,7 @@ _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 @dataclass
 class KubeflowOptions:
-    """Fields of sweeps/launcher/kubeflow.yaml (documented there and in the README)."""
+    """Fields of sweeps/launcher/kubeflow.yaml (documented there and in docs/configuration.md)."""
 
     apply: bool = False
     kubectl: str = "kubectl"
@@ -128,7 +129,7 @@ def render_pytorchjob(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 
 def run_policy(request: LaunchRequest, opts: KubeflowOptions) -> dict:
     """No retries (a failed point stays failed); a deadline covering start-up and every point."""
-    deadline = opts.startup_grace_s + sum(spec.point_timeout_s + STARTUP_GRACE_S for spec in request.points)
+    deadline = opts.startup_grace_s + sum(spec.sweep.point_timeout_s + STARTUP_GRACE_S for spec in request.points)
     policy = {"backoffLimit": 0, "cleanPodPolicy": "Running", "activeDeadlineSeconds": int(deadline)}
     if opts.ttl_seconds_after_finished is not None:
         policy["ttlSecondsAfterFinished"] = opts.ttl_seconds_after_finished
@@ -138,8 +139,8 @@ def run_policy(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 def pod_spec(request: LaunchRequest, opts: KubeflowOptions) -> dict:
     spec = request.points[0]
     selector = {}
-    if "." in spec.cluster:  # an EC2 instance type preset (p5.48xlarge): pin pods to that node type
-        selector[opts.instance_type_label] = spec.cluster
+    if "." in spec.cluster.name:  # an EC2 instance type preset (p5.48xlarge): pin pods to that node type
+        selector[opts.instance_type_label] = spec.cluster.name
     selector.update(opts.node_selector)
     pod = {"containers": [container(request, opts)], "volumes": volumes(request, opts)}
     if selector:
@@ -177,7 +178,7 @@ def container(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 
 def efa_devices(request: LaunchRequest, opts: KubeflowOptions) -> int:
     spec = request.points[0]
-    return spec.cluster_facts().efa_devices if opts.efa and uses_efa(spec) else 0
+    return spec.cluster.efa_devices if opts.efa and uses_efa(spec) else 0
 
 
 def resources(request: LaunchRequest, opts: KubeflowOptions) -> dict:
@@ -193,12 +194,12 @@ def resources(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 
 def environment(request: LaunchRequest, opts: KubeflowOptions) -> list[dict]:
     """FI_* (with EFA), NCCL_* (on GPUs), the node name for the record, then launcher.env."""
-    values: dict = {"PYTHONUNBUFFERED": "1", "FSDP_BENCH_RANKS_PER_HOST": str(request.gpus_per_node)}
+    values: dict = {"PYTHONUNBUFFERED": "1", RANKS_PER_HOST_ENV: str(request.gpus_per_node)}
     values.update(communication_env(request.points[0], efa=efa_devices(request, opts) > 0))
     values.update({str(k): str(v) for k, v in opts.env.items()})
     env = [{"name": key, "value": value} for key, value in values.items()]
     # The Kubernetes node each rank ran on, for the record's env.hostnames (fsdp_core.metrics.node_name).
-    env.append({"name": "FSDP_BENCH_NODE_NAME", "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
+    env.append({"name": NODE_NAME_ENV, "valueFrom": {"fieldRef": {"fieldPath": "spec.nodeName"}}})
     return env
 
 

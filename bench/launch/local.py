@@ -17,17 +17,19 @@ from pathlib import Path
 from bench.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.launch.torchrun import torchrun_args
 from bench.schemas import RunSpec
+from fsdp_core.protocol import RANKS_PER_HOST_ENV
 
 POLL_S = 0.25
 
 
 def token_file_problems(spec: RunSpec) -> list[str]:
-    path = Path(spec.data)
+    data, seq_len = spec.train.data, spec.train.seq_len
+    path = Path(data)
     if not path.is_file():
-        return [f"train.data: token file {spec.data} does not exist; allowed: synthetic, or the path of a token file"]
-    itemsize = 4 if spec.data.endswith(".u32") else 2  # the worker's memmap dtype (fsdp_core/data.py)
-    if path.stat().st_size // itemsize <= spec.seq_len:
-        return [f"train.data: {spec.data} holds fewer than train.seq_len + 1 = {spec.seq_len + 1} tokens"]
+        return [f"train.data: token file {data} does not exist; allowed: synthetic, or the path of a token file"]
+    itemsize = 4 if data.endswith(".u32") else 2  # the worker's memmap dtype (fsdp_core/data.py)
+    if path.stat().st_size // itemsize <= seq_len:
+        return [f"train.data: {data} holds fewer than train.seq_len + 1 = {seq_len + 1} tokens"]
     return []
 
 
@@ -43,7 +45,7 @@ def visible_gpus() -> list[str]:
 def cuda_problems(spec: RunSpec, available: int) -> list[str]:
     """Every "node" of a local launch runs on this host, so the whole world needs a GPU each."""
     if available == 0:
-        return [f"cluster: {spec.cluster} needs CUDA GPUs and this host has none; allowed here: cluster=local-cpu"]
+        return [f"cluster: {spec.cluster.name} needs CUDA GPUs and this host has none; allowed here: cluster=local-cpu"]
     if spec.world_size > available:
         return [
             f"nodes x gpus_per_node: {spec.nodes} x {spec.gpus_per_node} = {spec.world_size} ranks need a GPU each "
@@ -81,8 +83,8 @@ def rank_env(request: LaunchRequest) -> dict[str, str]:
     """Environment of every rank: how many ranks share this host (for thread sizing)."""
     env = dict(os.environ)
     ranks_here = request.nodes * request.gpus_per_node
-    env["FSDP_BENCH_RANKS_PER_HOST"] = str(ranks_here)
-    threads = request.points[0].threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
+    env[RANKS_PER_HOST_ENV] = str(ranks_here)
+    threads = request.points[0].train.threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
     env["OMP_NUM_THREADS"] = str(threads)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
@@ -94,7 +96,7 @@ class LocalLauncher(Launcher):
     def check_point(self, spec: RunSpec) -> list[str]:
         """The token file exists and is long enough; a CUDA point has CUDA GPUs on this host."""
         problems = []
-        if spec.data != "synthetic":
+        if spec.train.data != "synthetic":
             problems.extend(token_file_problems(spec))
         if spec.device_type == "cuda":
             problems.extend(cuda_problems(spec, len(visible_gpus())))

@@ -33,7 +33,7 @@ SHUTDOWN_GRACE_S = 15.0
 
 @dataclass
 class RayOptions:
-    """Fields of sweeps/launcher/ray.yaml (documented there and in the README)."""
+    """Fields of sweeps/launcher/ray.yaml (documented there and in docs/configuration.md)."""
 
     address: str | None = None
     node_ip_address: str = "127.0.0.1"
@@ -127,7 +127,7 @@ def ray_job(request: LaunchRequest, opts: RayOptions) -> dict:
     backend = "gloo"
     if spec.device_type == "cuda":
         # As fsdp_core.worker.init_distributed: CPU offload keeps some collectives on the host.
-        backend = "cpu:gloo,cuda:nccl" if spec.cpu_offload else "nccl"
+        backend = "cpu:gloo,cuda:nccl" if spec.train.cpu_offload else "nccl"
     num_cpus = opts.num_cpus or max(os.cpu_count() or 1, math.ceil(workers * opts.cpus_per_worker) + 1)
     return {
         "launch_file": str(request.launch_file.resolve()),
@@ -137,11 +137,11 @@ def ray_job(request: LaunchRequest, opts: RayOptions) -> dict:
         "num_workers": workers,
         "use_gpu": spec.device_type == "cuda",
         "cpus_per_worker": opts.cpus_per_worker,
-        "threads_per_rank": spec.threads_per_rank,
+        "threads_per_rank": spec.train.threads_per_rank,
         "backend": backend,
         # The process group's timeout: the slowest point's timeout plus the same margin as the other
         # launchers, so the launcher's watch ends a hang first and records it as `timeout`.
-        "timeout_s": int(collective_timeout_s(max(p.point_timeout_s for p in request.points))),
+        "timeout_s": int(collective_timeout_s(max(p.sweep.point_timeout_s for p in request.points))),
         "runtime_env": opts.runtime_env,
         "storage_path": str(Path(opts.storage_path or request.work_dir / "ray").resolve()),
         "name": request.work_dir.name,

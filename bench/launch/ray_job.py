@@ -18,6 +18,8 @@ import os
 import sys
 from pathlib import Path
 
+from fsdp_core.protocol import RANKS_PER_HOST_ENV
+
 
 def main(argv: list[str]) -> int:
     job = json.loads(Path(argv[0]).read_text())
@@ -74,7 +76,7 @@ def local_cluster_env(job: dict) -> None:
     if is_loopback(job["node_ip_address"]):
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     workers = job["num_workers"]
-    os.environ["FSDP_BENCH_RANKS_PER_HOST"] = str(workers)
+    os.environ[RANKS_PER_HOST_ENV] = str(workers)
     threads = job["threads_per_rank"] or max(1, (os.cpu_count() or 1) // workers)
     os.environ["OMP_NUM_THREADS"] = str(threads)
 

@@ -27,6 +27,7 @@ from bench.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest, Poi
 from bench.launch.cluster_env import communication_env, uses_efa
 from bench.launch.options import ConfiguredLauncher
 from bench.launch.torchrun import torchrun_args
+from fsdp_core.protocol import RANKS_PER_HOST_ENV
 
 # Job states after which nothing of the job runs any more (squeue --states=all shows them
 # for MinJobAge seconds, 300 by default; after that the job id is unknown, which means the same).
@@ -52,7 +53,7 @@ _JOB_ID = "__FSDP_BENCH_JOB_ID__"
 
 @dataclass
 class SlurmOptions:
-    """Fields of sweeps/launcher/slurm.yaml (documented there and in the README)."""
+    """Fields of sweeps/launcher/slurm.yaml (documented there and in docs/configuration.md)."""
 
     partition: str | None = None
     account: str | None = None
@@ -221,14 +222,14 @@ def time_limit(request: LaunchRequest, opts: SlurmOptions) -> str | int:
     """launcher.time_limit, else minutes enough for start-up plus every point's timeout."""
     if opts.time_limit is not None:
         return opts.time_limit
-    seconds = sum(spec.point_timeout_s + STARTUP_GRACE_S for spec in request.points) + opts.startup_grace_s
+    seconds = sum(spec.sweep.point_timeout_s + STARTUP_GRACE_S for spec in request.points) + opts.startup_grace_s
     return math.ceil(seconds / 60)
 
 
 def batch_script(request: LaunchRequest, opts: SlurmOptions) -> str:
     """The job's script: thread sizing, environment, then one srun step of torchrun agents."""
     ranks_per_host = opts.ranks_per_host or request.gpus_per_node
-    threads = request.points[0].threads_per_rank
+    threads = request.points[0].train.threads_per_rank
     # The same NCCL/EFA settings as the Kubeflow pods (bench/launch/cluster_env.py), then launcher.env.
     env = {**communication_env(request.points[0], efa=uses_efa(request.points[0])), **opts.env}
     exports = "".join(f"export {key}={shlex.quote(str(value))}\n" for key, value in env.items())
@@ -242,7 +243,7 @@ ranks_per_host={ranks_per_host}
 threads={threads}
 [ "$threads" -gt 0 ] || threads=$(( $(nproc) / ranks_per_host ))
 [ "$threads" -ge 1 ] || threads=1
-export FSDP_BENCH_RANKS_PER_HOST=$ranks_per_host OMP_NUM_THREADS=$threads PYTHONUNBUFFERED=1
+export {RANKS_PER_HOST_ENV}=$ranks_per_host OMP_NUM_THREADS=$threads PYTHONUNBUFFERED=1
 {exports}{srun_line(request, opts)}
 rc=$?
 echo "$rc" > {exit_file}

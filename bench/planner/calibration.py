@@ -1,10 +1,11 @@
 """The planner's own per-device numbers, and this machine's measured `local-cpu` calibration.
 
-bench/hardware.py holds datasheet facts shared with MFU (peaks, memory, links). What the
-planner adds is how much of them training achieves, keyed by the same device names:
+The device and cluster files (sweeps/device, sweeps/cluster) hold datasheet facts shared with
+MFU (peaks, memory, bandwidths) and each device's `relative_efficiency`. What the planner adds is
+how much of them training achieves:
 
-- `h100_efficiency` (and `RELATIVE_EFFICIENCY` for other GPUs): achieved hardware FLOP/s over
-  the datasheet peak of the compute dtype (an HFU) for FSDP transformer training.
+- `h100_efficiency` (times a device's `relative_efficiency`): achieved hardware FLOP/s over the
+  datasheet peak of the compute dtype (an HFU) for FSDP transformer training.
 - `cuda_interference`: seconds of compute lost per second of communication that runs
   overlapped with it (NCCL kernels occupy SMs and HBM bandwidth while they run).
 - `network_half_nodes`: fabric congestion. A ring spanning n nodes achieves
@@ -13,8 +14,8 @@ planner adds is how much of them training achieves, keyed by the same device nam
   in proportion to their communicated bytes as they grow, which line-rate rings cannot explain).
 - `compile_speedup`: throughput gained by `train.compile=true`.
 
-The GPU values are fitted once to ../shared/reference/published_calibration.csv by
-`python -m bench.planner.fit` (procedure in its docstring and in docs/sections/planner.md);
+The GPU values are fitted once to bench/planner/data/published_calibration.csv by
+`python -m bench.planner.fit` (procedure in its docstring and in docs/planner.md);
 tests/unit/test_planner_published.py refits and fails if these constants drift from the fit.
 
 For `cluster=local-cpu`, `fsdp-bench calibrate` measures this machine and writes a JSON file
@@ -30,26 +31,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.hardware import ClusterFacts
+from bench.schemas import ClusterSpec
 
 # --- fitted by `python -m bench.planner.fit --write` (see there); do not edit by hand ---------------
 GPU_FIT = {"h100_efficiency": 0.5606, "cuda_interference": 0.15, "network_half_nodes": 22.6, "compile_speedup": 1.1596}
 # -------------------------------------------------------------------------------------------------
 
-# Achievable fraction of each GPU relative to H100 SXM's fitted one.
-# - H200: the same Hopper compute as H100 SXM (more and faster HBM); no published rows here.
-# - A100: no row in the CSV. llm-foundry's benchmark README (the CSV's source) measured the same
-#   configuration on both chips: mpt-7b, seq 2048, micro-batch 6, 8 GPUs, no checkpointing, HFU
-#   0.6423 on A100-80GB vs 0.4644 on H100-80GB; A100 scales the H100 value by that ratio.
-RELATIVE_EFFICIENCY = {"h100-sxm": 1.0, "h200": 1.0, "a100-80gb": 0.6423 / 0.4644, "a100-40gb": 0.6423 / 0.4644}
 # CPU: gloo's communication thread competes for the cores the matmuls use: an overlapped second
 # of communication costs a full second of compute.
 CPU_INTERFERENCE = 1.0
 
-# Datasheet memory bandwidth (GB/s) for the optimizer step, and the host link (GB/s, PCIe x16
-# per direction: Gen4 for A100, Gen5 for H100/H200) for CPU offload.
-HBM_GBPS = {"a100-40gb": 1555, "a100-80gb": 2039, "h100-sxm": 3350, "h200": 4800}
-HOST_LINK_GBPS = {"a100-40gb": 32, "a100-80gb": 32, "h100-sxm": 64, "h200": 64}
+# A device file without `memory_gbps` / `host_link_gbps`: an A100-class HBM and a PCIe Gen4 x16 link.
+DEFAULT_HBM_GBPS = 2000.0
+DEFAULT_HOST_LINK_GBPS = 32.0
 # Host memory bandwidth (GB/s) a GPU server's optimizer step gets under CPU offload: a two-socket
 # DDR4/DDR5 server streams a few hundred GB/s; 100 GB/s is what one process's AdamW gets.
 OFFLOAD_HOST_GBPS = 100.0
@@ -61,7 +55,6 @@ CPU_DEFAULTS = {  # efficiency: a training step's share of the matmul rate
     "efficiency": 0.3,
     "optimizer_gbps": 5.0,
 }
-KNOWN_DEVICES = (*RELATIVE_EFFICIENCY, "cpu")
 
 
 def calibration_path() -> Path:
@@ -112,34 +105,28 @@ def load_cpu_calibration(path: Path | None = None) -> CpuCalibration:
     return CpuCalibration(str(path), int(data["cores"]), matmul, steps, float(data["optimizer_gbps"]))
 
 
-def calibrated_cluster(base: ClusterFacts, path: Path | None = None) -> ClusterFacts:
-    """local-cpu with the measured links (one per collective kind) and host memory, if calibrated.
+def calibrated_cluster(base: ClusterSpec, path: Path | None = None) -> tuple[ClusterSpec, dict[str, float]]:
+    """(cluster, measured links): a CPU host's cluster with its measured memory and collective links
+    (one per collective kind), if `fsdp-bench calibrate` ran; the cluster as it is otherwise.
 
-    Explicit command-line overrides were already applied to `base` and win: only fields still
-    at the preset's value are replaced.
+    An explicit `cluster.device_memory_gib` override wins over the measured memory.
     """
     path = path or calibration_path()
     if base.device_type != "cpu" or not path.exists():
-        return base
+        return base, {}
     data = json.loads(path.read_text())
-    extra = dict(base.extra)
+    links = {}
     for kind, fit in data["collectives"].items():
-        extra.setdefault(f"{kind}_gbps", float(fit["gbps"]))
-        extra.setdefault(f"{kind}_latency_s", float(fit["latency_s"]))
-    from bench.hardware import CLUSTERS
-
-    preset = CLUSTERS.get(base.name)
-    memory = base.device_memory_gib
-    if preset is not None and memory == preset.device_memory_gib:
-        memory = float(data["memory_gib"])
-    return base.with_overrides(extra=extra, device_memory_gib=memory)
+        links[f"{kind}_gbps"] = float(fit["gbps"])
+        links[f"{kind}_latency_s"] = float(fit["latency_s"])
+    if "device_memory_gib" not in base.overrides:
+        base = base.model_copy(update={"device_memory_gib": float(data["memory_gib"])})
+    return base, links
 
 
-def device_efficiency(device: str) -> float:
-    """The achievable fraction of peak for a GPU, with an error listing the known devices."""
-    if device not in RELATIVE_EFFICIENCY:
-        raise ValueError(f"cluster.device: unknown device '{device}'; allowed: {', '.join(KNOWN_DEVICES)}")
-    return GPU_FIT["h100_efficiency"] * RELATIVE_EFFICIENCY[device]
+def device_efficiency(relative_efficiency: float) -> float:
+    """The achievable fraction of peak for a GPU: the fitted H100 value times its device's ratio."""
+    return GPU_FIT["h100_efficiency"] * relative_efficiency
 
 
 def overlap_interference(device_type: str) -> float:

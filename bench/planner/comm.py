@@ -58,7 +58,8 @@ def module_comm(shapes: tuple[tuple[int, int], ...], w: Workload, fp8_linears: b
 
 
 def block_and_root(w: Workload) -> tuple[ModuleComm, ModuleComm]:
-    return module_comm(w.shape.block_shapes, w, w.precision == "fp8"), module_comm(w.shape.root_shapes, w, False)
+    fp8 = w.precision_recipe.fp8_linears
+    return module_comm(w.shape.block_shapes, w, fp8), module_comm(w.shape.root_shapes, w, False)
 
 
 def comm_bytes_per_step(w: Workload) -> dict[str, int]:
@@ -94,7 +95,7 @@ NVLINK_HOP_LATENCY_S = 3.4e-6
 
 def _calibrated(w: Workload, kind: str) -> Link | None:
     """A measured loopback link for this collective kind (local-cpu after `calibrate`), if any."""
-    extra = w.cluster.extra
+    extra = w.links
     if f"{kind}_gbps" not in extra:
         return None
     return Link(extra[f"{kind}_gbps"] * GBIT, extra.get(f"{kind}_latency_s", w.cluster.link_latency_s))
@@ -112,7 +113,7 @@ def shard_group_link(w: Workload, kind: str) -> Link:
     if w.cluster.device_type == "cpu":
         return Link(w.cluster.intra_node_gbps * GBIT, w.cluster.link_latency_s)
     c = w.cluster
-    spans_nodes = w.nodes > 1 and not w.strategy.startswith("hybrid")
+    spans_nodes = w.nodes > 1 and not w.hybrid
     if not spans_nodes:
         return _gpu_link(w, c.intra_node_gbps, 1)
     network = c.inter_node_gbps / c.gpus_per_node * w.gpus_per_node * network_efficiency(w.nodes)
@@ -159,7 +160,7 @@ def module_times(comm: ModuleComm, w: Workload) -> ModuleTimes:
     gather = ring_time(comm.gather, shards, shard_group_link(w, "all_gather"))
     reduce = ring_time(comm.reduce_scatter, shards, shard_group_link(w, "reduce_scatter"))
     if replicas > 1:
-        hybrid = w.strategy.startswith("hybrid")
+        hybrid = w.hybrid
         link = replica_group_link(w) if hybrid else shard_group_link(w, "all_reduce")
         reduce += ring_time(comm.all_reduce, replicas, link, passes=2)
     return ModuleTimes(gather, reduce)

@@ -2,7 +2,7 @@
 
     python -m bench.planner.compare RESULTS     # a markdown table and the median absolute error
 
-For reports and for the README's validation table: per point, predicted and measured
+For reports and for docs/results/planner.md's validation table: per point, predicted and measured
 tokens/s per device, their relative error, the predicted step-time split and whether the
 counted communication bytes equal the planner's.
 """
@@ -14,8 +14,8 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench.labels import point_label
 from bench.planner.predict import predict
-from bench.planner.render import point_label
 from reports.diagnosis import diagnose, predicted_comm_s
 
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from bench.hardware import PRECISION_PEAK_DTYPE
 from bench.planner.calibration import (
     CpuCalibration,
     compile_speedup,
@@ -58,7 +57,7 @@ def flops_split(w: Workload) -> dict[str, float]:
 
 
 def peak_dtype(w: Workload) -> str:
-    return PRECISION_PEAK_DTYPE[w.precision]
+    return w.precision_recipe.peak_dtype
 
 
 def compute_times(w: Workload) -> ComputeTimes:
@@ -89,7 +88,7 @@ def compute_rate(w: Workload, cpu: CpuCalibration | None = None) -> float:
         known = ", ".join(sorted(w.cluster.peak_tflops))
         raise ValueError(f"cluster.peak_tflops.{dtype}: {w.cluster.name} has no {dtype} peak; it has: {known}")
     speedup = compile_speedup() if w.compile else 1.0
-    return peak * 1e12 * device_efficiency(w.cluster.device) * speedup
+    return peak * 1e12 * device_efficiency(w.cluster.device.relative_efficiency) * speedup
 
 
 def cpu_rate(w: Workload, cal: CpuCalibration) -> float:
@@ -115,7 +114,7 @@ def cpu_rate(w: Workload, cal: CpuCalibration) -> float:
 
 def dtype_speedup(w: Workload, cal: CpuCalibration, threads: int) -> float:
     """bf16/fp16 compute relative to fp32: the matmul ratio measured at this thread count."""
-    if w.precision not in ("bf16", "bf16_pure", "fp16"):
+    if w.precision_recipe.param_dtype not in ("bfloat16", "float16"):
         return 1.0
     fp32, bf16 = cal.matmul_gflops["fp32"], cal.matmul_gflops["bf16"]
     t = min(fp32, key=lambda measured: abs(measured - threads))

@@ -84,23 +84,13 @@ def _engine_model(threads: int, port: int):
     import torch
     import torch.distributed as dist
 
-    from fsdp_core.flavors import get_flavor
-    from fsdp_core.worker import build_training
+    from bench.config import spec_from_fields
+    from fsdp_core.worker import build_training, model_args
 
     torch.set_num_threads(threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    args = get_flavor(CALIBRATION_MODEL)
-    spec = {
-        "strategy": "full_shard",
-        "precision": "fp32",
-        "nodes": 1,
-        "gpus_per_node": 1,
-        "seed": 0,
-        "lr": 3e-4,
-        "activation_checkpointing": "none",
-        "compile": False,
-        "cpu_offload": False,
-    }
+    spec = spec_from_fields(model=CALIBRATION_MODEL).model_dump(mode="json")
+    args = model_args(spec)
     model, optimizer, _ = build_training(args, spec, torch.device("cpu"))
     return args, model, optimizer
 

@@ -23,8 +23,9 @@ Components (bytes per device):
 from __future__ import annotations
 
 from bench.planner.shapes import padded_numel
-from bench.planner.workload import FP8_LINEAR_BYTES, Workload
+from bench.planner.workload import Workload
 from fsdp_core.flops import checkpointed_blocks
+from fsdp_core.recipes import FP8_LINEAR_BYTES
 
 GIB = 2**30
 # Blocks whose whole parameters (and gradients) are alive at once under reshard_after_forward=True:
@@ -65,7 +66,7 @@ def gather_bytes(shapes: tuple[tuple[int, int], ...], w: Workload, fp8_linears: 
 
 def unsharded_bytes(w: Workload) -> dict[str, int]:
     """Whole parameters and gradients alive at the start of backward (the peak)."""
-    fp8 = w.precision == "fp8"
+    fp8 = w.precision_recipe.fp8_linears
     block = gather_bytes(w.shape.block_shapes, w, fp8)
     root = gather_bytes(w.shape.root_shapes, w, False)
     blocks_alive = BLOCKS_IN_FLIGHT if w.reshard_blocks else w.shape.n_layers

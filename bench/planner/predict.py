@@ -30,6 +30,7 @@ from bench.planner.compute import compute_rate, peak_dtype
 from bench.planner.memory import device_memory_bytes, fits, max_micro_batch, memory_breakdown
 from bench.planner.step import step_time
 from bench.planner.workload import Workload, workload_from_spec
+from bench.stats import scaling_efficiency, scaling_key
 from fsdp_core.flops import flops_per_token, hardware_flops_per_token
 
 
@@ -76,7 +77,7 @@ def assumptions(w: Workload) -> dict[str, Any]:
     c = w.cluster
     out: dict[str, Any] = {
         "cluster": c.name,
-        "device": c.device,
+        "device": c.device.name,
         "intra_node_gbps": c.intra_node_gbps,
         "inter_node_gbps": c.inter_node_gbps,
         "link_latency_s": c.link_latency_s,
@@ -85,52 +86,33 @@ def assumptions(w: Workload) -> dict[str, Any]:
     }
     if c.device_type == "cpu":
         out["calibration"] = load_cpu_calibration().path or "none: run `fsdp-bench calibrate` (defaults used)"
-        out["collective_links"] = {k: v for k, v in c.extra.items() if k.endswith(("_gbps", "_latency_s"))}
+        out["collective_links"] = dict(w.links)
     return out
 
 
 def predict(spec) -> dict[str, Any]:
     """The prediction for one RunSpec as a plain dict (keys: the module docstring)."""
-    cluster = calibrated_cluster(spec.cluster_facts())
+    cluster, links = calibrated_cluster(spec.cluster)
     out = {"spec": spec.model_dump(mode="json")}
-    out.update(predict_workload(workload_from_spec(spec, cluster)))
+    out.update(predict_workload(workload_from_spec(spec, cluster, links)))
     return out
 
 
-# Spec fields that define a scaling group: everything that changes per-device work except nodes.
-GROUP_FIELDS = (
-    "model",
-    "model_overrides",
-    "strategy",
-    "precision",
-    "cluster",
-    "cluster_overrides",
-    "gpus_per_node",
-    "seq_len",
-    "micro_batch",
-    "grad_accum",
-    "activation_checkpointing",
-    "compile",
-    "cpu_offload",
-    "threads_per_rank",
-)
-
-
-def group_key(spec: dict[str, Any]) -> str:
-    return repr([spec.get(field) for field in GROUP_FIELDS])
-
-
 def with_scaling_efficiency(predictions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fill scaling efficiency against the smallest node count of each group (weak scaling:
-    the per-device batch is fixed, so the global batch grows with the nodes)."""
+    """Fill scaling efficiency against the smallest node count of each weak-scaling series
+    (bench.stats: the same series and formula as the report's)."""
+    from bench.schemas import RunSpec
+
     groups: dict[str, list[dict[str, Any]]] = {}
     for p in predictions:
-        groups.setdefault(group_key(p["spec"]), []).append(p)
+        groups.setdefault(scaling_key(RunSpec.model_validate(p["spec"]).identity()), []).append(p)
     for members in groups.values():
         base = min(members, key=lambda p: p["spec"]["nodes"])
         for p in members:
             if p is base or p["spec"]["nodes"] == base["spec"]["nodes"]:
                 continue
-            p["scaling_efficiency"] = p["tokens_per_s_per_device"] / base["tokens_per_s_per_device"]
+            p["scaling_efficiency"] = scaling_efficiency(
+                p["tokens_per_s"], base["tokens_per_s"], p["spec"]["nodes"], base["spec"]["nodes"]
+            )
             p["scaling_baseline_nodes"] = base["spec"]["nodes"]
     return list(predictions)

@@ -1,8 +1,7 @@
 """The planner against published FSDP figures: per-row throughput, per-series scaling, the p5 anchor.
 
-Data: bench/planner/data/published_calibration.csv, a copy of
-../shared/reference/published_calibration.csv (llm-foundry MPT rows and torchtitan Llama-3.1-8B
-rows on H100, sources in its `source` column). Every row runs on 8-GPU H100 nodes with
+Data: bench/planner/data/published_calibration.csv (llm-foundry MPT rows and torchtitan
+Llama-3.1-8B rows on H100, sources in its `source` column; bench/planner/data/README.md). Every row runs on 8-GPU H100 nodes with
 400 Gb/s per GPU of RDMA network (torchtitan states it; llm-foundry's H100 cluster is an
 8x400G InfiniBand cluster of the same kind), so rows are planned on the `h100-8x` preset
 (NVLink 3600 Gb/s per GPU, 3200 Gb/s per node). Each row is a Workload with the row's model,
@@ -17,11 +16,9 @@ import statistics
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.hardware import CLUSTERS
 from bench.planner.shapes import MPT_DIMS, llama_shape, mpt_shape
 from bench.planner.step import tokens_per_s_per_device
 from bench.planner.workload import Workload
-from fsdp_core.flavors import FLAVORS
 
 CSV_PATH = Path(__file__).resolve().parent / "data" / "published_calibration.csv"
 PUBLISHED_CLUSTER = "h100-8x"
@@ -68,10 +65,16 @@ def load_rows(path: Path = CSV_PATH) -> list[PublishedRow]:
 
 def row_workload(row: PublishedRow) -> Workload:
     """The planner's Workload for a published row (full_shard, bf16 with fp32 reduction)."""
-    shape = mpt_shape(row.model, row.seq_len) if row.model in MPT_DIMS else llama_shape(FLAVORS[row.model])
+    from bench.config import load_preset
+
+    shape = (
+        mpt_shape(row.model, row.seq_len)
+        if row.model in MPT_DIMS
+        else llama_shape(load_preset("model", row.model).args())
+    )
     return Workload(
         shape=shape,
-        cluster=CLUSTERS[PUBLISHED_CLUSTER],
+        cluster=load_preset("cluster", PUBLISHED_CLUSTER),
         nodes=row.nodes,
         gpus_per_node=row.gpus // row.nodes,
         strategy="full_shard",
@@ -129,7 +132,7 @@ def median_abs_error(throughput: list[dict[str, object]]) -> float:
     return statistics.median(abs(float(e["error"])) for e in throughput)
 
 
-# The mission's anchor (../shared/reference/README.md): Llama-2 FSDP fine-tuning on up to 16
+# The anchor (bench/planner/data/README.md): Llama-2 FSDP fine-tuning on up to 16
 # p5.48xlarge nodes, about 87% scaling efficiency at 16 nodes, with llama-recipes' defaults.
 ANCHOR_NODES = (1, 2, 4, 8, 16)
 
@@ -141,22 +144,21 @@ def anchor_table(
     (parameters, gradients and reduction), full activation checkpointing, packed context 4096,
     weak scaling from the smallest node count that fits (micro-batch 1, the eks_llama2 experiment's
     setting, and 4, llama-recipes' default batch_size_training)."""
+    from bench.config import spec_from_fields
     from bench.planner.predict import predict
-    from bench.schemas import RunSpec
 
     table = []
     for model in models:
         for micro_batch in micro_batches:
             points = []
             for nodes in ANCHOR_NODES:
-                spec = RunSpec(
+                spec = spec_from_fields(
                     model=model,
                     nodes=nodes,
                     gpus_per_node=8,
                     strategy="full_shard",
                     precision="bf16_pure",
                     cluster="p5.48xlarge",
-                    device_type="cuda",
                     launcher="kubeflow",
                     seq_len=4096,
                     micro_batch=micro_batch,

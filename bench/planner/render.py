@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from bench.labels import point_label
+
 GIB = 2**30
 MEMORY_COLUMNS = (
     "params",
@@ -17,19 +19,6 @@ MEMORY_COLUMNS = (
     "headroom",
     "total",
 )
-
-
-def point_label(spec: dict[str, Any]) -> str:
-    """A short name for a point: what usually varies within a grid."""
-    label = (
-        f"{spec['model']} {spec['nodes']}x{spec['gpus_per_node']} {spec['strategy']} {spec['precision']} "
-        f"mb={spec['micro_batch']} s={spec['seq_len']}"
-    )
-    if spec["activation_checkpointing"] != "none":
-        label += f" ac={spec['activation_checkpointing']}"
-    if spec["grad_accum"] > 1:
-        label += f" ga={spec['grad_accum']}"
-    return label
 
 
 def _pct(value: float | None) -> str:
@@ -64,7 +53,7 @@ def summary_table(predictions: Sequence[dict[str, Any]]):
             scaling += f" vs {p['scaling_baseline_nodes']}n"
         table.add_row(
             point_label(p["spec"]),
-            p["spec"]["cluster"],
+            p["spec"]["cluster"]["name"],
             f"{memory:.1f}/{capacity:.0f}",
             "yes" if p["fits"] else "[red]no[/red]",
             str(p["max_micro_batch"]),

@@ -8,7 +8,7 @@ attributes `fsdp_core.flops` reads (`non_embedding_params`, `block_params`, `n_l
 `dim`), so the one FLOPs formula serves both.
 
 MPT shapes exist only to compare with the published llm-foundry figures
-(../shared/reference/published_calibration.csv); `fsdp-bench run` cannot train them.
+(bench/planner/data/published_calibration.csv); `fsdp-bench run` cannot train them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from fsdp_core.flavors import ModelArgs
+from fsdp_core.model_args import ModelArgs
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import datetime as dt
 
 from bench.planner.memory import GIB
 from bench.planner.predict import predict, with_scaling_efficiency
-from bench.schemas import RunResult, RunSpec
+from bench.schemas import RunResult, RunSpec, model_info, recipe_of
 
 
 def skip_reason(prediction: dict) -> str:
@@ -35,14 +35,15 @@ def skipped_record(spec: RunSpec, prediction: dict) -> RunResult:
     now = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     return RunResult(
         point_id=spec.point_id,
-        sweep=spec.sweep,
+        sweep=spec.sweep.name,
         status="skipped",
         error=skip_reason(prediction),
         started_at=now,
         finished_at=now,
         wall_s=0.0,
         spec=spec,
-        model_info=spec.model_args().info(),
+        recipe=recipe_of(spec),
+        model_info=model_info(spec),
         prediction=prediction,
     )
 

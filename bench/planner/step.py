@@ -18,8 +18,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.planner.calibration import (
-    HBM_GBPS,
-    HOST_LINK_GBPS,
+    DEFAULT_HBM_GBPS,
+    DEFAULT_HOST_LINK_GBPS,
     OFFLOAD_HOST_GBPS,
     load_cpu_calibration,
     overlap_interference,
@@ -83,7 +83,7 @@ def optimizer_seconds(w: Workload) -> float:
         return numel * ADAMW_BYTES_PER_PARAM / (load_cpu_calibration().optimizer_gbps * 1e9)
     if w.cpu_offload:
         return numel * ADAMW_BYTES_PER_PARAM / (OFFLOAD_HOST_GBPS * 1e9)
-    return numel * ADAMW_BYTES_PER_PARAM / (HBM_GBPS.get(w.cluster.device, 2000) * 1e9)
+    return numel * ADAMW_BYTES_PER_PARAM / ((w.cluster.device.memory_gbps or DEFAULT_HBM_GBPS) * 1e9)
 
 
 def offload_seconds(w: Workload) -> float:
@@ -92,7 +92,7 @@ def offload_seconds(w: Workload) -> float:
         return 0.0
     shard = state_bytes(w)["params"]
     copies_in = 2 if w.reshard_blocks else 1
-    return w.grad_accum * (copies_in + 1) * shard / (HOST_LINK_GBPS.get(w.cluster.device, 32) * 1e9)
+    return w.grad_accum * (copies_in + 1) * shard / ((w.cluster.device.host_link_gbps or DEFAULT_HOST_LINK_GBPS) * 1e9)
 
 
 def step_time(w: Workload) -> dict[str, float]:

@@ -8,22 +8,17 @@ directly.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
-from bench.hardware import ClusterFacts
 from bench.planner.shapes import ModelShape, llama_shape
-
-# Bytes per element of what a precision all-gathers (parameters in param_dtype) and reduces.
-PARAM_BYTES = {"fp32": 4, "bf16": 2, "bf16_pure": 2, "fp16": 2, "fp8": 2}
-REDUCE_BYTES = {"fp32": 4, "bf16": 4, "bf16_pure": 2, "fp16": 4, "fp8": 4}
-# fp8 (torchao, enable_fsdp_float8_all_gather): the blocks' linear weights travel in fp8.
-FP8_LINEAR_BYTES = 1
+from bench.schemas import ClusterSpec
+from fsdp_core.recipes import HYBRID, PrecisionRecipe, StrategyRecipe, precision, strategy
 
 
 @dataclass(frozen=True)
 class Workload:
     shape: ModelShape
-    cluster: ClusterFacts
+    cluster: ClusterSpec
     nodes: int
     gpus_per_node: int
     strategy: str
@@ -36,6 +31,21 @@ class Workload:
     cpu_offload: bool = False
     # CPU threads each rank uses (0: cores // ranks on the host, as the worker does).
     threads_per_rank: int = 0
+    # Measured collective links, overriding the cluster's nominal ones: "<kind>_gbps" and
+    # "<kind>_latency_s" per collective kind (a CPU host's `fsdp-bench calibrate`).
+    links: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def strategy_recipe(self) -> StrategyRecipe:
+        return strategy(self.strategy)
+
+    @property
+    def precision_recipe(self) -> PrecisionRecipe:
+        return precision(self.precision)
+
+    @property
+    def hybrid(self) -> bool:
+        return self.strategy_recipe.mesh == HYBRID
 
     @property
     def world_size(self) -> int:
@@ -44,29 +54,25 @@ class Workload:
     @property
     def shard_degree(self) -> int:
         """How many ranks share one copy of the parameters."""
-        if self.strategy in ("full_shard", "shard_grad_op"):
-            return self.world_size
-        if self.strategy.startswith("hybrid"):
-            return self.gpus_per_node
-        return 1
+        return self.strategy_recipe.shard_degree(self.nodes, self.gpus_per_node)
 
     @property
     def reshard_blocks(self) -> bool:
         """Whether blocks free their unsharded parameters after forward (ZeRO-3 behaviour)."""
-        return self.strategy in ("full_shard", "hybrid_shard")
+        return self.strategy_recipe.reshard_after_forward
 
     @property
     def param_bytes(self) -> int:
-        return PARAM_BYTES[self.precision]
+        return self.precision_recipe.param_bytes
 
     @property
     def reduce_bytes(self) -> int:
-        return REDUCE_BYTES[self.precision]
+        return self.precision_recipe.reduce_bytes
 
     @property
     def activation_bytes(self) -> int:
         """Bytes of one activation element: the compute dtype."""
-        return 4 if self.precision == "fp32" else 2
+        return self.precision_recipe.activation_bytes
 
     @property
     def tokens_per_micro_step(self) -> int:
@@ -80,20 +86,22 @@ class Workload:
         return replace(self, nodes=nodes)
 
 
-def workload_from_spec(spec, cluster: ClusterFacts | None = None) -> Workload:
-    """A RunSpec's Workload; `cluster` replaces the spec's preset (the calibrated local-cpu one)."""
+def workload_from_spec(spec, cluster: ClusterSpec | None = None, links: dict[str, float] | None = None) -> Workload:
+    """A RunSpec's Workload; `cluster` and `links` replace the spec's (a calibrated host's)."""
+    train = spec.train
     return Workload(
-        shape=llama_shape(spec.model_args()),
-        cluster=cluster or spec.cluster_facts(),
+        shape=llama_shape(spec.model.args()),
+        cluster=cluster or spec.cluster,
         nodes=spec.nodes,
         gpus_per_node=spec.gpus_per_node,
         strategy=spec.strategy,
         precision=spec.precision,
-        seq_len=spec.seq_len,
-        micro_batch=spec.micro_batch,
-        grad_accum=spec.grad_accum,
-        activation_checkpointing=spec.activation_checkpointing,
-        compile=spec.compile,
-        cpu_offload=spec.cpu_offload,
-        threads_per_rank=spec.threads_per_rank,
+        seq_len=train.seq_len,
+        micro_batch=train.micro_batch,
+        grad_accum=train.grad_accum,
+        activation_checkpointing=train.activation_checkpointing,
+        compile=train.compile,
+        cpu_offload=train.cpu_offload,
+        threads_per_rank=train.threads_per_rank,
+        links=dict(links or {}),
     )

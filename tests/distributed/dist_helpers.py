@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from bench.config import spec_from_fields
 from bench.execute import run_group
 from bench.launch.base import kill_process_group
 from bench.launch.local import LocalLauncher, free_port
@@ -86,9 +87,10 @@ def run_engine(specs: list[RunSpec], results_dir: Path) -> dict[str, RunResult]:
 
 
 def debug_spec(**fields) -> RunSpec:
-    """A short `debug` point: 3 steps (1 warm-up), sequence 32, one thread per rank."""
-    base = {"model": "debug", "seq_len": 32, "steps": 3, "warmup_steps": 1, "threads_per_rank": 1, "sweep": "dist"}
-    return RunSpec.model_validate({**base, **fields})
+    """A short `debug` point: 3 steps (1 warm-up), sequence 32, one thread per rank (fields as
+    bench.config.spec_from_fields takes them)."""
+    base = {"model": "debug", "seq_len": 32, "steps": 3, "warmup_steps": 1, "threads_per_rank": 1, "sweep.name": "dist"}
+    return spec_from_fields(**{**base, **fields})
 
 
 STRATEGIES = ("full_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2", "no_shard")

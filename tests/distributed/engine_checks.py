@@ -28,7 +28,9 @@ def mesh_report(nodes: int) -> dict:
     """Meshes of every strategy at this world shape, built twice (as two points of one launch do)."""
     world = dist.get_world_size()
     strategies = ("full_shard", "hybrid_shard", "no_shard", "hybrid_shard_zero2", "shard_grad_op")
-    configs = {s: ParallelConfig(strategy=s, precision="fp32", nodes=nodes, gpus_per_node=world // nodes) for s in strategies}
+    configs = {
+        s: ParallelConfig(strategy=s, precision="fp32", nodes=nodes, gpus_per_node=world // nodes) for s in strategies
+    }
     first = {s: build_mesh(cfg, "cpu", TIMEOUT) for s, cfg in configs.items()}
     groups_after_first = len(dist.distributed_c10d._world.pg_map)
     second = {s: build_mesh(cfg, "cpu", TIMEOUT) for s, cfg in configs.items()}

@@ -16,14 +16,14 @@ from torch import nn
 from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
+from bench.config import flavors
 from fsdp_core.comm_counter import _COUNTED_OPS, CommCounter
 from fsdp_core.data import SyntheticTokens, local_batch
-from fsdp_core.flavors import FLAVORS
 from fsdp_core.model import build_model
 from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
 from fsdp_core.train import LoopConfig, train_step
 
-ARGS = FLAVORS["debug"]
+ARGS = flavors()["debug"]
 SEQ_LEN = 32  # short sequences: these checks look at shapes and dtypes, not speed
 CPU = torch.device("cpu")
 

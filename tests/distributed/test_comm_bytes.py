@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import pytest
 
-from fsdp_core.flavors import FLAVORS
+from bench.config import flavors
 from fsdp_core.model import build_model
 
-ARGS = FLAVORS["debug"]
+ARGS = flavors()["debug"]
 P = ARGS.params
 P_BLOCKS = ARGS.n_layers * ARGS.block_params
 FP32, BF16 = 4, 2

@@ -19,16 +19,18 @@ VARIANTS = [
     {"precision": "bf16_pure", "seq_len": 48},
     {"precision": "fp16", "seq_len": 16},
     {"precision": "fp32", "seq_len": 64},
-    {"precision": "bf16", "seq_len": 24, "model_overrides": {"n_layers": 1}},
-    {"precision": "fp32", "seq_len": 40, "model_overrides": {"dim": 32, "n_heads": 2, "n_kv_heads": 1}},
-    {"precision": "bf16", "seq_len": 56, "model_overrides": {"ffn_dim": 96}},
+    {"precision": "bf16", "seq_len": 24, "model.n_layers": 1},
+    {"precision": "fp32", "seq_len": 40, "model.dim": 32, "model.n_heads": 2, "model.n_kv_heads": 1},
+    {"precision": "bf16", "seq_len": 56, "model.ffn_dim": 96},
     {"precision": "fp32", "seq_len": 8},
-    {"precision": "bf16_pure", "seq_len": 72, "model_overrides": {"n_layers": 3}},
+    {"precision": "bf16_pure", "seq_len": 72, "model.n_layers": 3},
 ]
 
 
 def compiled_spec(**fields):
-    return debug_spec(compile=True, compile_backend="aot_eager", steps=3, warmup_steps=2, sweep="compile", **fields)
+    return debug_spec(
+        compile=True, compile_backend="aot_eager", steps=3, warmup_steps=2, **{"sweep.name": "compile"}, **fields
+    )
 
 
 def test_grouped_compiled_points_compile_as_if_each_ran_alone(tmp_path):

@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from dist_helpers import run_ranks
 
-from fsdp_core.flavors import FLAVORS
+from bench.config import flavors
 
-ARGS = FLAVORS["debug"]
+ARGS = flavors()["debug"]
 WORLD = 2
 F32 = 4
 INIT_SCALE = 2.0**16  # ShardedGradScaler's default, as fsdp_core.precision.build_grad_scaler builds it

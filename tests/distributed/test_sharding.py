@@ -5,9 +5,9 @@ World size 2 for full_shard / shard_grad_op / no_shard; 4 ranks as 2 "nodes" x 2
 
 from __future__ import annotations
 
-from fsdp_core.flavors import FLAVORS
+from bench.config import flavors
 
-ARGS = FLAVORS["debug"]
+ARGS = flavors()["debug"]
 BLOCKS = [f"layers.{i}" for i in range(ARGS.n_layers)]
 
 

@@ -73,8 +73,8 @@ def test_one_run_per_side_is_insufficient_unless_min_runs_is_1(tmp_path):
     lines = proc.stdout.splitlines()
     assert f"insufficient: {hint}" in lines
     tps = [line.split() for line in lines if " tokens_per_s " in line]
-    assert [row[8:11] for row in tps] == [[row[8], "insufficient", "runs=1/1"] for row in tps]
-    assert all(row[8].startswith("-") for row in tps)
+    assert [row[10:13] for row in tps] == [[row[10], "insufficient", "runs=1/1"] for row in tps]
+    assert all(row[10].startswith("-") for row in tps)
     assert lines[-1] == "PASS (2 point(s) compared, 14 metric(s))"
     suite = ET.parse(junit).getroot().find("testsuite")
     assert (suite.get("failures"), suite.get("skipped")) == ("0", "4")  # tokens/s and step time, 2 points
@@ -95,7 +95,7 @@ def test_changed_counter_fails_even_when_timings_do_not_gate(tmp_path):
     failing = [line for line in proc.stdout.splitlines() if "REGRESSION" in line]
     assert len(failing) == 2
     assert all(
-        line.split()[5:10] == ["comm_bytes_per_step.all_gather", "1,000,000", "1,000,512", "+0.05%", "REGRESSION"]
+        line.split()[7:12] == ["comm_bytes_per_step.all_gather", "1,000,000", "1,000,512", "+0.05%", "REGRESSION"]
         for line in failing
     )
 
@@ -193,8 +193,8 @@ def test_ab_alternates_sides_and_reports_the_ratio(tmp_path):
     ]
     row = next(line for line in proc.stdout.splitlines() if line.startswith("debug 1x1"))
     cells = row.split()
-    assert cells[5] == "3/3"
-    assert float(cells[8]) == pytest.approx(0.8, abs=0.02)  # B/A of tokens/s: steps 1.25x longer
+    assert cells[7] == "3/3"
+    assert float(cells[10]) == pytest.approx(0.8, abs=0.02)  # B/A of tokens/s: steps 1.25x longer
     assert row.endswith("B slower")
     assert sorted(p.name for p in (out / "B").iterdir()) == ["round00", "round01", "round02"]
     summary = json.loads((out / "ab.json").read_text())
@@ -223,10 +223,10 @@ def test_check_on_real_records_against_themselves_and_their_baseline(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     proc = fsdp_bench("check", results, "--baseline", results, "--all-rows", "--min-runs", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    rows = {line.split()[5]: line.split() for line in proc.stdout.splitlines() if line.startswith("debug 1x2")}
-    assert rows["comm_bytes_per_step.all_gather"][9] == "ok"
-    assert int(rows["comm_bytes_per_step.all_gather"][6].replace(",", "")) > 0  # 2 ranks shard and gather
-    assert rows["tokens_per_s"][8:10] == ["+0.00%", "ok"]
+    rows = {line.split()[7]: line.split() for line in proc.stdout.splitlines() if line.startswith("debug 1x2")}
+    assert rows["comm_bytes_per_step.all_gather"][11] == "ok"
+    assert int(rows["comm_bytes_per_step.all_gather"][8].replace(",", "")) > 0  # 2 ranks shard and gather
+    assert rows["tokens_per_s"][10:12] == ["+0.00%", "ok"]
     saved = tmp_path / "baseline.json"
     assert fsdp_bench("baseline", "save", results, "-o", saved).returncode == 0
     proc = fsdp_bench("check", results, "--baseline", saved, "--junit", tmp_path / "j.xml")
@@ -262,7 +262,7 @@ def test_pytest_plugin_records_tokens_per_s_in_benchmark_json(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (entry,) = json.loads((tmp_path / "bench.json").read_text())["benchmarks"]
     info = entry["extra_info"]
-    assert info["point"] == "debug 1x1 full_shard fp32"
+    assert info["point"] == "debug 1x1 full_shard fp32 mb=1 s=64"
     assert info["status"] == "ok" and info["timed_steps"] == 6
     assert info["tokens_per_s"] > 0
     assert info["fsdp_points"][0]["point_id"] == info["point_id"]

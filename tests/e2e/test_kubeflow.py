@@ -163,10 +163,10 @@ def pod_files(tmp_path: Path, spec, started: str) -> Path:
     from bench.check.synthetic import make_record
 
     pods = tmp_path / "pods"
-    point = pods / spec.sweep / spec.point_id
+    point = pods / spec.sweep.name / spec.point_id
     point.mkdir(parents=True)
     (point / "started").write_text(started)
-    record = make_record([0.1, 0.1, 0.1], spec=spec.model_dump(mode="json"))
+    record = make_record([0.1, 0.1, 0.1], spec=spec)
     (point / "result.json").write_text(record.model_dump_json())
     return pods
 
@@ -174,7 +174,7 @@ def pod_files(tmp_path: Path, spec, started: str) -> Path:
 def test_succeeded_job_records_come_back_through_the_results_url(tmp_path, monkeypatch):
     spec = debug_spec()
     remote, started = tmp_path / "bucket", "2026-01-02T03:04:05+00:00"
-    stale = remote / spec.sweep / spec.point_id / "errors" / "rank0.json"
+    stale = remote / spec.sweep.name / spec.point_id / "errors" / "rank0.json"
     stale.parent.mkdir(parents=True)
     stale.write_text("{}")  # left by an earlier launch: must not come back
     scenario = {"phase": "Succeeded", "pods": str(pod_files(tmp_path, spec, started)), "remote": str(remote)}

@@ -15,8 +15,8 @@ import re
 import pytest
 
 from bench.cli import main as cli_main
+from bench.config import flavors
 from bench.records import read_record
-from fsdp_core.flavors import FLAVORS
 
 SHORT = ["model=debug", "train.steps=4", "train.warmup_steps=1", "train.seq_len=32"]
 HANG_TIMEOUT_S = 10
@@ -47,7 +47,7 @@ def test_run_nodes2_writes_a_valid_ok_record(ok_run, worker_processes):
     assert not canary.exists()
     assert record.status == "ok" and record.error is None
     assert (record.spec.nodes, record.spec.gpus_per_node, record.spec.world_size) == (2, 1, 2)
-    assert record.spec.sweep == sweep
+    assert record.spec.sweep.name == sweep
     assert worker_processes(results) == []
 
 
@@ -63,7 +63,7 @@ def test_ok_record_metrics(ok_run):
     # A CPU is not in the peak-FLOPs table: MFU is null with the reason, never another device's peak.
     assert m.mfu is None and m.hfu is None and "peak-FLOPs table" in record.notes["mfu"]
     assert len(m.peak_mem_bytes.per_rank) == 2 and m.peak_mem_bytes.max == max(m.peak_mem_bytes.per_rank)
-    params, blocks = FLAVORS["debug"].params, FLAVORS["debug"].n_layers * FLAVORS["debug"].block_params
+    params, blocks = flavors()["debug"].params, flavors()["debug"].n_layers * flavors()["debug"].block_params
     assert m.comm_bytes_per_step.model_dump() == {
         "all_gather": (params + blocks) * 4,
         "reduce_scatter": params * 4,
@@ -136,15 +136,15 @@ BAD_INPUT = {
     "train.seq_len=0": "train.seq_len: Input should be greater than or equal to 1",
     "train.warmup_steps=8": "train.warmup_steps: must be fewer than train.steps (8 >= 8)",
     "train.grad_accum=0": "train.grad_accum: Input should be greater than or equal to 1",
-    "precision=fp8": "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); allowed on CPU: fp32,",
+    "precision=fp8": "precision: fp8 needs a CUDA GPU (fp8 linears (torchao), bf16 elsewhere); allowed on cpu: fp32,",
     "train.seq_len=513": "train.seq_len: 513 exceeds debug's maximum 512",
     "train.activation_checkpointing=some": "train.activation_checkpointing: got 'some'; allowed: 'none', 'full'",
     "debug.fail_rank=1": "debug.fail_rank: 1 is not a rank of this point; allowed: 0..0",
     "nodes=true": "nodes: Input should be a valid integer",
     "nodes=null": "nodes: Input should be a valid integer",
     "train.micro_batch=true": "train.micro_batch: Input should be a valid integer",
-    "model.n_layers=0": "model: model.n_layers must be a positive number, got 0",
-    "model.dim=-64": "model: model.dim must be a positive number, got -64",
+    "model.n_layers=0": "model.n_layers: Input should be greater than or equal to 1",
+    "model.dim=-64": "model.dim: Input should be greater than or equal to 1",
     "cluster=h100-8x": "cluster: h100-8x needs CUDA GPUs and this host has none; allowed here: cluster=local-cpu",
     "train.stepz=3": "train.stepz: unknown key 'stepz'; allowed under train: activation_checkpointing,",
     "train.cpu_offload=true": "train.cpu_offload: offloads GPU state to host memory, so it needs a CUDA cluster",

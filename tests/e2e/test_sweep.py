@@ -196,7 +196,7 @@ def test_compiled_point_trains_and_counts_the_same_communication(tmp_path):
         [*CLI, "run", *base, "train.compile=true"], cwd=REPO, capture_output=True, text=True, timeout=400
     )
     assert eager.returncode == 0 and compiled.returncode == 0, compiled.stdout + compiled.stderr
-    records = {r.spec.compile: r for r in load_records(tmp_path)[0]}
+    records = {r.spec.train.compile: r for r in load_records(tmp_path)[0]}
     assert records[True].status == "ok"
     # debug, fp32, full_shard on 2 ranks: all-gather P_total*4 + P_blocks*4, reduce-scatter P_total*4.
     assert records[True].metrics.comm_bytes_per_step == records[False].metrics.comm_bytes_per_step

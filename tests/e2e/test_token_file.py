@@ -19,7 +19,7 @@ def test_token_file_trains_and_is_deterministic_across_world_sizes(tmp_path, fsd
     )
     assert rc1 == 0 and rc2 == 0, out1 + err1 + out2 + err2
     (one,), (two,) = recs1, recs2
-    assert one.spec.data == str(path) and one.status == "ok"
+    assert one.spec.train.data == str(path) and one.status == "ok"
     # Same global batch (2 rows), split differently: same losses (windows are seeded per global row).
     assert [round(x, 4) for x in one.metrics.losses] == [round(x, 4) for x in two.metrics.losses]
 

@@ -144,7 +144,8 @@ def test_peak_memory_is_a_counter_on_cuda_only():
     from bench.schemas import PeakMemory
 
     def with_memory(record, peak: int, device: str):
-        spec = record.spec.model_copy(update={"device_type": device})
+        cluster = record.spec.cluster.model_copy(update={"device_type": device})
+        spec = record.spec.model_copy(update={"cluster": cluster})
         metrics = record.metrics.model_copy(update={"peak_mem_bytes": PeakMemory(max=peak, per_rank=[peak])})
         return record.model_copy(update={"spec": spec, "metrics": metrics})
 
@@ -187,13 +188,15 @@ def test_mixed_environments_in_one_side_are_reported():
         fingerprint.common_fingerprint(points)
 
 
-def test_keys_ignore_fields_at_their_defaults_so_old_baselines_still_match():
+def test_fields_added_later_leave_keys_of_points_at_their_default_unchanged(monkeypatch):
+    from bench import schemas
     from bench.check.points import identity_key, match_identity
 
     spec = make_record([0.1] * 3).spec
-    identity = match_identity(spec)
-    older = {k: v for k, v in identity.items() if k not in ("cpu_offload", "compile")}  # written before they existed
-    older["debug"] = {k: v for k, v in identity["debug"].items() if k != "hang"}
-    assert identity_key(older) == identity_key(identity)
-    assert identity_key({**identity, "cpu_offload": True}) != identity_key(identity)
-    assert identity_key({**identity, "debug": {**identity["debug"], "hang": True}}) != identity_key(identity)
+    before = identity_key(match_identity(spec))
+    # Declaring a field as added after schema version 2 drops it from identities at its default.
+    monkeypatch.setattr(schemas, "LATER_FIELDS", (("train", "compile_backend"),))
+    assert "compile_backend" not in match_identity(spec)["train"]
+    aot = spec.model_copy(update={"train": spec.train.model_copy(update={"compile_backend": "aot_eager"})})
+    assert match_identity(aot)["train"]["compile_backend"] == "aot_eager"
+    assert identity_key(match_identity(aot)) != before

@@ -120,7 +120,10 @@ def test_results_folder_side_reads_records_and_reports_bad_files(tmp_path):
     [
         ({"kind": "other"}, "not an fsdp-bench baseline"),
         ({"kind": "fsdp-bench-baseline", "schema_version": 7}, "schema_version 7: unknown"),
-        ({"kind": "fsdp-bench-baseline", "schema_version": 2, "points": [{"counters": {}}]}, "points.0.identity: Field required"),
+        (
+            {"kind": "fsdp-bench-baseline", "schema_version": 2, "points": [{"counters": {}}]},
+            "points.0.identity: Field required",
+        ),
     ],
 )
 def test_invalid_baselines_are_named(doc, message, tmp_path):

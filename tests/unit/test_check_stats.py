@@ -13,7 +13,9 @@ from bench.stats import compare_runs, ratio_ci
 
 def _point(runs: list[list[float]], label: str = "p") -> PointData:
     """A point whose step times are `runs` (tokens/s = 1000 tokens per step / step time)."""
-    return PointData(key="k", label=label, identity={}, status="ok", runs=len(runs), step_runs=runs, tokens_per_step=1000.0)
+    return PointData(
+        key="k", label=label, identity={}, status="ok", runs=len(runs), step_runs=runs, tokens_per_step=1000.0
+    )
 
 
 def _timing(base_runs, cur_runs, metric: str = "tokens_per_s", pct: float = 5.0):

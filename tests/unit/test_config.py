@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import ConfigError, compose, group_options, load_point
-from bench.hardware import CLUSTERS
-from bench.schemas import LAUNCHERS, PRECISIONS, STRATEGIES
-from fsdp_core.flavors import FLAVORS
+from bench.config import ConfigError, compose, flavors, group_options, load_point
+from bench.schemas import LAUNCHERS
+from fsdp_core.recipes import PRECISIONS, STRATEGIES
 
-# DESIGN.md section 3: the config keys other tools depend on (dotted paths in the composed config).
+FLAVORS = flavors()
+
+# The config keys other tools depend on (dotted paths in the composed config; docs/configuration.md).
 CONTRACT_KEYS = [
     "model",
     "nodes",
@@ -45,7 +46,8 @@ def test_config_groups_offer_exactly_the_registries():
     assert group_options("model") == sorted(FLAVORS)
     assert group_options("strategy") == sorted(STRATEGIES)
     assert group_options("precision") == sorted(PRECISIONS)
-    assert group_options("cluster") == sorted(CLUSTERS)
+    assert {"local-cpu", "p5.48xlarge", "p4de.24xlarge", "h100-8x"} <= set(group_options("cluster"))
+    assert {"h100-sxm", "h200", "a100-80gb", "cpu"} <= set(group_options("device"))
     assert group_options("launcher") == sorted(LAUNCHERS)
 
 
@@ -60,16 +62,29 @@ def test_contract_keys_exist():
 
 def test_defaults():
     spec = load_point([]).spec
-    assert (spec.model, spec.nodes, spec.gpus_per_node, spec.world_size) == ("tiny", 1, 1, 1)
-    assert (spec.strategy, spec.precision, spec.cluster, spec.launcher) == ("full_shard", "fp32", "local-cpu", "local")
-    assert (spec.seq_len, spec.micro_batch, spec.grad_accum, spec.steps, spec.warmup_steps) == (256, 1, 1, 8, 2)
-    assert (spec.device_type, spec.activation_checkpointing, spec.compile, spec.cpu_offload) == (
+    train = spec.train
+    assert (spec.model.name, spec.nodes, spec.gpus_per_node, spec.world_size) == ("tiny", 1, 1, 1)
+    assert (spec.strategy, spec.precision, spec.cluster.name, spec.launcher) == (
+        "full_shard",
+        "fp32",
+        "local-cpu",
+        "local",
+    )
+    assert (train.seq_len, train.micro_batch, train.grad_accum, train.steps, train.warmup_steps) == (256, 1, 1, 8, 2)
+    assert (spec.device_type, train.activation_checkpointing, train.compile, train.cpu_offload) == (
         "cpu",
         "none",
         False,
         False,
     )
-    assert spec.sweep == "adhoc" and spec.point_timeout_s == 600
+    assert spec.sweep.name == "adhoc" and spec.sweep.point_timeout_s == 600
+    # The spec carries the resolved facts of its model and cluster (the registry's files).
+    assert (spec.model.dim, spec.model.n_layers, spec.cluster.device.name, spec.cluster.device_memory_gib) == (
+        256,
+        4,
+        "cpu",
+        16,
+    )
 
 
 def test_overrides_reach_the_spec():
@@ -93,13 +108,13 @@ def test_overrides_reach_the_spec():
             "debug.slow_fraction=0.5",
         ]
     )
-    spec = point.spec
-    assert spec.model_overrides == {"n_layers": 2}
-    assert spec.model_args().n_layers == 2 and spec.model_args().dim == 4096
+    spec, train = point.spec, point.spec.train
+    assert spec.model.overrides == {"n_layers": 2}
+    assert spec.model.n_layers == 2 and spec.model.dim == 4096
     assert (spec.world_size, spec.device_type, spec.strategy, spec.precision) == (16, "cuda", "hybrid_shard", "bf16")
-    assert (spec.seq_len, spec.micro_batch, spec.grad_accum, spec.steps, spec.warmup_steps) == (128, 2, 4, 5, 1)
-    assert spec.activation_checkpointing == "selective"
-    assert (spec.sweep, spec.point_timeout_s, spec.debug.slow_fraction) == ("mine", 30, 0.5)
+    assert (train.seq_len, train.micro_batch, train.grad_accum, train.steps, train.warmup_steps) == (128, 2, 4, 5, 1)
+    assert train.activation_checkpointing == "selective"
+    assert (spec.sweep.name, spec.sweep.point_timeout_s, spec.debug.slow_fraction) == ("mine", 30, 0.5)
     assert point.overrides[0] == "model=llama2-7b"
 
 
@@ -120,7 +135,7 @@ def test_every_broken_rule_is_reported():
 def test_field_names_are_the_config_keys_a_user_types():
     assert error_lines("train.micro_batch=0") == ["train.micro_batch: Input should be greater than or equal to 1"]
     assert error_lines("sweep.point_timeout_s=0") == ["sweep.point_timeout_s: Input should be greater than 0"]
-    assert error_lines("model=debug", "model.n_heads=3") == ["model: model.dim=64 must be divisible by model.n_heads=3"]
+    assert error_lines("model=debug", "model.n_heads=3") == ["model: dim=64 must be divisible by n_heads=3"]
 
 
 def test_unknown_keys_and_grids_are_refused():

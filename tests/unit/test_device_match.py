@@ -1,8 +1,8 @@
-"""MFU never borrows another device's peak: device names match the table exactly."""
+"""MFU never borrows another device's peak: device names match the device files exactly."""
 
 import pytest
 
-from bench.hardware import match_device, peak_table
+from bench.registry import match_device, peak_table
 from fsdp_core.worker import lookup_peak_tflops
 
 
@@ -16,7 +16,7 @@ from fsdp_core.worker import lookup_peak_tflops
     ],
 )
 def test_known_devices_get_their_own_peak(runtime_name, device, bf16_tflops):
-    assert match_device(runtime_name).name == device
+    assert match_device(runtime_name)["device"] == device
     assert lookup_peak_tflops(peak_table(), runtime_name, "bf16") == (bf16_tflops, None)
 
 

@@ -13,9 +13,11 @@ import types
 import pytest
 from torch import nn
 
-from fsdp_core.flavors import FLAVORS
+from bench.config import flavors
 from fsdp_core.model import build_model
 from fsdp_core.precision import apply_fp8, fp8_module_filter
+
+FLAVORS = flavors()
 
 BLOCK_LINEARS = (
     "attention.wq",

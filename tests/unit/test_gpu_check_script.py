@@ -99,7 +99,7 @@ def test_dry_run_fails_on_a_point_invalid_for_the_cluster(tmp_path):
     # An A100 preset has no FP8 tensor cores: the fp8 point does not validate, and the dry run says so.
     proc = run_script(tmp_path / "res", FSDP_BENCH_GPU_CHECK_DRY="config", FSDP_BENCH_GPU_CLUSTER="a100-8x")
     assert proc.returncode == 2
-    assert "INVALID d-tinyllama-fp8: precision: a100-8x's devices have no FP8 tensor cores" in proc.stdout
+    assert "INVALID d-tinyllama-fp8: precision: a100-8x's devices have no fp8 tensor cores" in proc.stdout
     assert "  ok      a-debug-bf16" in proc.stdout
     assert "error: a point's config is invalid" in proc.stderr
 
@@ -236,7 +236,7 @@ def test_table_follows_the_plan_and_outcomes(tmp_path):
         f"a-ok\t{OK_1}\t\n"
         f"b-failed\t{FAILED}\t\n"
         "c-crashed\t0123456789ab\t\n"
-        "d-invalid\t-\tprecision: a100-8x's devices have no FP8 tensor cores; allowed: fp32, bf16\n"
+        "d-invalid\t-\tprecision: a100-8x's devices have no fp8 tensor cores; allowed: fp32, bf16\n"
         f"e-late\t{OK_2}\t\n"
     )
     (tmp_path / "outcomes.tsv").write_text(
@@ -258,7 +258,7 @@ def test_table_follows_the_plan_and_outcomes(tmp_path):
     )
     assert by["b-failed"]["tokens/s"] == "-" and by["b-failed"]["peak alloc GiB"] == "-"
     assert by["c-crashed"]["note"] == "exit 2; log: logs/c-crashed.log"
-    assert by["d-invalid"]["note"].startswith("precision: a100-8x's devices have no FP8 tensor cores")
+    assert by["d-invalid"]["note"].startswith("precision: a100-8x's devices have no fp8 tensor cores")
     assert by["e-late"]["note"] == "global deadline: needs 45 s, 20 s left"
     assert by["a-ok"]["tokens/s"] == "6,248"
 

@@ -6,17 +6,18 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import ConfigError, load_point
+from bench.config import ConfigError, flavors, load_point, spec_from_fields
 from bench.execute import prepare_launch
-from bench.hardware import MFU_PEAK_DTYPE, match_device, peak_table
 from bench.launch.cluster_env import EFA_ENV, NCCL_ENV
 from bench.launch.local import agent_gpus, cuda_problems
 from bench.launch.ray import RayOptions, ray_job
 from bench.launch.slurm import SlurmOptions, batch_script
-from bench.schemas import RunSpec
-from fsdp_core.flavors import FLAVORS
-from fsdp_core.protocol import PG_TIMEOUT_MARGIN_S
+from bench.registry import match_device, peak_table
+from fsdp_core.protocol import PG_TIMEOUT_MARGIN_S, LaunchFile, LaunchPoint
+from fsdp_core.recipes import PRECISIONS
 from fsdp_core.worker import throughput_metrics
+
+FLAVORS = flavors()
 
 
 def test_each_local_agent_gets_its_own_gpus():
@@ -26,7 +27,7 @@ def test_each_local_agent_gets_its_own_gpus():
 
 
 def test_a_local_world_larger_than_the_hosts_gpus_is_refused_in_one_line():
-    spec = RunSpec(model="debug", cluster="h100-8x", device_type="cuda", nodes=2, gpus_per_node=4)
+    spec = spec_from_fields(model="debug", cluster="h100-8x", nodes=2, gpus_per_node=4)
     assert cuda_problems(spec, available=8) == []
     (problem,) = cuda_problems(spec, available=4)
     assert problem.startswith("nodes x gpus_per_node: 2 x 4 = 8 ranks need a GPU each and this host has 4")
@@ -36,18 +37,24 @@ def test_a_local_world_larger_than_the_hosts_gpus_is_refused_in_one_line():
 
 @pytest.mark.parametrize(
     ("runtime_name", "device"),
-    [("NVIDIA GH200 480GB", "gh200-96gb"), ("NVIDIA GH200 144G HBM3e", "gh200-144gb"), ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie")],
+    [
+        ("NVIDIA GH200 480GB", "gh200-96gb"),
+        ("NVIDIA GH200 144G HBM3e", "gh200-144gb"),
+        ("NVIDIA A100 80GB PCIe", "a100-80gb-pcie"),
+    ],
 )
 def test_new_devices_have_their_peaks(runtime_name, device):
     facts = match_device(runtime_name)
-    assert facts.name == device and facts.peak_tflops["bf16"] in (312, 989.4)
+    assert facts["device"] == device and facts["peak_tflops"]["bf16"] in (312, 989.4)
 
 
 def _metrics(precision: str, device_name: str):
-    spec = {"nodes": 1, "gpus_per_node": 1, "micro_batch": 1, "grad_accum": 1, "seq_len": 64,
-            "activation_checkpointing": "none"}  # fmt: skip
-    point = {"peak_dtype": MFU_PEAK_DTYPE[precision], "fp8_peak_dtype": "fp8" if precision == "fp8" else None}
-    return throughput_metrics(spec, FLAVORS["debug"], [0.5, 0.5, 0.5], device_name, point, {"peak_table": peak_table()})
+    spec = {"nodes": 1, "gpus_per_node": 1,
+            "train": {"micro_batch": 1, "grad_accum": 1, "seq_len": 64, "activation_checkpointing": "none"}}  # fmt: skip
+    recipe = PRECISIONS[precision]
+    fp8 = recipe.peak_dtype if recipe.peak_dtype != recipe.mfu_peak_dtype else None
+    point = LaunchPoint("p", "/tmp", spec, {}, recipe.mfu_peak_dtype, fp8)
+    return throughput_metrics(spec, FLAVORS["debug"], [0.5, 0.5, 0.5], device_name, point, LaunchFile([], peak_table()))
 
 
 def test_fp8_mfu_divides_by_the_bf16_peak_and_also_reports_the_fp8_one():
@@ -64,7 +71,7 @@ def test_compile_needs_two_warm_up_steps():
     with pytest.raises(ConfigError) as error:
         load_point(["model=debug", "train.compile=true", "train.warmup_steps=1"])
     assert error.value.lines == ["train.warmup_steps: train.compile=true needs at least 2 warm-up steps, got 1"]
-    assert load_point(["model=debug", "train.compile=true", "train.warmup_steps=2"]).spec.compile
+    assert load_point(["model=debug", "train.compile=true", "train.warmup_steps=2"]).spec.train.compile
 
 
 def _request(tmp_path, *overrides):
@@ -73,7 +80,9 @@ def _request(tmp_path, *overrides):
 
 
 def test_slurm_jobs_on_an_efa_cluster_set_the_same_nccl_and_efa_variables_as_kubeflow(tmp_path):
-    script = batch_script(_request(tmp_path, "cluster=p5.48xlarge", "launcher=slurm"), SlurmOptions(env={"NCCL_DEBUG": "INFO"}))
+    script = batch_script(
+        _request(tmp_path, "cluster=p5.48xlarge", "launcher=slurm"), SlurmOptions(env={"NCCL_DEBUG": "INFO"})
+    )
     for key, value in {**EFA_ENV, **NCCL_ENV, "NCCL_DEBUG": "INFO"}.items():
         assert f"export {key}={value}" in script.replace("'", ""), key
     assert "export NCCL_DEBUG=WARN" not in script.replace("'", "")  # launcher.env wins
@@ -97,6 +106,6 @@ def test_the_planner_compares_memory_with_peak_reserved_on_gpu_and_resident_set_
 
     cpu = make_record(peak_mem_bytes=3 * 2**30)
     assert measured_memory(cpu) == (3 * 2**30, "resident")
-    gpu = make_record(model="llama2-7b", cluster="h100-8x", device_type="cuda", gpus_per_node=8)
+    gpu = make_record(model="llama2-7b", cluster="h100-8x", gpus_per_node=8)
     gpu.metrics.peak_mem_bytes = gpu.metrics.peak_mem_bytes.model_copy(update={"reserved_max": 70 * 2**30})
     assert measured_memory(gpu) == (70 * 2**30, "reserved")

@@ -1,4 +1,4 @@
-"""Dependency direction (DESIGN.md section 1), checked statically and by really importing.
+"""Dependency direction (docs/architecture.md), checked statically and by really importing.
 
 - fsdp_core never imports hydra, omegaconf, pydantic, pandas, bench or reports (anywhere, lazily included).
 - reports never imports torch or fsdp_core, and from bench only its torch-free contract: bench.schemas

@@ -60,6 +60,8 @@ def test_report_efficiency_interval_and_check_ratio_interval_are_the_engines_rat
     # check's tokens/s ratio (current over baseline) is the inverse step-time ratio, same streams.
     base, cur = _repeats("x", 0.050), _repeats("y", 0.053, seed=30)
     finding = {f.metric: f for f in compare(points_from_records(base), points_from_records(cur), Thresholds()).findings}
-    ratio, ratio_low, ratio_high = ratio_ci([r.metrics.step_times_s for r in cur], [r.metrics.step_times_s for r in base])
+    ratio, ratio_low, ratio_high = ratio_ci(
+        [r.metrics.step_times_s for r in cur], [r.metrics.step_times_s for r in base]
+    )
     assert finding["tokens_per_s"].change == pytest.approx(1 / ratio - 1)
     assert finding["tokens_per_s"].confidence.split("CI")[1].startswith(f"[{1 / ratio_high:.3f},{1 / ratio_low:.3f}]")

@@ -6,14 +6,16 @@ import json
 
 import pytest
 
-from bench.hardware import CLUSTERS
+from bench.config import flavors, load_preset, spec_from_fields
 from bench.planner.calibration import calibrated_cluster, load_cpu_calibration
 from bench.planner.comm import ring_time, shard_group_link
 from bench.planner.compute import cpu_rate
 from bench.planner.measure import MESSAGE_SIZES, fit_link, step_patterns
 from bench.planner.shapes import llama_shape
 from bench.planner.workload import Workload
-from fsdp_core.flavors import FLAVORS
+
+FLAVORS = flavors()
+LOCAL_CPU = load_preset("cluster", "local-cpu")
 
 CALIBRATION = {
     "schema_version": 1,
@@ -76,19 +78,19 @@ def test_step_patterns_follow_the_worker_thread_rule():
 
 
 def test_calibrated_cluster_uses_the_measured_links_and_memory(calibration_file):
-    cluster = calibrated_cluster(CLUSTERS["local-cpu"])
+    cluster, links = calibrated_cluster(LOCAL_CPU)
     assert cluster.device_memory_gib == 8.0
-    assert cluster.extra["reduce_scatter_gbps"] == 4.0
-    link = shard_group_link(cpu_workload(cluster, nodes=2), "reduce_scatter")
+    assert links["reduce_scatter_gbps"] == 4.0
+    link = shard_group_link(cpu_workload(cluster, nodes=2, links=links), "reduce_scatter")
     # 2 ranks, 1e6 bytes: latency + half the buffer at 0.5 GB/s.
     assert ring_time(1e6, 2, link) == pytest.approx(2e-4 + 0.5e6 / 0.5e9)
-    overridden = calibrated_cluster(CLUSTERS["local-cpu"].with_overrides(device_memory_gib=4))
+    overridden, _ = calibrated_cluster(spec_from_fields(model="debug", cluster={"device_memory_gib": 4}).cluster)
     assert overridden.device_memory_gib == 4  # an explicit override wins over the measurement
 
 
 def test_cpu_rate_uses_the_measured_pattern(calibration_file):
     cal = load_cpu_calibration()
-    cluster = calibrated_cluster(CLUSTERS["local-cpu"])
+    cluster, _ = calibrated_cluster(LOCAL_CPU)
     assert cpu_rate(cpu_workload(cluster), cal) == pytest.approx(70e9)  # 1 rank, 2 threads
     assert cpu_rate(cpu_workload(cluster, nodes=2), cal) == pytest.approx(36e9)  # 2 ranks, 1 thread
     assert cpu_rate(cpu_workload(cluster, nodes=2, gpus_per_node=2), cal) == pytest.approx(17e9)
@@ -102,7 +104,7 @@ def test_missing_calibration_falls_back_to_documented_defaults(tmp_path, monkeyp
     monkeypatch.setenv("FSDP_BENCH_CALIBRATION", str(tmp_path / "absent.json"))
     cal = load_cpu_calibration()
     assert cal.path is None and cal.optimizer_gbps == 5.0
-    assert calibrated_cluster(CLUSTERS["local-cpu"]) == CLUSTERS["local-cpu"]
+    assert calibrated_cluster(LOCAL_CPU) == (LOCAL_CPU, {})
 
 
 def test_efficiency_flag_names_the_likely_cause():

@@ -8,15 +8,17 @@ Total 2*45,440 + 65,600 = 156,480.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
-from bench.hardware import CLUSTERS
+from bench.config import flavors, load_preset
 from bench.planner.comm import Link, comm_bytes_per_step, ring_time
 from bench.planner.memory import activation_bytes, activation_bytes_per_token, state_bytes, unsharded_bytes
 from bench.planner.shapes import llama_shape, mpt_shape, padded_numel
 from bench.planner.workload import Workload
-from fsdp_core.flavors import FLAVORS
 
+FLAVORS = flavors()
 DEBUG = llama_shape(FLAVORS["debug"])
 P_TOTAL, P_BLOCK, P_ROOT = 156_480, 45_440, 65_600
 
@@ -24,7 +26,7 @@ P_TOTAL, P_BLOCK, P_ROOT = 156_480, 45_440, 65_600
 def debug_workload(**kw) -> Workload:
     fields = {
         "shape": DEBUG,
-        "cluster": CLUSTERS["local-cpu"],
+        "cluster": load_preset("cluster", "local-cpu"),
         "nodes": 2,
         "gpus_per_node": 1,
         "strategy": "full_shard",
@@ -111,7 +113,9 @@ def test_padded_bytes_on_three_ranks():
 
 
 def test_fp8_gathers_block_matrices_in_one_byte():
-    w = debug_workload(precision="fp8", cluster=CLUSTERS["h100-8x"], gpus_per_node=4, nodes=1)  # no padding on 4
+    w = debug_workload(
+        precision="fp8", cluster=load_preset("cluster", "h100-8x"), gpus_per_node=4, nodes=1
+    )  # no padding on 4
     block_matrices, block_norms = P_BLOCK - 128, 128
     per_block = block_matrices * 1 + block_norms * 2
     assert comm_bytes_per_step(w)["all_gather"] == 2 * P_ROOT + 2 * 2 * per_block
@@ -142,7 +146,7 @@ def test_shard_grad_op_keeps_every_block_whole():
     deep = Workload(
         **{
             **debug_workload().__dict__,
-            "shape": llama_shape(FLAVORS["debug"].with_overrides(n_layers=6)),
+            "shape": llama_shape(dataclasses.replace(FLAVORS["debug"], n_layers=6)),
             "strategy": "shard_grad_op",
         }
     )

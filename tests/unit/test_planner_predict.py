@@ -2,27 +2,26 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import pytest
 
 from bench.cli import main as cli_main
-from bench.hardware import CLUSTERS
+from bench.config import flavors, load_preset, spec_from_fields
 from bench.planner import predict, with_scaling_efficiency
-from bench.planner.calibration import device_efficiency
 from bench.planner.memory import fits, max_micro_batch, memory_breakdown
 from bench.planner.shapes import llama_shape
 from bench.planner.step import step_time
 from bench.planner.workload import Workload
-from bench.schemas import RunSpec
-from fsdp_core.flavors import FLAVORS
+
+FLAVORS = flavors()
+P5 = load_preset("cluster", "p5.48xlarge")
 
 
 def gpu_workload(model: str = "llama2-7b", **kw) -> Workload:
     fields = {
         "shape": llama_shape(FLAVORS[model]),
-        "cluster": CLUSTERS["p5.48xlarge"],
+        "cluster": P5,
         "nodes": 1,
         "gpus_per_node": 8,
         "strategy": "full_shard",
@@ -55,7 +54,7 @@ def test_more_nodes_never_increase_state_memory_under_full_shard(model):
 def test_more_bandwidth_never_increases_step_time(strategy, field):
     times = []
     for gbps in (25, 100, 400, 1600, 3200, 6400, 12800):
-        cluster = CLUSTERS["p5.48xlarge"].with_overrides(**{field: gbps})
+        cluster = P5.model_copy(update={field: gbps})
         times.append(step_time(gpu_workload(nodes=4, strategy=strategy, cluster=cluster))["total"])
     assert times == sorted(times, reverse=True)
     assert times[0] > times[-1]
@@ -80,20 +79,13 @@ def test_cpu_offload_moves_states_to_the_host():
     assert on_device["total"] - offloaded["total"] == states_bytes
 
 
-def test_unknown_device_lists_the_known_ones():
-    with pytest.raises(
-        ValueError, match=r"unknown device 'tpu-v5'; allowed: h100-sxm, h200, a100-80gb, a100-40gb, cpu"
-    ):
-        device_efficiency("tpu-v5")
-    cluster = dataclasses.replace(CLUSTERS["p5.48xlarge"], device="tpu-v5")
-    with pytest.raises(ValueError, match="cluster.device: unknown device 'tpu-v5'"):
-        step_time(gpu_workload(cluster=cluster))
+def test_a_device_file_sets_the_achievable_fraction_and_bandwidths():
+    slower = P5.model_copy(update={"device": P5.device.model_copy(update={"relative_efficiency": 0.5})})
+    assert step_time(gpu_workload(cluster=slower))["compute"] == pytest.approx(2 * step_time(gpu_workload())["compute"])
 
 
 def test_predict_keys_and_scaling_groups():
-    specs = [
-        RunSpec(model="debug", nodes=n, gpus_per_node=1, strategy=s) for s in ("full_shard", "no_shard") for n in (1, 2)
-    ]
+    specs = [spec_from_fields(model="debug", nodes=n, strategy=s) for s in ("full_shard", "no_shard") for n in (1, 2)]
     out = with_scaling_efficiency([predict(spec) for spec in specs])
     assert {
         "spec",
@@ -163,8 +155,8 @@ def test_plan_refuses_meaningless_hardware(capsys, override, message):
 def test_sweep_plan_skips_points_predicted_not_to_fit():
     from bench.planner.skip import skip_if_not_fitting
 
-    assert skip_if_not_fitting(RunSpec(model="debug")) is None
-    tight = RunSpec(model="debug", nodes=2, cluster_overrides={"device_memory_gib": 0.25})
+    assert skip_if_not_fitting(spec_from_fields(model="debug")) is None
+    tight = spec_from_fields(model="debug", nodes=2, cluster={"device_memory_gib": 0.25})
     record = skip_if_not_fitting(tight)
     assert record.status == "skipped" and record.point_id == tight.point_id
     assert record.prediction["fits"] is False and record.prediction["max_micro_batch"] == 0

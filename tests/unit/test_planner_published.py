@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import filecmp
-from pathlib import Path
-
 import pytest
 
 from bench.planner import calibration
 from bench.planner.fit import fit
 from bench.planner.predict import predict_workload
 from bench.planner.published import (
-    CSV_PATH,
     anchor_table,
     load_rows,
     median_abs_error,
@@ -34,13 +30,6 @@ def throughput(rows):
     return throughput_table(rows)
 
 
-def test_csv_is_the_shared_reference_copy():
-    shared = Path(__file__).resolve().parents[3] / "shared" / "reference" / "published_calibration.csv"
-    if not shared.exists():
-        pytest.skip("../shared/reference is not next to this checkout")
-    assert filecmp.cmp(CSV_PATH, shared, shallow=False)
-
-
 def test_flops_formula_reproduces_llm_foundry_mfu(rows):
     for row in rows:
         if row.mfu is None:
@@ -53,7 +42,7 @@ def test_flops_formula_reproduces_llm_foundry_mfu(rows):
 def test_per_gpu_throughput_within_20_percent_median(throughput):
     assert len(throughput) == 17
     assert median_abs_error(throughput) <= 0.20
-    assert median_abs_error(throughput) == pytest.approx(0.050, abs=0.002)  # the figure docs/sections/planner.md quotes
+    assert median_abs_error(throughput) == pytest.approx(0.050, abs=0.002)  # the figure docs/planner.md quotes
 
 
 def test_scaling_efficiency_of_each_series_within_3_points(throughput):
@@ -82,7 +71,7 @@ def test_llm_foundry_configurations_are_predicted_to_fit(rows):
 
 def test_p5_anchor_prediction():
     table = {(a["model"], a["micro_batch"]): a for a in anchor_table()}
-    # Stated in docs/sections/planner.md: 96.1% for Llama-2-7B at micro-batch 1, 1 -> 16 nodes.
+    # Stated in docs/planner.md: 96.1% for Llama-2-7B at micro-batch 1, 1 -> 16 nodes.
     assert table[("llama2-7b", 1)]["baseline_nodes"] == 1
     assert table[("llama2-7b", 1)]["efficiency"] == pytest.approx(0.961, abs=0.001)
     assert table[("llama2-70b", 1)]["baseline_nodes"] == 4  # 70B states need 4 nodes to fit

@@ -65,7 +65,6 @@ def report(tmp_path_factory):
         title="unit sweep",
         reproduce=["fsdp-bench sweep experiment=unit"],
         problems=[("results/x/result.json", "unknown schema_version 99")],
-        device_memory_gib=lambda record: 16.0,
     )
     return out, page, Page(page.read_text())
 
@@ -224,12 +223,12 @@ def test_cli_report_from_folder_and_exit_codes(tmp_path, capsys):
     bad.write_text(json.dumps({"schema_version": 99, "point_id": "x"}))
     assert main(["report", str(results), "-o", str(tmp_path / "out")]) == 0
     captured = capsys.readouterr()
-    assert "report: skipped" in captured.err and "unknown schema_version 99" in captured.err
+    assert "report: skipped" in captured.err and "schema_version 99 is unknown" in captured.err
     assert "(8 points: 6 ok, 2 not ok)" in captured.out
     assert {"report.html", "results.csv", "summary.md", "throughput.png"} <= {
         p.name for p in (tmp_path / "out").iterdir()
     }
-    # The capacity comes from the cluster table (local-cpu preset: 16 GiB).
+    # The capacity comes from the record's own cluster facts (local-cpu: 16 GiB).
     rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
     assert {float(r["device_memory_bytes"]) for r in rows} == {16 * 2**30}
     assert main(["report", str(tmp_path / "missing")]) == 2

@@ -17,7 +17,7 @@ from reports.analysis import analyse  # noqa: E402
 
 @pytest.fixture(scope="module")
 def analysis():
-    return analyse(sample_sweep(), device_memory_gib=lambda record: 16.0)
+    return analyse(sample_sweep())
 
 
 def _lines(ax, prefix):
@@ -110,7 +110,8 @@ def test_memory_bars_per_node_count_with_the_capacity_line(analysis):
 
 
 def test_memory_plot_without_capacity_draws_no_line():
-    (ax,) = plots.memory_figure(analyse(scaling_records({1: 1.0, 2: 2.0})).points).axes
+    points = analyse(scaling_records({1: 1.0, 2: 2.0})).points.assign(device_memory_bytes=float("nan"))
+    (ax,) = plots.memory_figure(points).axes
     assert _lines(ax, "capacity:") == {}
 
 

@@ -1,4 +1,4 @@
-"""RunSpec validation and identity, RunResult round trips (bench/schemas.py, bench/records.py)."""
+"""RunSpec validation and identity, launch rules, RunResult round trips (bench/schemas.py, bench/records.py)."""
 
 from __future__ import annotations
 
@@ -8,29 +8,36 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from bench.hardware import CLUSTERS
+from bench.config import ConfigError, spec_from_fields
 from bench.records import read_record, write_record
 from bench.schemas import (
     STATUSES,
     CommBytes,
     EnvInfo,
     Metrics,
-    ModelInfo,
     RunResult,
     RunSpec,
     StepTimeStats,
     describe_validation_error,
+    launch_problems,
+    model_info,
+    recipe_of,
 )
-from fsdp_core.flavors import FLAVORS
 
 
 def spec(**fields) -> RunSpec:
-    return RunSpec.model_validate({"model": "debug", **fields})
+    return spec_from_fields(**{"model": "debug", **fields})
 
 
-def errors_of(**fields) -> list[str]:
-    with pytest.raises(ValidationError) as info:
+def config_errors(**fields) -> list[str]:
+    with pytest.raises(ConfigError) as info:
         spec(**fields)
+    return info.value.lines
+
+
+def errors_of(data: dict) -> list[str]:
+    with pytest.raises(ValidationError) as info:
+        RunSpec.model_validate(data)
     return describe_validation_error(info.value)
 
 
@@ -38,10 +45,11 @@ def ok_record(**spec_fields) -> RunResult:
     run = spec(**spec_fields)
     return RunResult(
         point_id=run.point_id,
-        sweep=run.sweep,
+        sweep=run.sweep.name,
         status="ok",
         spec=run,
-        model_info=ModelInfo(**run.model_args().info()),
+        recipe=recipe_of(run),
+        model_info=model_info(run),
         metrics=Metrics(
             tokens_per_s=1000.0,
             step_times_s=[0.1, 0.2],
@@ -55,10 +63,10 @@ def ok_record(**spec_fields) -> RunResult:
 
 def test_defaults_are_resolved():
     run = spec(nodes=2, gpus_per_node=2, micro_batch=3, grad_accum=2)
-    assert run.seq_len == FLAVORS["debug"].default_seq_len == 64  # null means the flavor's default
+    assert run.train.seq_len == run.model.default_seq_len == 64  # null means the model's default
     assert run.world_size == 4
     assert run.tokens_per_step == 4 * 3 * 2 * 64
-    assert (run.strategy, run.precision, run.launcher, run.sweep) == ("full_shard", "fp32", "local", "adhoc")
+    assert (run.strategy, run.precision, run.launcher, run.sweep.name) == ("full_shard", "fp32", "local", "adhoc")
 
 
 def test_point_id_is_a_content_hash_of_what_is_measured():
@@ -66,51 +74,74 @@ def test_point_id_is_a_content_hash_of_what_is_measured():
     assert re.fullmatch(r"[0-9a-f]{12}", base.point_id)
     assert spec().point_id == base.point_id
     # Where and how patiently a point runs does not change its identity...
-    assert spec(sweep="other", point_timeout_s=5).point_id == base.point_id
-    # ...what it measures does.
-    changed = [spec(micro_batch=2), spec(repeat=1), spec(seq_len=32), spec(debug={"slow_fraction": 0.1})]
-    assert len({base.point_id, *(s.point_id for s in changed)}) == 5
+    assert spec(**{"sweep.name": "other", "sweep.point_timeout_s": 5}).point_id == base.point_id
+    # ...nor a cluster fact the measurement does not depend on (a planner input)...
+    assert spec(cluster={"inter_node_gbps": 400}).point_id == base.point_id
+    # ...what it measures does, the model's shape included.
+    changed = [spec(micro_batch=2), spec(repeat=1), spec(seq_len=32), spec(debug={"slow_fraction": 0.1}),
+               spec(model={"n_layers": 1})]  # fmt: skip
+    assert len({base.point_id, *(s.point_id for s in changed)}) == 6
 
 
-def test_unknown_fields_are_rejected():
-    assert errors_of(micro_batches=2) == ["micro_batches: Extra inputs are not permitted"]
-    assert errors_of(debug={"fail": 1}) == ["debug.fail: Extra inputs are not permitted"]
+def test_unknown_fields_are_rejected_naming_them():
+    data = spec().model_dump(mode="json")
+    assert errors_of({**data, "train": {**data["train"], "micro_batches": 2}}) == [
+        "train.micro_batches: Extra inputs are not permitted"
+    ]
+    assert errors_of({**data, "debug": {"fail": 1}}) == ["debug.fail: Extra inputs are not permitted"]
 
 
 def test_literal_errors_name_the_allowed_values():
-    assert errors_of(strategy="zero3") == [
+    data = spec().model_dump(mode="json")
+    assert errors_of({**data, "strategy": "zero3"}) == [
         "strategy: got 'zero3'; allowed: 'full_shard', 'shard_grad_op', 'hybrid_shard', 'hybrid_shard_zero2' "
         "or 'no_shard'"
     ]
-    assert errors_of(precision="int8")[0].startswith("precision: got 'int8'; allowed: 'fp32', 'bf16',")
+    assert errors_of({**data, "precision": "int8"})[0].startswith("precision: got 'int8'; allowed: 'fp32', 'bf16',")
 
 
-def test_cross_field_rules_are_reported_together():
-    lines = errors_of(seq_len=4096, steps=2, warmup_steps=2, precision="fp8", debug={"fail_rank": 3, "fail_step": 0})
+def test_launch_rules_are_reported_together():
+    lines = config_errors(
+        seq_len=4096, steps=2, warmup_steps=2, precision="fp8", debug={"fail_rank": 3, "fail_step": 0}
+    )
     assert lines == [
         "train.seq_len: 4096 exceeds debug's maximum 512",
         "train.warmup_steps: must be fewer than train.steps (2 >= 2)",
-        "precision: fp8 needs a CUDA GPU with FP8 tensor cores (H100/H200); allowed on CPU: fp32, bf16, bf16_pure, fp16",
+        "precision: fp8 needs a CUDA GPU (fp8 linears (torchao), bf16 elsewhere); allowed on cpu: fp32, bf16, "
+        "bf16_pure, fp16",
         "debug.fail_rank: 3 is not a rank of this point; allowed: 0..0",
     ]
 
 
+def test_launch_rules_never_make_a_stored_record_unreadable(tmp_path):
+    # A record measured under rules that later tightened (compile with one warm-up step) still reads.
+    record = ok_record(compile=True, compile_backend="aot_eager")
+    old = record.model_copy(
+        update={
+            "spec": record.spec.model_copy(update={"train": record.spec.train.model_copy(update={"warmup_steps": 1})})
+        }
+    )
+    assert launch_problems(old.spec) == ["train.warmup_steps: train.compile=true needs at least 2 warm-up steps, got 1"]
+    write_record(old, tmp_path / "result.json")
+    assert read_record(tmp_path / "result.json").spec.train.warmup_steps == 1
+
+
 def test_fault_knobs_must_target_an_existing_rank_and_step():
     assert spec(nodes=2, steps=4, debug={"fail_rank": 1, "fail_step": 3}).debug.fail_rank == 1
-    assert errors_of(nodes=2, steps=4, debug={"fail_rank": 1, "fail_step": 4}) == [
+    assert config_errors(nodes=2, steps=4, debug={"fail_rank": 1, "fail_step": 4}) == [
         "debug.fail_step: 4 is not a step of this point; allowed: 0..3"
     ]
 
 
-def test_gpu_only_options_are_refused_on_cpu():
-    assert errors_of(cpu_offload=True)[0].startswith("train.cpu_offload: ")
-    gpu = spec(cluster="h100-8x", device_type="cuda", precision="fp8", cpu_offload=True)
-    assert gpu.cluster_facts().peak_tflops["fp8"] == 1978.9
+def test_gpu_only_options_are_refused_on_cpu_and_gpu_facts_resolved():
+    assert config_errors(cpu_offload=True)[0].startswith("train.cpu_offload: ")
+    gpu = spec(cluster="h100-8x", precision="fp8", cpu_offload=True)
+    assert gpu.cluster.peak_tflops["fp8"] == 1978.9 and gpu.device_type == "cuda"
 
 
-def test_cluster_overrides_must_make_physical_sense():
-    assert errors_of(cluster="tpu-v5") == ["cluster: unknown cluster 'tpu-v5'; allowed: " + ", ".join(CLUSTERS)]
-    assert errors_of(cluster="h100-8x", cluster_overrides={"inter_node_gbps": 0}) == [
+def test_cluster_values_must_make_physical_sense():
+    assert config_errors(cluster="tpu-v5")[0].startswith("cluster: unknown cluster 'tpu-v5'; allowed: a100-8x, ")
+    assert config_errors(cluster="h100-8x", **{"cluster.inter_node_gbps": 0}) == [
         "cluster.inter_node_gbps: must be positive, got 0"
     ]
 
@@ -122,7 +153,7 @@ def test_record_round_trips_through_json(tmp_path):
     write_record(record, path)
     assert read_record(path) == record
     assert not list(path.parent.glob(".*.tmp"))  # written atomically: the temp file was renamed
-    assert json.loads(path.read_text())["schema_version"] == 1
+    assert json.loads(path.read_text())["schema_version"] == 2
 
 
 def test_failure_records_need_no_metrics():
@@ -135,8 +166,10 @@ def test_failure_records_need_no_metrics():
 def test_bad_records_are_reported_in_one_line(tmp_path):
     path = tmp_path / "result.json"
     data = json.loads(ok_record().model_dump_json())
-    path.write_text(json.dumps({**data, "schema_version": 2}))
-    with pytest.raises(ValueError, match=r"^unknown schema_version 2 \(this fsdp-bench reads 1\)$"):
+    path.write_text(json.dumps({**data, "schema_version": 9}))
+    with pytest.raises(
+        ValueError, match=r"^schema_version 9 is unknown to this fsdp-bench \(it reads versions up to 2\)"
+    ):
         read_record(path)
     data["metrics"]["tokens_per_sec"] = 1.0
     path.write_text(json.dumps(data))

@@ -22,7 +22,7 @@ def _write_many(root: Path, count: int, sweep: str) -> None:
     """`count` distinct valid records (distinct seeds -> distinct point ids) under root/<sweep>/."""
     template = make_record(sweep=sweep)
     for seed in range(count):
-        spec = template.spec.model_copy(update={"seed": seed})
+        spec = template.spec.model_copy(update={"train": template.spec.train.model_copy(update={"seed": seed})})
         record = template.model_copy(update={"spec": spec, "point_id": spec.point_id})
         write_record(record, root / sweep / record.point_id / "result.json")
 
@@ -76,7 +76,7 @@ def test_invalid_and_unknown_schema_records_are_reported_and_skipped(tmp_path):
     assert report.added == 1
     reasons = {p.path.parent.name: p.reason for p in report.problems}
     assert sorted(reasons) == ["invalid", "truncated", "unknown"]
-    assert reasons["unknown"].startswith("unknown schema_version 99")
+    assert reasons["unknown"].startswith("schema_version 99 is unknown")
     assert "status" in reasons["invalid"]
     assert reasons["truncated"].startswith("unreadable JSON")
     assert store.count() == 1

@@ -1,15 +1,16 @@
-"""Flavor registry: parameter counts on the meta device against the published sizes and ModelArgs' closed form."""
+"""Model presets (sweeps/model/*.yaml): parameter counts on the meta device against the published
+sizes and ModelArgs' closed form, and ModelSpec's checks of a model file."""
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
+from pydantic import ValidationError
 
-from bench.schemas import ModelInfo
-from fsdp_core.flavors import FLAVORS, ModelArgs, get_flavor
+from bench.config import flavors, load_preset
+from bench.schemas import ModelInfo, ModelSpec
 from fsdp_core.model import build_model, count_parameters
 
+FLAVORS = flavors()
 # Published totals: Meta's Llama-2 paper/model cards, the TinyLlama config, torchtitan's Llama-3 8B.
 PUBLISHED = {
     "llama2-7b": 6_738_415_616,
@@ -28,7 +29,7 @@ def test_published_parameter_counts_exactly_on_the_meta_device(name):
 
 
 @pytest.mark.parametrize("name", list(FLAVORS))
-def test_every_flavor_meta_count_equals_the_closed_form(name):
+def test_every_preset_meta_count_equals_the_closed_form(name):
     args = FLAVORS[name]
     model = build_model(args)
     assert count_parameters(model) == args.params
@@ -46,35 +47,36 @@ def test_model_info_matches_the_record_schema(name):
     assert set(info) == set(ModelInfo.model_fields)
 
 
-def test_cpu_flavor_sizes():
+def test_cpu_preset_sizes():
     assert FLAVORS["debug"].params == 156_480
-    assert 5e6 <= FLAVORS["tiny"].params <= 20e6  # issue 2: "about 5-20 M parameters"
+    assert 5e6 <= FLAVORS["tiny"].params <= 20e6
     assert FLAVORS["tiny"].default_seq_len == 256
 
 
-def test_overrides_replace_fields_and_recompute_derived_ones():
-    args = FLAVORS["llama2-7b"].with_overrides(n_layers=2, n_heads=16, n_kv_heads=16)
+def test_changed_fields_recompute_derived_ones():
+    preset = load_preset("model", "llama2-7b")
+    args = preset.model_copy(update={"n_layers": 2, "n_heads": 16, "n_kv_heads": 16}).args()
     assert (args.n_layers, args.head_dim) == (2, 256)
     assert args.params == 2 * 32000 * 4096 + 2 * FLAVORS["llama2-7b"].block_params + 4096
     assert count_parameters(build_model(args)) == args.params
 
 
-def test_bad_overrides_name_the_field():
-    with pytest.raises(ValueError, match=r"unknown model field\(s\) \['layers'\]; allowed: \["):
-        FLAVORS["debug"].with_overrides(layers=2)
-    with pytest.raises(ValueError, match="model.dim=100 must be divisible by model.n_heads=3"):
-        FLAVORS["debug"].with_overrides(dim=100, n_heads=3)
-    with pytest.raises(ValueError, match="model.n_heads=4 must be divisible by model.n_kv_heads=3"):
-        FLAVORS["debug"].with_overrides(n_kv_heads=3)
+def _problems(**changes) -> str:
+    data = {**load_preset("model", "debug").model_dump(), **changes}
+    with pytest.raises(ValidationError) as info:
+        ModelSpec.model_validate(data)
+    return str(info.value)
 
 
-def test_get_flavor_lists_the_known_names():
-    assert get_flavor("tiny") is FLAVORS["tiny"]
-    with pytest.raises(ValueError, match="unknown model 'gpt5'; allowed: debug, tiny, "):
-        get_flavor("gpt5")
+def test_a_model_file_that_makes_no_sense_is_refused_naming_the_field():
+    assert "Extra inputs are not permitted" in _problems(layers=2)
+    assert "dim=100 must be divisible by n_heads=3" in _problems(dim=100, n_heads=3)
+    assert "n_heads=4 must be divisible by n_kv_heads=3" in _problems(n_kv_heads=3)
+    assert "greater than or equal to 1" in _problems(n_layers=0)
 
 
-def test_flavors_are_immutable():
-    with pytest.raises(dataclasses.FrozenInstanceError):
-        FLAVORS["debug"].dim = 1  # type: ignore[misc]
-    assert isinstance(FLAVORS["debug"], ModelArgs)
+def test_an_unknown_preset_lists_the_known_names():
+    from bench.config import ConfigError
+
+    with pytest.raises(ConfigError, match="model: unknown model 'gpt5'; allowed: debug, llama2-13b, "):
+        load_preset("model", "gpt5")
