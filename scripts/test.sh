@@ -4,4 +4,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh dev,ray
 [ -x scripts/install_system_deps.sh ] && scripts/install_system_deps.sh || true
-exec .venv/bin/python -m pytest -q "$@"
+# Two workers (pytest-xdist), each test file on one of them: most tests wait on the processes they
+# start (ranks, torchrun agents, services), so two run side by side on two cores. FSDP_BENCH_TEST_WORKERS=0
+# runs everything in this process.
+workers=${FSDP_BENCH_TEST_WORKERS:-2}
+if [ "$workers" = "0" ]; then
+  exec .venv/bin/python -m pytest -q "$@"
+fi
+exec .venv/bin/python -m pytest -q -n "$workers" --dist loadfile "$@"

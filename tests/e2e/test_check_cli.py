@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -249,6 +250,8 @@ def test_pytest_plugin_records_tokens_per_s_in_benchmark_json(tmp_path):
             "-q",
             "-p",
             "no:cacheprovider",
+            "-p",
+            "no:xdist",  # pytest-benchmark disables itself under xdist, which may run this very test
             "--benchmark-enable",
             "--benchmark-json",
             "bench.json",
@@ -258,6 +261,7 @@ def test_pytest_plugin_records_tokens_per_s_in_benchmark_json(tmp_path):
         capture_output=True,
         text=True,
         timeout=300,
+        env={k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")},
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     (entry,) = json.loads((tmp_path / "bench.json").read_text())["benchmarks"]
