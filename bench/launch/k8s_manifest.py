@@ -18,11 +18,13 @@ import copy
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from pydantic import Field
 
 from bench.launch.base import STARTUP_GRACE_S, LaunchRequest
 from bench.launch.cluster_env import communication_env, uses_efa
+from bench.launch.options import LauncherOptions
 from bench.launch.torchrun import torchrun_args
 from fsdp_core.protocol import NODE_NAME_ENV, RANKS_PER_HOST_ENV
 
@@ -35,8 +37,7 @@ SCRATCH = "/tmp/fsdp-bench-results"  # pod-local point dirs when results go to a
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
-@dataclass
-class KubeflowOptions:
+class KubeflowOptions(LauncherOptions):
     """Fields of sweeps/launcher/kubeflow.yaml (documented there and in docs/configuration.md)."""
 
     apply: bool = False
@@ -47,12 +48,12 @@ class KubeflowOptions:
     image_pull_policy: str = "IfNotPresent"
     service_account: str | None = None
     instance_type_label: str = "node.kubernetes.io/instance-type"
-    node_selector: dict = field(default_factory=dict)
-    tolerations: list = field(default_factory=list)
+    node_selector: dict = Field(default_factory=dict)
+    tolerations: list = Field(default_factory=list)
     efa: bool = True
     shm_size: str | None = "64Gi"
-    extra_resources: dict = field(default_factory=dict)
-    env: dict = field(default_factory=dict)
+    extra_resources: dict = Field(default_factory=dict)
+    env: dict = Field(default_factory=dict)
     results_pvc: str | None = None
     results_mount: str = "/results"
     results_url: str | None = None

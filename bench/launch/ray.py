@@ -19,11 +19,12 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import Field
+
 from bench.launch.base import LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
-from bench.launch.options import ConfiguredLauncher
+from bench.launch.options import ConfiguredLauncher, LauncherOptions
 from fsdp_core.protocol import collective_timeout_s
 
 POLL_S = 0.5
@@ -31,15 +32,14 @@ POLL_S = 0.5
 SHUTDOWN_GRACE_S = 15.0
 
 
-@dataclass
-class RayOptions:
+class RayOptions(LauncherOptions):
     """Fields of sweeps/launcher/ray.yaml (documented there and in docs/configuration.md)."""
 
     address: str | None = None
     node_ip_address: str = "127.0.0.1"
     num_cpus: int | None = None
     cpus_per_worker: float = 1.0
-    runtime_env: dict = field(default_factory=dict)
+    runtime_env: dict = Field(default_factory=dict)
     storage_path: str | None = None
     startup_grace_s: float = 300.0
 

@@ -20,12 +20,13 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import Field
 
 from bench.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest, PointWatch
 from bench.launch.cluster_env import communication_env, uses_efa
-from bench.launch.options import ConfiguredLauncher
+from bench.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.launch.torchrun import torchrun_args
 from fsdp_core.protocol import RANKS_PER_HOST_ENV
 
@@ -51,8 +52,7 @@ _HEAD = "__FSDP_BENCH_HEAD__"
 _JOB_ID = "__FSDP_BENCH_JOB_ID__"
 
 
-@dataclass
-class SlurmOptions:
+class SlurmOptions(LauncherOptions):
     """Fields of sweeps/launcher/slurm.yaml (documented there and in docs/configuration.md)."""
 
     partition: str | None = None
@@ -63,11 +63,11 @@ class SlurmOptions:
     cpus_per_task: int | None = None
     container_image: str | None = None
     container_mounts: list | str | None = None
-    extra_sbatch_args: list = field(default_factory=list)
-    extra_srun_args: list = field(default_factory=list)
+    extra_sbatch_args: list = Field(default_factory=list)
+    extra_srun_args: list = Field(default_factory=list)
     python: str | None = None
     workdir: str | None = None
-    env: dict = field(default_factory=dict)
+    env: dict = Field(default_factory=dict)
     ranks_per_host: int = 0
     rdzv_port: int = 29500
     queue_timeout_s: float = 0.0
