@@ -13,6 +13,7 @@ import sys
 # command -> module; a module that does not exist yet is simply not offered.
 COMMANDS = {
     "run": "bench.commands.run",
+    "preflight": "bench.commands.preflight",
     "sweep": "bench.commands.sweep",
     "report": "bench.commands.report",
     "check": "bench.commands.check",

@@ -33,6 +33,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+# Tests run sweeps side by side (two xdist workers): they skip the host lock, as a CI job running
+# several benchmarks at once would; tests/e2e/test_locks.py clears this to test the lock itself.
+os.environ.setdefault("FSDP_BENCH_ALLOW_CONCURRENT", "1")
+
+
 # The installed console script next to this interpreter; `python -m bench` where it is missing.
 _SCRIPT = Path(sys.executable).with_name("fsdp-bench")
 CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "bench"]

@@ -199,7 +199,7 @@ def cancel(job_id: str, wait_s: float = 60.0) -> None:
 
 def sbatch_command(request: LaunchRequest, opts: SlurmOptions, script: Path) -> list[str]:
     """`sbatch --parsable ...` as an argument list; the batch script comes last."""
-    spec = request.points[0]
+    spec = request.shape
     cmd = ["sbatch", "--parsable", "--job-name", f"fsdp-bench-{spec.point_id}"]
     cmd += ["--nodes", str(request.nodes), "--ntasks-per-node", "1"]
     cmd += ["--output", str(request.work_dir.resolve() / "slurm-%j.log")]
@@ -222,16 +222,16 @@ def time_limit(request: LaunchRequest, opts: SlurmOptions) -> str | int:
     """launcher.time_limit, else minutes enough for start-up plus every point's timeout."""
     if opts.time_limit is not None:
         return opts.time_limit
-    seconds = sum(spec.sweep.point_timeout_s + STARTUP_GRACE_S for spec in request.points) + opts.startup_grace_s
+    seconds = sum(t + STARTUP_GRACE_S for t in request.timeouts_s) + opts.startup_grace_s
     return math.ceil(seconds / 60)
 
 
 def batch_script(request: LaunchRequest, opts: SlurmOptions) -> str:
     """The job's script: thread sizing, environment, then one srun step of torchrun agents."""
     ranks_per_host = opts.ranks_per_host or request.gpus_per_node
-    threads = request.points[0].train.threads_per_rank
+    threads = request.shape.train.threads_per_rank
     # The same NCCL/EFA settings as the Kubeflow pods (bench/launch/cluster_env.py), then launcher.env.
-    env = {**communication_env(request.points[0], efa=uses_efa(request.points[0])), **opts.env}
+    env = {**communication_env(request.shape, efa=uses_efa(request.shape)), **opts.env}
     exports = "".join(f"export {key}={shlex.quote(str(value))}\n" for key, value in env.items())
     exit_file = shlex.quote(str(request.work_dir.resolve() / "exit_code"))
     return f"""#!/bin/bash
