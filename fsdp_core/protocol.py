@@ -50,6 +50,7 @@ class LaunchFile:
     points: list[LaunchPoint]
     peak_table: list[dict[str, Any]] = field(default_factory=list)  # every known device's runtime names and peaks
     git: dict[str, Any] = field(default_factory=dict)  # the parent checkout's commit, for the record
+    harness: str | None = None  # the launching fsdp-bench's version (bench/version.py), for the record
 
     def write(self, path: Path) -> None:
         write_json_atomic(Path(path), asdict(self))
@@ -64,6 +65,7 @@ class LaunchFile:
             points=[LaunchPoint(**p) for p in data["points"]],
             peak_table=data.get("peak_table", []),
             git=data.get("git", {}),
+            harness=data.get("harness"),
         )
 
 

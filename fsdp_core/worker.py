@@ -178,7 +178,7 @@ def assemble_record(
     losses = torch.tensor(loop.losses, dtype=torch.float64, device=device)
     dist.all_reduce(losses)
     losses = (losses / world).tolist()
-    env = capture_env(device, launch.git)
+    env = capture_env(device, launch.git, launch.harness)
     metrics, notes = throughput_metrics(spec, args, step_times, env["device_name"], point, launch)
     metrics.update(
         {

@@ -120,6 +120,7 @@ def _env(record: RunResult) -> dict[str, Any]:
         "device_count": env.device_count,
         "hostnames": " ".join(env.hostnames),
         "git_sha": env.git_sha,
+        "harness": env.harness,
     }
 
 
@@ -180,5 +181,5 @@ COLUMNS = [
     "step_time_cv", "mfu", "hfu", "tflops_per_device", "peak_mem_bytes", "device_memory_bytes",
     "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes", "loss_first", "loss_last",
     "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",
-    "git_sha", "mfu_note", *PREDICTION_KEYS.values(), "step_times_s", "weak_key", "strong_key",
+    "git_sha", "harness", "mfu_note", *PREDICTION_KEYS.values(), "step_times_s", "weak_key", "strong_key",
 ]  # fmt: skip
