@@ -7,7 +7,8 @@
   fails here, not on a cluster.
 - The Dockerfile's install step (scripts/install_into_image.sh) installs the source tree into a
   fresh venv that has a torch, without replacing it, and offline: every other dependency is
-  already there, so pip never looks for torch.
+  already there, so pip never looks for torch; a requirement for another torch fails on the
+  script's constraint instead of replacing it.
 
 Fresh venvs borrow this environment's torch and libraries (tests/e2e/fresh_venv.py). Every
 command runs with its working directory in a temporary folder, never the checkout.
