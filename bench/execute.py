@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import re
 import signal
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
@@ -21,7 +20,8 @@ from bench.launch.base import Launcher
 from bench.preflight import collect as collect_preflight
 from bench.records import read_record, write_record
 from bench.registry import peak_table
-from bench.schemas import PreflightResult, RunResult, RunSpec, model_info, recipe_of
+from bench.schemas import EnvInfo, PreflightResult, RunResult, RunSpec, model_info, recipe_of
+from bench.version import git_info, harness_version
 from fsdp_core.protocol import (
     LAUNCH_FILE,
     PREFLIGHT_MEASUREMENTS,
@@ -36,7 +36,6 @@ from fsdp_core.protocol import (
 )
 from fsdp_core.recipes import PRECISIONS
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # Messages a rank prints when a *peer* died: never the root cause of a failure.
 _SECONDARY = (
     "connection closed by peer",
@@ -56,26 +55,11 @@ def point_dir(results_dir: Path, spec: RunSpec) -> Path:
     return Path(results_dir) / spec.sweep.name / spec.point_id
 
 
-def git_info() -> dict:
-    """The checkout's commit and dirty flag, captured in the parent (cluster images may lack .git)."""
-
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
-
-    sha = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"sha": sha, "dirty": bool(status) if status is not None else None}
-
-
 def launch_file(
     specs: list[RunSpec], dirs: list[Path], preflight: PreflightTask | None = None, conditions: dict | None = None
 ) -> LaunchFile:
-    """What the ranks read: resolved specs with their recipes, every device's peaks, git info, a
-    preflight to run first, and what the parent knows of the measurement's conditions."""
+    """What the ranks read: resolved specs with their recipes, every device's peaks, which harness
+    launched them, a preflight to run first, and what the parent knows of the measurement's conditions."""
     points = []
     for spec, directory in zip(specs, dirs):
         recipe = PRECISIONS[spec.precision]
@@ -90,9 +74,11 @@ def launch_file(
                 fp8_peak_dtype=recipe.peak_dtype if recipe.peak_dtype != recipe.mfu_peak_dtype else None,
             )
         )
+    git = git_info()
     return LaunchFile(
-        points=points, peak_table=peak_table(), git=git_info(), preflight=preflight, conditions=dict(conditions or {})
-    )
+        points=points, peak_table=peak_table(), git=git, harness=harness_version(git), preflight=preflight,
+        conditions=dict(conditions or {}),
+    )  # fmt: skip
 
 
 def prepare_launch(
@@ -176,6 +162,7 @@ def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.d
     settles at least one point and the loop always ends.
     """
     records = []
+    env = launched_by(request)
     for spec, directory in zip(request.points, request.point_dirs):
         result_path = directory / RESULT_FILE
         if result_path.exists():
@@ -183,12 +170,23 @@ def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.d
                 records.append(read_record(result_path))
                 continue
             except ValueError as exc:
-                records.append(_failure(spec, directory, "failed", f"invalid record written: {exc}", started, outcome))
+                records.append(
+                    _failure(spec, directory, "failed", f"invalid record written: {exc}", started, outcome, env)
+                )
                 continue
         status, reason = classify(directory, outcome)
-        records.append(_failure(spec, directory, status, reason, started, outcome))
+        records.append(_failure(spec, directory, status, reason, started, outcome, env))
         break
     return records
+
+
+def launched_by(request: LaunchRequest) -> EnvInfo:
+    """A failure record's environment: the harness and commit that launched it (from its launch file)."""
+    try:
+        launch = LaunchFile.read(request.launch_file)
+    except (OSError, ValueError, KeyError, TypeError):
+        return EnvInfo()
+    return EnvInfo(harness=launch.harness, git_sha=launch.git.get("sha"), git_dirty=launch.git.get("dirty"))
 
 
 def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:
@@ -247,7 +245,13 @@ def _launch_reason(outcome: LaunchOutcome) -> str:
 
 
 def _failure(
-    spec: RunSpec, directory: Path, status: str, reason: str, started: dt.datetime, outcome: LaunchOutcome
+    spec: RunSpec,
+    directory: Path,
+    status: str,
+    reason: str,
+    started: dt.datetime,
+    outcome: LaunchOutcome,
+    env: EnvInfo,
 ) -> RunResult:
     finished = dt.datetime.now(dt.timezone.utc)
     record = RunResult(
@@ -261,6 +265,7 @@ def _failure(
         spec=spec,
         recipe=recipe_of(spec),
         model_info=model_info(spec),
+        env=env,
         log_dir=str(outcome.log_files[0].parent) if outcome.log_files else str(directory),
     )
     write_record(record, directory / RESULT_FILE)

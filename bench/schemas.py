@@ -442,6 +442,9 @@ class EnvInfo(Strict):
     platform: str | None = None
     git_sha: str | None = None
     git_dirty: bool | None = None
+    # The fsdp-bench that launched the point (bench/version.py): package version, plus "+g<commit>"
+    # (".dirty") when run from a checkout. Not in the fingerprint: a harness upgrade keeps baselines comparable.
+    harness: str | None = None
     env_vars: dict[str, str] = Field(default_factory=dict)
     # Whether the point ran holding the host lock (bench/locks.py): True held, False skipped
     # (sweep.allow_concurrent=true), None not applicable (a cluster launcher).

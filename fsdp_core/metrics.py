@@ -181,8 +181,8 @@ def node_name() -> str:
     return os.environ.get("SLURMD_NODENAME") or os.environ.get(NODE_NAME_ENV) or socket.gethostname()
 
 
-def capture_env(device: torch.device, git: dict | None = None) -> dict:
-    """Versions, devices, hosts and the communication-relevant environment variables."""
+def capture_env(device: torch.device, git: dict | None = None, harness: str | None = None) -> dict:
+    """Versions (the harness's from the launching parent), devices, hosts, communication-relevant variables."""
     hostnames: list[str] = [""] * dist.get_world_size()
     dist.all_gather_object(hostnames, node_name())
     cuda = device.type == "cuda"
@@ -203,6 +203,7 @@ def capture_env(device: torch.device, git: dict | None = None) -> dict:
         "platform": platform.platform(),
         "git_sha": (git or {}).get("sha"),
         "git_dirty": (git or {}).get("dirty"),
+        "harness": harness,
         "env_vars": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
     }
 

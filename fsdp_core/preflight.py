@@ -233,7 +233,9 @@ def _collective(op: str, numel: int, n: int, dtype, device, group):
     return lambda: dist.all_reduce(buffer, group=group)
 
 
-def run_preflight(task: PreflightTask, args: ModelArgs, device: torch.device, timeout: dt.timedelta, git: dict) -> None:
+def run_preflight(
+    task: PreflightTask, args: ModelArgs, device: torch.device, timeout: dt.timedelta, git: dict, harness: str | None
+) -> None:
     """Measure, gather on rank 0 and have it write the raw measurements next to the preflight's marks."""
     spec, settings = task.spec, task.settings
     point_dir = Path(task.point_dir)
@@ -264,7 +266,7 @@ def run_preflight(task: PreflightTask, args: ModelArgs, device: torch.device, ti
     }
     everyone: list = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
-    env = capture_env(device, git)
+    env = capture_env(device, git, harness)
     if dist.get_rank() == 0:
         finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         write_json_atomic(

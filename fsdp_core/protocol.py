@@ -66,6 +66,7 @@ class LaunchFile:
     points: list[LaunchPoint]
     peak_table: list[dict[str, Any]] = field(default_factory=list)  # every known device's runtime names and peaks
     git: dict[str, Any] = field(default_factory=dict)  # the parent checkout's commit, for the record
+    harness: str | None = None  # the launching fsdp-bench's version (bench/version.py), for the record
     preflight: PreflightTask | None = None
     # What the parent knows about the measurement's conditions, for the record (e.g. whether it held
     # the host lock: bench/locks.py).
@@ -85,6 +86,7 @@ class LaunchFile:
             points=[LaunchPoint(**p) for p in data["points"]],
             peak_table=data.get("peak_table", []),
             git=data.get("git", {}),
+            harness=data.get("harness"),
             preflight=PreflightTask(**preflight) if preflight else None,
             conditions=data.get("conditions", {}),
         )

@@ -189,7 +189,7 @@ def assemble_record(
     losses = torch.tensor(loop.losses, dtype=torch.float64, device=device)
     dist.all_reduce(losses)
     losses = (losses / world).tolist()
-    env = capture_env(device, launch.git)
+    env = capture_env(device, launch.git, launch.harness)
     env["exclusive_host"] = launch.conditions.get("exclusive_host")
     metrics, notes = throughput_metrics(spec, args, step_times, env["device_name"], point, launch)
     rank_medians = gather_floats(statistics.median(loop.busy_s), device)
@@ -293,7 +293,7 @@ def run_preflight_task(task: PreflightTask, launch: LaunchFile) -> None:
         timeout = dt.timedelta(seconds=collective_timeout_s(spec["sweep"]["point_timeout_s"]))
         init_distributed(device, timeout, spec["train"]["cpu_offload"])
         set_collective_timeout(timeout)
-        run_preflight(task, model_args(spec), device, timeout, launch.git)
+        run_preflight(task, model_args(spec), device, timeout, launch.git, launch.harness)
     except BaseException as exc:  # noqa: BLE001 - the reason is left for the parent, then the launch ends
         record_failure(task, exc)
         raise

@@ -25,6 +25,7 @@ from bench.launch.k8s_manifest import crd_schema, validate_pytorchjob
 from bench.launch.kubeflow import RENDERED
 from bench.launch.results_sync import filesystem, pull_points, push_tree
 from bench.records import read_record
+from bench.version import harness_version
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow.org_pytorchjobs.yaml"
@@ -140,6 +141,7 @@ def test_failed_job_is_recorded_with_the_operator_reason_and_deleted(tmp_path, m
     (record,) = collect_launch(request, outcome, started)
     assert record.status == "failed"
     assert record.error.endswith("failed: FailedReason PyTorchJob fsdp is failed because 1 Worker replica(s) failed.")
+    assert record.env.harness == harness_version()  # a parent-written failure names the harness too
     log = calls(tool)
     name = f"fsdp-{spec.point_id}-"
     assert log[0] == "config current-context"
