@@ -36,7 +36,8 @@ def main(args: argparse.Namespace) -> int:
             problems = {p for point in points if (p := compatibility_problem(point.spec, preflight))}
             if problems:
                 raise ConfigError(sorted(problems))
-        predictions = with_scaling_efficiency([predict(point.spec, preflight) for point in points])
+        specs = [point.spec for point in points]
+        predictions = with_scaling_efficiency([predict(spec, preflight) for spec in specs], specs)
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
