@@ -410,32 +410,50 @@ def is_grid_override(override: str) -> bool:
         return False
 
 
-def expand_grid(overrides: Sequence[str]) -> list[list[str]]:
-    """Every point's override list: the experiment's sweep.grid, then the command line's sweeps, crossed."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
+def grid_items(overrides: Sequence[str]) -> dict[str, str]:
+    """key -> override of a grid: the experiment's sweep.grid, then the command line (which wins)."""
     fixed = [o for o in overrides if not is_grid_override(o)]
     base = compose(fixed)
     grid = {str(k): str(v) for k, v in (base.get("sweep", {}).get("grid") or {}).items()}
     merged: dict[str, str] = {key: f"{key}={value}" for key, value in grid.items()}
-    for item in overrides:  # the command line wins over the experiment's grid
+    for item in overrides:
         merged[item.partition("=")[0]] = item
-    return BasicSweeper.split_arguments(_parse(list(merged.values())), None)[0]
+    return merged
+
+
+def sweep_values(override: str) -> list[str]:
+    """The values a (possibly comma-separated) override gives, as strings: `a=1,2` -> ['1', '2']."""
+    parsed = _parse_one(override)
+    return list(parsed.sweep_string_iterator()) if parsed.is_sweep_override() else [parsed.get_value_element_as_str()]
+
+
+def expand_grid(overrides: Sequence[str]) -> list[list[str]]:
+    """Every point's override list: the experiment's sweep.grid, then the command line's sweeps, crossed."""
+    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
+
+    return BasicSweeper.split_arguments(_parse(list(grid_items(overrides).values())), None)[0]
 
 
 def load_grid(overrides: Sequence[str]) -> list[Point]:
     """Compose and validate every point of a grid; all invalid points are reported together."""
-    points, problems = [], []
-    for point_overrides in expand_grid(overrides):
+    points, invalid = load_points(expand_grid(overrides))
+    if invalid:
+        raise ConfigError([line for _, lines in invalid for line in lines])
+    return points
+
+
+def load_points(grid: Sequence[Sequence[str]]) -> tuple[list[Point], list[tuple[tuple[str, ...], list[str]]]]:
+    """Compose and validate each point's overrides: (valid points, [(overrides, problems)] of the
+    others, each problem prefixed with the point's overrides)."""
+    points, invalid = [], []
+    for point_overrides in grid:
         try:
             cfg = compose(point_overrides)
             points.append(Point(tuple(point_overrides), cfg, spec_from_config(cfg)))
         except ConfigError as exc:
             label = " ".join(o for o in point_overrides if o.partition("=")[0] != "experiment")
-            problems.extend(f"[{label}] {line}" for line in exc.lines)
-    if problems:
-        raise ConfigError(problems)
-    return points
+            invalid.append((tuple(point_overrides), [f"[{label}] {line}" for line in exc.lines]))
+    return points, invalid
 
 
 def overrides_from_fields(fields: dict[str, Any]) -> list[str]:
