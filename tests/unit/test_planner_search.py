@@ -55,9 +55,13 @@ def test_cpu_search_space_ranking_and_constraints(capsys):
     assert [r["rank"] for r in ranked] == [1, 2, 3, 4]
     for entry in ranked:
         spec = load_point(
-            [*CPU_SETUP, f"strategy={entry['spec']['strategy']}", f"precision={entry['spec']['precision']}",
-             f"train.micro_batch={entry['spec']['train']['micro_batch']}",
-             f"train.activation_checkpointing={entry['spec']['train']['activation_checkpointing']}"]  # fmt: skip
+            [
+                *CPU_SETUP,
+                f"strategy={entry['spec']['strategy']}",
+                f"precision={entry['spec']['precision']}",
+                f"train.micro_batch={entry['spec']['train']['micro_batch']}",
+                f"train.activation_checkpointing={entry['spec']['train']['activation_checkpointing']}",
+            ]  # fmt: skip
         ).spec
         assert predict(spec)["tokens_per_s"] == pytest.approx(entry["tokens_per_s"], rel=1e-12)
     values = [r["tokens_per_s"] for r in ranked]
@@ -107,20 +111,32 @@ def test_loss_reasons_name_recompute_and_communication():
 @pytest.mark.parametrize(
     ("argv", "expected"),
     [
-        (["--objective", "speed"], "error: --objective: unknown objective 'speed'; allowed: tokens_per_s, "
-                                   "tokens_per_s_per_device, mfu"),  # fmt: skip
+        (
+            ["--objective", "speed"],
+            "error: --objective: unknown objective 'speed'; allowed: tokens_per_s, tokens_per_s_per_device, mfu",
+        ),  # fmt: skip
         (["--top", "0"], "error: --top: must be a whole number of at least 1, got 0"),
-        (["precision=fp8"], "error: empty search space: all 9 configurations break a launch rule (precision: fp8 "
-                            "needs a CUDA GPU"),  # fmt: skip
-        (["--objective", "mfu"], "error: search.objective: mfu needs the device's datasheet peak, which local-cpu does "
-                                 "not have; allowed here: tokens_per_s, tokens_per_s_per_device"),  # fmt: skip
+        (
+            ["precision=fp8"],
+            "error: empty search space: all 9 configurations break a launch rule (precision: fp8 needs a CUDA GPU",
+        ),  # fmt: skip
+        (
+            ["--objective", "mfu"],
+            "error: search.objective: mfu needs the device's datasheet peak, which local-cpu does "
+            "not have; allowed here: tokens_per_s, tokens_per_s_per_device",
+        ),  # fmt: skip
         (["nodes=1,2"], "error: nodes: a search ranks one setup, and nodes=1,2 gives several; choose one value"),
-        (["search.global_batch=3", "gpus_per_node=2"], "error: search.global_batch: 3 sequences per step is no micro-batch"),
+        (
+            ["search.global_batch=3", "gpus_per_node=2"],
+            "error: search.global_batch: 3 sequences per step is no micro-batch",
+        ),
         (["model=llama2-70b"], "error: search: none of the"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, argv, expected):
-    setup = [o for o in ["model=debug", "train.seq_len=32", "train.micro_batch=1,2,4"] if o.split("=")[0] not in argv[0]]
+    setup = [
+        o for o in ["model=debug", "train.seq_len=32", "train.micro_batch=1,2,4"] if o.split("=")[0] not in argv[0]
+    ]
     line = error_of(capsys, *setup, "strategy=full_shard", *argv)
     assert line.startswith(expected), line
 
