@@ -8,15 +8,16 @@ p5.48xlarge nodes (8 GPUs each), growing by their scalar axes:
     models (5) x nodes (5) x strategies (5) x precisions (4) x micro-batches (5) x [grad_accum x checkpointing]
 
 so every size has the same 100 group combinations (model x strategy x precision) and the growth
-per point shows alone. `--issue-grid` adds the 1,260-point grid the planner issue measured at 68 s
-before group composition was shared (4 models x 7 node counts x 5 strategies x 3 precisions x 3
-micro-batches). Prints one Markdown row per grid: points, Hydra composes, wall and CPU seconds of
+per point shows alone. `--reference-grid` adds a 1,260-point grid (4 models x 7 node counts x 5
+strategies x 3 precisions x 3 micro-batches, 60 group combinations) that took 68 s when every
+point was a Hydra compose of its own. Prints one Markdown row per grid: points, Hydra composes, wall and CPU seconds of
 validation and of planning, and microseconds per point; then the least-squares line through the
 rows (a fixed part plus a cost per point), which is how the cost grows with the grid.
 
     .venv/bin/python scripts/bench_grid.py                  # 2,500 to 20,000 points, ~1 minute
-    .venv/bin/python scripts/bench_grid.py --sizes 10000 --issue-grid
-Exit 0 when the largest grid validates and plans within --target seconds of wall time, else 1.
+    .venv/bin/python scripts/bench_grid.py --sizes 10000 --reference-grid
+Exit 0 when the 10,000-point grid (or else the largest one measured) validates and plans within
+--target seconds of wall time, else 1.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ SCALAR_AXES = {
     10000: ["train.micro_batch=1,2,4,8,16", "train.grad_accum=1,2,4,8"],
     20000: ["train.micro_batch=1,2,4,8,16", "train.grad_accum=1,2,4,8", "train.activation_checkpointing=none,full"],
 }
-ISSUE_GRID = ["cluster=p5.48xlarge", "gpus_per_node=8", "model=llama2-7b,llama2-13b,llama2-70b,llama3-8b",
+TARGET_POINTS = 10000
+REFERENCE_GRID = ["cluster=p5.48xlarge", "gpus_per_node=8", "model=llama2-7b,llama2-13b,llama2-70b,llama3-8b",
               "nodes=1,2,4,8,16,32,64", "strategy=full_shard,shard_grad_op,hybrid_shard,hybrid_shard_zero2,no_shard",
               "precision=fp32,bf16,bf16_pure", "train.micro_batch=1,2,4"]  # fmt: skip
 
@@ -89,8 +91,8 @@ def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=sorted(SCALAR_AXES), choices=sorted(SCALAR_AXES))
-    parser.add_argument("--issue-grid", action="store_true", help="also the 1,260-point grid of the planner issue")
-    parser.add_argument("--target", type=float, default=10.0, help="seconds the largest grid may take (wall)")
+    parser.add_argument("--reference-grid", action="store_true", help="also the 1,260-point reference grid")
+    parser.add_argument("--target", type=float, default=10.0, help="seconds the 10,000-point grid may take (wall)")
     args = parser.parse_args()
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
@@ -99,7 +101,7 @@ def main() -> int:
     print("|---|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
     grids = [(f"{size:,}", BASE + SCALAR_AXES[size]) for size in args.sizes]
-    grids += [("issue (1,260)", ISSUE_GRID)] * args.issue_grid
+    grids += [("reference (1,260)", REFERENCE_GRID)] * args.reference_grid
     for name, overrides in grids:
         r = measure(overrides)
         total = [r["validate"][i] + r["plan"][i] for i in (0, 1)]
@@ -110,17 +112,17 @@ def main() -> int:
             f"{total[0]:.2f} / {total[1]:.2f} | {per_point:,.0f} |",
             flush=True,
         )
-        if not name.startswith("issue"):
+        if not name.startswith("reference"):
             rows.append((r["points"], total))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if len(rows) > 1:
         for label, index in (("wall", 0), ("CPU", 1)):
             fixed, slope = fit_line([p for p, _ in rows], [t[index] for _, t in rows])
             print(f"{label}: validate + plan = {fixed:.2f} s + {1e6 * slope:,.0f} us x points (least squares)")
-    largest = max(rows, key=lambda row: row[0])
-    ok = largest[1][0] <= args.target
+    judged = next((row for row in rows if row[0] == TARGET_POINTS), max(rows, key=lambda row: row[0]))
+    ok = judged[1][0] <= args.target
     print(
-        f"{largest[0]:,} points in {largest[1][0]:.2f} s wall: {'within' if ok else 'over'} the {args.target:g} s target"
+        f"{judged[0]:,} points in {judged[1][0]:.2f} s wall: {'within' if ok else 'over'} the {args.target:g} s target"
     )
     return 0 if ok else 1
 
