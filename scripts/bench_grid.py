@@ -9,13 +9,15 @@ p5.48xlarge nodes (8 GPUs each), growing by their scalar axes:
 
 so every size has the same 100 group combinations (model x strategy x precision) and the growth
 per point shows alone. `--reference-grid` adds a 1,260-point grid (4 models x 7 node counts x 5
-strategies x 3 precisions x 3 micro-batches, 60 group combinations) that took 68 s when every
-point was a Hydra compose of its own. Prints one Markdown row per grid: points, Hydra composes, wall and CPU seconds of
-validation and of planning, and microseconds per point; then the least-squares line through the
-rows (a fixed part plus a cost per point), which is how the cost grows with the grid.
+strategies x 3 precisions x 3 micro-batches: 60 group combinations, the case separable group
+choices are for). `--tree DIR` times another checkout (an older commit) with this interpreter.
+Prints one Markdown row per grid: points, Hydra composes, wall and CPU seconds of validation and of
+planning, and microseconds per point; then the least-squares line through the rows (a fixed part
+plus a cost per point), which is how the cost grows with the grid.
 
     .venv/bin/python scripts/bench_grid.py                  # 2,500 to 20,000 points, ~1 minute
     .venv/bin/python scripts/bench_grid.py --sizes 10000 --reference-grid
+    .venv/bin/python scripts/bench_grid.py --sizes 2500 --reference-grid --tree /tmp/main   # an older checkout
 Exit 0 when the 10,000-point grid (or else the largest one measured) validates and plans within
 --target seconds of wall time, else 1.
 """
@@ -49,17 +51,21 @@ REFERENCE_GRID = ["cluster=p5.48xlarge", "gpus_per_node=8", "model=llama2-7b,lla
 
 # Runs in the child: times imports, validation and planning of one grid; prints JSON.
 CHILD = r"""
-import json, sys, time
+import inspect, json, sys, time
+sys.path.insert(0, sys.argv[2])
 clock = lambda: (time.perf_counter(), time.process_time())
 t0 = clock()
 import hydra, omegaconf, pydantic
 from bench import config
 from bench.planner import predict, with_scaling_efficiency
+assert config.__file__.startswith(sys.argv[2]), config.__file__
 t1 = clock()
 points = config.load_grid(json.loads(sys.argv[1]))
 t2 = clock()
 specs = [point.spec for point in points]
-predictions = with_scaling_efficiency([predict(spec) for spec in specs], specs)
+# Older trees' with_scaling_efficiency validates the specs again itself (no `specs` argument).
+given = (specs,) if "specs" in inspect.signature(with_scaling_efficiency).parameters else ()
+predictions = with_scaling_efficiency([predict(spec) for spec in specs], *given)
 t3 = clock()
 assert len(predictions) == len(points)
 print(json.dumps({
@@ -72,10 +78,11 @@ print(json.dumps({
 """
 
 
-def measure(overrides: list[str]) -> dict:
+def measure(overrides: list[str], tree: Path = ROOT) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(overrides)], cwd=ROOT, capture_output=True, text=True, check=True
-    )
+        [sys.executable, "-c", CHILD, json.dumps(overrides), str(tree)], cwd=tree, capture_output=True, text=True,
+        check=True,
+    )  # fmt: skip
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -93,6 +100,12 @@ def main() -> int:
     parser.add_argument("--sizes", type=int, nargs="*", default=sorted(SCALAR_AXES), choices=sorted(SCALAR_AXES))
     parser.add_argument("--reference-grid", action="store_true", help="also the 1,260-point reference grid")
     parser.add_argument("--target", type=float, default=10.0, help="seconds the 10,000-point grid may take (wall)")
+    parser.add_argument(
+        "--tree",
+        type=Path,
+        default=ROOT,
+        help="time another checkout's bench/ with this interpreter (e.g. `git archive main | tar -x -C DIR`)",
+    )
     args = parser.parse_args()
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
@@ -103,7 +116,7 @@ def main() -> int:
     grids = [(f"{size:,}", BASE + SCALAR_AXES[size]) for size in args.sizes]
     grids += [("reference (1,260)", REFERENCE_GRID)] * args.reference_grid
     for name, overrides in grids:
-        r = measure(overrides)
+        r = measure(overrides, args.tree.resolve())
         total = [r["validate"][i] + r["plan"][i] for i in (0, 1)]
         per_point = 1e6 * total[0] / r["points"]
         print(

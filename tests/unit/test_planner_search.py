@@ -174,3 +174,30 @@ def test_report_sets_predicted_beside_measured_ranking():
     assert [row[0] for row in section.table.rows] == ["1", "2", "3", "4"]
     assert [row[-1] for row in section.table.rows] == ["2", "1", "4", "3"]
     assert autotune_section(analyse(records[:1]).cells, [make_record()]) is None
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        ["model=tiny", "gpus_per_node=2"],
+        ["model=llama2-7b", "cluster=p5.48xlarge", "gpus_per_node=8", "precision=bf16"],
+        [
+            "model=llama2-13b",
+            "cluster=p5.48xlarge",
+            "gpus_per_node=8",
+            "nodes=2",
+            "strategy=shard_grad_op",
+            "precision=fp8",
+            "train.activation_checkpointing=selective",
+        ],  # fmt: skip
+    ],
+)
+def test_max_micro_batch_is_the_largest_that_fits(overrides):
+    """The search keeps what fits: max_micro_batch (started from the memory line) is the fitting edge."""
+    from bench.planner.memory import fits, max_micro_batch
+    from bench.planner.workload import workload_from_spec
+
+    w = workload_from_spec(load_point(overrides).spec)
+    largest = max_micro_batch(w)
+    assert largest >= 1 and fits(w.with_micro_batch(largest)) and not fits(w.with_micro_batch(largest + 1))
+    assert all(fits(w.with_micro_batch(m)) for m in range(1, largest + 1, max(1, largest // 50)))
