@@ -8,7 +8,7 @@ parameters and buffers; plus the outputs selective_op's policy caches (torch kee
 caching dispatch mode's storage, outside autograd's saved tensors). Tensors are tagged with the region that first saved them: a block, or the root (ids,
 final norm, output layer, loss).
 
-Every flavor is counted: `debug` and `tiny` with real tensors over a micro-batch x sequence grid
+Every flavor is counted: `debug` (a micro-batch x sequence grid) and `tiny` with real tensors
 (bf16_pure computes in bf16 like bf16, so it is not counted twice); the GPU-sized flavors under
 FakeTensorMode, which runs the same kernels' shape logic without allocating, with their own widths,
 heads, vocabulary and long sequences but three blocks (every block saves the same, and three give
@@ -42,6 +42,8 @@ from fsdp_core.precision import compute_dtype
 FLAVORS = flavors()
 CPU_PRECISIONS = ("fp32", "bf16", "fp16")
 GPU_SIZE_BLOCKS = 3
+# (micro_batch, seq_len) per CPU flavor: a grid on `debug`, one shape on the larger `tiny`.
+SHAPES = {"debug": ((1, 16), (3, 40)), "tiny": ((2, 24),)}
 TOLERANCE = 0.05
 
 
@@ -138,7 +140,7 @@ def assert_close(counted: dict[str, int], expected: dict[str, int], label: str) 
 @pytest.mark.parametrize("mode", AC_MODES)
 def test_saved_bytes_match_the_planner_on_cpu(flavor, mode):
     for precision in CPU_PRECISIONS:
-        for micro_batch, seq_len in ((1, 16), (3, 40)):
+        for micro_batch, seq_len in SHAPES[flavor]:
             counted = count_saved(flavor, mode, precision, micro_batch, seq_len, fake=False)
             assert_close(
                 counted, predicted(flavor, mode, precision, micro_batch, seq_len), (precision, micro_batch, seq_len)
