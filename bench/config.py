@@ -14,6 +14,7 @@ A grid of thousands of points then costs one compose per group combination, not 
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -32,6 +33,7 @@ from bench.registry import (
     search_dirs,
 )
 from bench.schemas import RunSpec, describe_validation_error, launch_problems
+from fsdp_core.ac_modes import ALIAS_NOTE, resolve_user_mode
 
 
 class ConfigError(ValueError):
@@ -324,6 +326,7 @@ def _first_line(exc: Exception) -> str:
 def spec_from_config(cfg: dict[str, Any]) -> RunSpec:
     """Validate a composed config into a RunSpec; problems raise ConfigError naming the key (and a user file)."""
     cfg = {**cfg, **{group: _with_overrides(cfg, group) for group in ("model", "cluster") if group in cfg}}
+    cfg = _resolve_ac_alias(cfg)
     try:
         spec = RunSpec.from_config(cfg)
     except ValidationError as exc:
@@ -332,6 +335,21 @@ def spec_from_config(cfg: dict[str, Any]) -> RunSpec:
     if problems:
         raise ConfigError(problems)
     return spec
+
+
+_alias_noted: set[str] = set()
+
+
+def _resolve_ac_alias(cfg: dict[str, Any]) -> dict[str, Any]:
+    """A user's `selective` is torchtitan's per-op policy (fsdp_core/ac_modes.py); said once per process."""
+    train = cfg.get("train")
+    mode = train.get("activation_checkpointing") if isinstance(train, dict) else None
+    if not isinstance(mode, str) or resolve_user_mode(mode) == mode:
+        return cfg
+    if mode not in _alias_noted:
+        _alias_noted.add(mode)
+        print(ALIAS_NOTE, file=sys.stderr)
+    return {**cfg, "train": {**train, "activation_checkpointing": resolve_user_mode(mode)}}
 
 
 def _with_overrides(cfg: dict[str, Any], group: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bench.migrations.ac_split import record_selective_split
 from bench.planner.calibration import network_efficiency
 from bench.planner.measure import PASSES
 from bench.schemas import (
@@ -263,7 +264,7 @@ def read_preflight(path: Path) -> PreflightResult:
             f"{path}: preflight schema_version {data.get('schema_version')!r} is unknown to this fsdp-bench"
         )
     try:
-        return PreflightResult.model_validate(data)
+        return PreflightResult.model_validate(record_selective_split(data))
     except ValidationError as exc:
         first = exc.errors()[0]
         raise ValueError(

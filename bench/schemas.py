@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from fsdp_core import ac_modes
 from fsdp_core.model_args import ModelArgs
 from fsdp_core.recipes import PRECISIONS, STRATEGIES
 
@@ -29,7 +30,7 @@ SCHEMA_VERSION = 2
 Strategy = Literal[tuple(STRATEGIES)]  # type: ignore[valid-type]
 Precision = Literal[tuple(PRECISIONS)]  # type: ignore[valid-type]
 Launcher = Literal["local", "slurm", "kubeflow", "ray"]
-Checkpointing = Literal["none", "full", "selective"]
+Checkpointing = Literal[ac_modes.AC_MODES]  # type: ignore[valid-type]
 CompileBackend = Literal["inductor", "aot_eager", "eager"]
 DeviceType = Literal["cpu", "cuda"]
 Status = Literal["ok", "oom", "failed", "timeout", "invalid", "interrupted", "skipped"]
@@ -149,7 +150,17 @@ class TrainSpec(Strict):
         2, ge=0, strict=True, description="untimed first steps; the last one counts communication"
     )
     activation_checkpointing: Checkpointing = Field(
-        "none", description="none, full (every block), selective (every second block)"
+        "none",
+        description="none, full (every block), selective_op (torchtitan's per-op policy in every block; "
+        "`selective` means this), selective_layer (every ac_every-th block)",
+    )
+    ac_every: int = Field(
+        ac_modes.DEFAULT_AC_EVERY, ge=1, strict=True, description="selective_layer: checkpoint every N-th block"
+    )
+    ac_save_ops: list[str] | None = Field(
+        None,
+        description="selective_op: the op groups whose outputs are saved (mm, sdpa, collectives, max); "
+        "null: all of them (torchtitan's policy)",
     )
     compile: bool = Field(False, description="torch.compile each block")
     compile_backend: CompileBackend = Field(
@@ -160,6 +171,15 @@ class TrainSpec(Strict):
     lr: float = Field(3e-4, gt=0, description="AdamW learning rate")
     data: str = Field("synthetic", description="'synthetic' or the path of a token file (uint16/uint32 memmap)")
     threads_per_rank: int = Field(0, ge=0, description="CPU threads per rank; 0 = cores // ranks on the host")
+
+    @field_validator("ac_save_ops")
+    @classmethod
+    def _known_ops(cls, groups: list[str] | None) -> list[str] | None:
+        unknown = ac_modes.unknown_save_ops(groups or [])
+        if unknown:
+            allowed = ", ".join(ac_modes.SAVE_OP_GROUPS)
+            raise ValueError(f"unknown op group {', '.join(map(repr, unknown))}; allowed: {allowed}")
+        return groups
 
 
 class DebugKnobs(Strict):
@@ -198,7 +218,20 @@ _IDENTITY_EXCLUDE = {
 }  # fmt: skip
 # Fields added after schema version 2, as (section, field): they enter a point's identity only when
 # set away from their default, so every point measured before they existed keeps its id.
-LATER_FIELDS: tuple[tuple[str, str], ...] = (("debug", "slow_rank"),)
+LATER_FIELDS: tuple[tuple[str, str], ...] = (("debug", "slow_rank"), ("train", "ac_every"), ("train", "ac_save_ops"))
+
+
+def _ac_identity(train: dict[str, Any]) -> None:
+    """The checkpointing fields as a point's identity says them: a knob enters only under the mode
+    it tunes, and every second block keeps the name it was first measured under (`selective`), so
+    records from before the split into selective_op and selective_layer keep their ids."""
+    mode = train.get("activation_checkpointing")
+    if mode != ac_modes.SELECTIVE_LAYER:
+        train.pop("ac_every", None)
+    elif train.get("ac_every") == ac_modes.DEFAULT_AC_EVERY:
+        train["activation_checkpointing"] = ac_modes.LEGACY_SELECTIVE
+    if mode != ac_modes.SELECTIVE_OP:
+        train.pop("ac_save_ops", None)
 
 
 class RunSpec(Strict):
@@ -267,6 +300,7 @@ class RunSpec(Strict):
     def identity(self) -> dict[str, Any]:
         """The fields that define what is measured (the point id and check's matching)."""
         identity = self.model_dump(mode="json", exclude=_IDENTITY_EXCLUDE)
+        _ac_identity(identity["train"])
         for section, name in LATER_FIELDS:
             node = identity.get(section, {})
             if name in node and node[name] == type(getattr(self, section)).model_fields[name].default:
@@ -332,7 +366,18 @@ def _debug_rule(spec: RunSpec) -> str | None:
     return None
 
 
-LAUNCH_RULES = (_seq_len_rule, _warmup_rule, _device_rule, _debug_rule)
+def _ac_rule(spec: RunSpec) -> str | None:
+    """A checkpointing knob set for a mode it does not tune would silently do nothing."""
+    train = spec.train
+    mode = train.activation_checkpointing
+    if train.ac_every != ac_modes.DEFAULT_AC_EVERY and mode != ac_modes.SELECTIVE_LAYER:
+        return f"train.ac_every: tunes selective_layer only, but train.activation_checkpointing is {mode}"
+    if train.ac_save_ops is not None and mode != ac_modes.SELECTIVE_OP:
+        return f"train.ac_save_ops: tunes selective_op only, but train.activation_checkpointing is {mode}"
+    return None
+
+
+LAUNCH_RULES = (_seq_len_rule, _warmup_rule, _device_rule, _debug_rule, _ac_rule)
 
 
 def launch_problems(spec: RunSpec) -> list[str]:

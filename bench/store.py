@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.records import RESULT_FILE, RecordProblem, read_record
+from bench.records import RESULT_FILE, RecordProblem, parse_record, read_record
 from bench.schemas import RunResult
 
 STORE_SCHEMA_VERSION = 1
@@ -199,7 +199,7 @@ class ResultStore:
         records, problems = [], []
         for source, blob in selected:
             try:
-                records.append(RunResult.model_validate_json(blob))
+                records.append(parse_record(json.loads(blob)))
             except ValueError as exc:
                 problems.append(RecordProblem(Path(source or self.path), f"stored record invalid: {exc}"))
         return records, problems

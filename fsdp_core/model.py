@@ -25,8 +25,10 @@ class RMSNorm(nn.Module):
         self.weight = nn.Parameter(torch.ones(dim))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        # Normalise in fp32 for stability under bf16/fp16 compute, as Meta's reference does.
-        normed = x.float() * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + self.eps)
+        # Normalise in fp32 for stability under bf16/fp16 compute, as Meta's reference does. One
+        # fp32 copy, shared by pow and mul: autograd saves it once (the planner counts it once).
+        x_fp32 = x.float()
+        normed = x_fp32 * torch.rsqrt(x_fp32.pow(2).mean(-1, keepdim=True) + self.eps)
         return normed.type_as(x) * self.weight
 
 

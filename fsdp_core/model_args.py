@@ -43,6 +43,14 @@ class ModelArgs:
         return attention + mlp + norms
 
     @property
+    def block_matmuls(self) -> tuple[tuple[int, int], ...]:
+        """(out_features, in_features) of one block's matmuls in the order its forward runs them
+        (fsdp_core/model.py): wq, wk, wv, wo, then w1 (gate), w3 (up), w2 (down). selective_op saves
+        or recomputes them by position (fsdp_core/ac_modes.py); a unit test checks the order."""
+        d, q, kv, f = self.dim, self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim, self.ffn_dim
+        return ((q, d), (kv, d), (kv, d), (d, q), (f, d), (f, d), (d, f))
+
+    @property
     def embedding_params(self) -> int:
         return self.vocab_size * self.dim
 

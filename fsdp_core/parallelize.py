@@ -20,7 +20,7 @@ from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 from torch.distributed.tensor import DTensor, distribute_tensor
 
 from fsdp_core import recipes
-from fsdp_core.flops import SELECTIVE_AC_EVERY
+from fsdp_core.ac_modes import DEFAULT_AC_EVERY, NONE, SELECTIVE_OP, checkpointed_indices
 from fsdp_core.model import Transformer, init_parameter_, parameter_generator
 from fsdp_core.precision import apply_fp8, mixed_precision_policy
 
@@ -31,7 +31,9 @@ class ParallelConfig:
     precision: str
     nodes: int
     gpus_per_node: int
-    activation_checkpointing: str = "none"
+    activation_checkpointing: str = NONE
+    ac_every: int = DEFAULT_AC_EVERY  # selective_layer: every ac_every-th block
+    ac_save_ops: tuple[str, ...] | None = None  # selective_op: the op groups saved (None: torchtitan's)
     compile: bool = False
     compile_backend: str = "inductor"
     cpu_offload: bool = False
@@ -69,17 +71,26 @@ def set_collective_timeout(timeout: dt.timedelta, groups: list | None = None) ->
             dist.distributed_c10d._set_pg_timeout(timeout, group)
 
 
-def apply_activation_checkpointing(model: Transformer, mode: str) -> None:
-    """Wrap blocks in checkpoint_wrapper: all of them (`full`) or every second one (`selective`)."""
-    if mode == "none":
+def apply_activation_checkpointing(
+    model: Transformer, mode: str, every: int = DEFAULT_AC_EVERY, save_ops: tuple[str, ...] | None = None
+) -> None:
+    """Wrap blocks in checkpoint_wrapper as the mode says (fsdp_core/ac_modes.py): all of them
+    (`full`), all of them under the per-op policy (`selective_op`), or every `every`-th one
+    (`selective_layer`)."""
+    if mode == NONE:
         return
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 
-    every = 1 if mode == "full" else SELECTIVE_AC_EVERY
+    extra = {}
+    if mode == SELECTIVE_OP:
+        from fsdp_core.op_sac import op_sac_context_fn
+
+        extra["context_fn"] = op_sac_context_fn(save_ops)
+    wrapped = set(checkpointed_indices(len(model.layers), mode, every))
     for index, (name, block) in enumerate(list(model.layers.items())):
-        if index % every == 0:
+        if index in wrapped:
             # preserve_rng_state=False: the model has no dropout, so saving RNG state is pure cost.
-            model.layers[name] = checkpoint_wrapper(block, preserve_rng_state=False)
+            model.layers[name] = checkpoint_wrapper(block, preserve_rng_state=False, **extra)
 
 
 def apply_compile(model: Transformer, backend: str = "inductor") -> None:
@@ -110,7 +121,7 @@ def parallelize_llama(model: Transformer, cfg: ParallelConfig, mesh: DeviceMesh)
     """Apply fp8, AC, compile and FSDP in the documented order; the model stays on meta."""
     if recipes.precision(cfg.precision).fp8_linears:
         apply_fp8(model)
-    apply_activation_checkpointing(model, cfg.activation_checkpointing)
+    apply_activation_checkpointing(model, cfg.activation_checkpointing, cfg.ac_every, cfg.ac_save_ops)
     if cfg.compile:
         apply_compile(model, cfg.compile_backend)
     apply_fsdp(model, mesh, cfg)

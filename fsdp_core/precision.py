@@ -11,6 +11,7 @@ import torch
 from torch import nn
 from torch.distributed.fsdp import MixedPrecisionPolicy
 
+from fsdp_core.recipes import FP8_EXCLUDED_FQNS, fp8_converts
 from fsdp_core.recipes import precision as recipe_of
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -63,14 +64,6 @@ def check_precision_supported(precision: str, device: torch.device) -> None:
         raise RuntimeError(f"precision {precision} needs bf16 support on {torch.cuda.get_device_name(device)}")
 
 
-# torch._scaled_mm (the fp8 matmul behind torchao's Float8Linear) needs both dimensions of the
-# weight to be multiples of 16; an unaligned Linear fails at its first matmul on the GPU.
-FP8_ALIGNMENT = 16
-# The output projection stays in bf16: its vocab-sized matmul feeds the loss directly and is
-# sensitive to fp8 error (torchtitan's default filter_fqns = ["output"] does the same).
-FP8_EXCLUDED_FQNS = ("output",)
-
-
 def fp8_module_filter(module: nn.Module, fqn: str) -> bool:
     """Whether apply_fp8 converts this module (torchtitan's float8 module_filter_fn rules).
 
@@ -80,8 +73,7 @@ def fp8_module_filter(module: nn.Module, fqn: str) -> bool:
     """
     if not isinstance(module, nn.Linear) or fqn in FP8_EXCLUDED_FQNS:
         return False
-    out_features, in_features = module.weight.shape
-    return out_features % FP8_ALIGNMENT == 0 and in_features % FP8_ALIGNMENT == 0
+    return fp8_converts(*module.weight.shape)
 
 
 def apply_fp8(model: nn.Module) -> None:

@@ -100,6 +100,18 @@ class PrecisionRecipe:
 DTYPE_BYTES = {"float32": 4, "bfloat16": 2, "float16": 2}
 # fp8 with enable_fsdp_float8_all_gather: the converted linears' weights travel in fp8.
 FP8_LINEAR_BYTES = 1
+# torch._scaled_mm (the fp8 matmul behind torchao's Float8Linear) needs both dimensions of the
+# weight to be multiples of 16; an unaligned Linear fails at its first matmul on the GPU.
+FP8_ALIGNMENT = 16
+# The output projection stays in bf16: its vocab-sized matmul feeds the loss directly and is
+# sensitive to fp8 error (torchtitan's default filter_fqns = ["output"] does the same).
+FP8_EXCLUDED_FQNS = ("output",)
+
+
+def fp8_converts(out_features: int, in_features: int) -> bool:
+    """Whether a block's Linear of this shape runs in fp8 (the engine's rule; torch-free for the planner)."""
+    return out_features % FP8_ALIGNMENT == 0 and in_features % FP8_ALIGNMENT == 0
+
 
 STRATEGIES: dict[str, StrategyRecipe] = {
     r.name: r

@@ -23,6 +23,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from fsdp_core.ac_modes import DEFAULT_AC_EVERY
 from fsdp_core.compile_stats import CompileStats
 from fsdp_core.data import build_source
 from fsdp_core.flops import flops_per_token, hardware_flops_per_token
@@ -156,6 +157,8 @@ def parallel_config(spec: dict) -> ParallelConfig:
         nodes=spec["nodes"],
         gpus_per_node=spec["gpus_per_node"],
         activation_checkpointing=train["activation_checkpointing"],
+        ac_every=train.get("ac_every", DEFAULT_AC_EVERY),
+        ac_save_ops=tuple(train["ac_save_ops"]) if train.get("ac_save_ops") is not None else None,
         compile=train["compile"],
         compile_backend=train.get("compile_backend", "inductor"),
         cpu_offload=train["cpu_offload"],
@@ -247,7 +250,13 @@ def throughput_metrics(
     tokens_per_s = tokens_per_step / stats["median"]
     per_device = tokens_per_s / world
     model_flops = flops_per_token(args, train["seq_len"])
-    hw_flops = hardware_flops_per_token(args, train["seq_len"], train["activation_checkpointing"])
+    hw_flops = hardware_flops_per_token(
+        args,
+        train["seq_len"],
+        train["activation_checkpointing"],
+        train.get("ac_every", DEFAULT_AC_EVERY),
+        train.get("ac_save_ops"),
+    )
     table = launch.peak_table
     peak, reason = lookup_peak_tflops(table, device_name, point.mfu_peak_dtype)
     metrics = {

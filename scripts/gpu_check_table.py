@@ -13,7 +13,8 @@
         Exit 1 when a required package does not import; torchao is only reported.
 
     gpu_check_table.py table RESULTS [--plan PLAN] [--outcomes OUTCOMES] [--out table.md]
-        One markdown row per point of PLAN (in plan order), then per other record under
+        One markdown row per point of PLAN (in plan order), measured peak memory beside the
+        planner's (allocated and reserved), then per other record under
         RESULTS/gpu_check; without PLAN, one row per record. OUTCOMES: lines
         `label<TAB>outcome<TAB>detail` written by the shell script (outcome `skipped` for points
         the global deadline left out). Then the communication bytes per step.
@@ -46,6 +47,8 @@ COLUMNS = (
     "HFU %",
     "peak alloc GiB",
     "peak reserved GiB",
+    "planned alloc GiB",
+    "planned reserved GiB",
     "device",
     "note",
 )
@@ -179,9 +182,23 @@ def load(results: Path) -> tuple[dict[str, dict], list[str]]:
     return by_id, notes
 
 
+def planned_peak(record: dict) -> dict[str, Any]:
+    """The planner's peak allocated and reserved bytes for the record's point (bench/planner/memory.py),
+    beside the measured ones, so the first GPU run calibrates the memory model; {} when the record's
+    spec does not validate or plan here."""
+    from bench.planner.predict import predict
+    from bench.schemas import RunSpec
+
+    try:
+        return predict(RunSpec.model_validate(record.get("spec")))["peak_memory_bytes"]
+    except Exception:  # a record of another writer version, or a point the planner cannot model: no row lost
+        return {}
+
+
 def record_row(label: str, record: dict) -> dict[str, str]:
     metrics = record.get("metrics") or {}
     peak = metrics.get("peak_mem_bytes") or {}
+    planned = planned_peak(record)
     note = record.get("error") or get(record, "notes", "mfu") or record.get("_problem")
     return {
         "point": label,
@@ -192,6 +209,8 @@ def record_row(label: str, record: dict) -> dict[str, str]:
         "HFU %": _num(metrics.get("hfu"), ".1f", 100),
         "peak alloc GiB": _num(peak.get("max"), ".2f", 1 / GIB),
         "peak reserved GiB": _num(peak.get("reserved_max"), ".2f", 1 / GIB),
+        "planned alloc GiB": _num(planned.get("allocated"), ".2f", 1 / GIB),
+        "planned reserved GiB": _num(planned.get("reserved"), ".2f", 1 / GIB),
         "device": get(record, "env", "device_name") or "-",
         "note": note or "",
     }

@@ -58,13 +58,14 @@ def migrate_baseline_v1(doc: dict[str, Any]) -> dict[str, Any]:
     tokens/s x a constant) step by step, so the constants are exact ratios of the first step.
     """
     from bench.check.points import match_identity
-    from bench.migrations import spec_v1_to_v2
+    from bench.migrations import spec_selective_split, spec_v1_to_v2
     from bench.schemas import RunSpec
 
     points = []
     for item in doc.get("points") or []:
         try:
-            item = {**item, "identity": match_identity(RunSpec.model_validate(spec_v1_to_v2(item["identity"])))}
+            spec = spec_selective_split(spec_v1_to_v2(item["identity"]))
+            item = {**item, "identity": match_identity(RunSpec.model_validate(spec))}
         except (KeyError, TypeError, ValueError):
             pass  # left as it is: validation names the problem
         samples = dict(item.get("samples") or {})

@@ -2,16 +2,20 @@
 
 A record is migrated on read, one version at a time, by small functions that know only what
 their version wrote (`migrate(data)` applies them in turn). A record of a version newer than this
-code is reported as such, never misread. `RECORD_MIGRATIONS[n]` turns version n into n + 1.
+code is reported as such, never misread. `RECORD_MIGRATIONS[n]` turns version n into n + 1;
+`RECORD_RENAMES` then rewrite values whose meaning moved to a new name within the current version
+(the schema refuses the old value, so a stored one is never ambiguous).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from bench.migrations.ac_split import record_selective_split, spec_selective_split
 from bench.migrations.v1 import record_v1_to_v2, spec_v1_to_v2
 
 RECORD_MIGRATIONS = {1: record_v1_to_v2}
+RECORD_RENAMES = (record_selective_split,)
 
 
 class FutureVersionError(ValueError):
@@ -29,7 +33,16 @@ def migrate_record(data: dict[str, Any], current: int) -> dict[str, Any]:
     while version < current:
         data = RECORD_MIGRATIONS[version](data)
         version = data["schema_version"]
+    for rename in RECORD_RENAMES:
+        data = rename(data)
     return data
 
 
-__all__ = ["FutureVersionError", "RECORD_MIGRATIONS", "migrate_record", "spec_v1_to_v2"]
+__all__ = [
+    "FutureVersionError",
+    "RECORD_MIGRATIONS",
+    "RECORD_RENAMES",
+    "migrate_record",
+    "spec_selective_split",
+    "spec_v1_to_v2",
+]

@@ -13,6 +13,8 @@ how much of them training achieves:
   hops grow with the number of switches a job spans (published large-scale runs lose throughput
   in proportion to their communicated bytes as they grow, which line-rate rings cannot explain).
 - `compile_speedup`: throughput gained by `train.compile=true`.
+- `fp8_matmul_efficiency`: the achieved rate of fp8 matmuls relative to the bf16 ones, as a
+  fraction of the peaks' ratio (bench/planner/fp8.py).
 
 The GPU values are fitted once to bench/planner/data/published_calibration.csv by
 `python -m bench.planner.fit` (procedure in its docstring and in docs/planner.md);
@@ -34,7 +36,13 @@ from pathlib import Path
 from bench.schemas import ClusterSpec
 
 # --- fitted by `python -m bench.planner.fit --write` (see there); do not edit by hand ---------------
-GPU_FIT = {"h100_efficiency": 0.5606, "cuda_interference": 0.15, "network_half_nodes": 22.6, "compile_speedup": 1.1596}
+GPU_FIT = {
+    "h100_efficiency": 0.5174,
+    "cuda_interference": 0.15,
+    "network_half_nodes": 22.6,
+    "compile_speedup": 1.1596,
+    "fp8_matmul_efficiency": 0.8068,
+}
 # -------------------------------------------------------------------------------------------------
 
 # CPU: gloo's communication thread competes for the cores the matmuls use: an overlapped second

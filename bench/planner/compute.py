@@ -4,17 +4,20 @@ The FLOPs come from fsdp_core/flops.py only. To split them between the transform
 (which overlap with communication block by block) and the root (embedding lookup, final norm,
 output projection), the formula is evaluated once on the model and once on the same model
 with no blocks: the difference divided by n_layers is one block's share. Forward is one third
-of a block's model FLOPs, backward two thirds; a checkpointed block adds one more forward.
+of a block's model FLOPs, backward two thirds; a checkpointed block adds what its mode recomputes
+(fsdp_core/flops.py: a forward less the down projection, or selective_op's recomputed matmuls).
 
 The achieved rate is the device's peak for the compute dtype times an achievable fraction
 (bench/planner/calibration.py: fitted to published figures for GPUs, measured by
-`fsdp-bench calibrate` on CPU hosts).
+`fsdp-bench calibrate` on CPU hosts). Under fp8 only the converted Linears' matmuls run faster,
+with their casts added (bench/planner/fp8.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from bench.planner import fp8
 from bench.planner.calibration import (
     CpuCalibration,
     compile_speedup,
@@ -22,7 +25,12 @@ from bench.planner.calibration import (
     load_cpu_calibration,
 )
 from bench.planner.workload import Workload
-from fsdp_core.flops import checkpointed_blocks, flops_per_token, hardware_flops_per_token
+from fsdp_core.flops import (
+    checkpointed_blocks,
+    flops_per_token,
+    hardware_flops_per_token,
+    recompute_flops_per_token,
+)
 
 
 @dataclass(frozen=True)
@@ -33,7 +41,7 @@ class ComputeTimes:
     checkpointed: int  # how many blocks recompute their forward in backward
     block_forward: float
     block_backward: float  # without recomputation
-    block_recompute: float  # one more forward, for a checkpointed block
+    block_recompute: float  # what a checkpointed block recomputes in backward
     root_forward: float
     root_backward: float
 
@@ -52,12 +60,15 @@ def flops_split(w: Workload) -> dict[str, float]:
         "block": (total - root) / s.n_layers,
         "root": root,
         "model": total,
-        "hardware": hardware_flops_per_token(s, w.seq_len, w.activation_checkpointing),
+        "hardware": hardware_flops_per_token(s, w.seq_len, w.activation_checkpointing, w.ac_every, w.ac_save_ops),
+        "recompute": recompute_flops_per_token(s, w.seq_len, w.activation_checkpointing, w.ac_save_ops),
     }
 
 
 def peak_dtype(w: Workload) -> str:
-    return w.precision_recipe.peak_dtype
+    """The dtype whose peak the precision's ordinary (not fp8-converted) matmuls run at."""
+    recipe = w.precision_recipe
+    return "bf16" if recipe.fp8_linears else recipe.peak_dtype
 
 
 def compute_times(w: Workload) -> ComputeTimes:
@@ -65,14 +76,18 @@ def compute_times(w: Workload) -> ComputeTimes:
     split = flops_split(w)
     rate = compute_rate(w)
     tokens = w.tokens_per_micro_step
-    block_fwd = tokens * split["block"] / 3 / rate
     root_fwd = tokens * split["root"] / 3 / rate
+    if w.precision_recipe.fp8_linears and w.cluster.device_type == "cuda":
+        block = fp8.block_seconds(w, split["block"], split["recompute"], rate)
+    else:
+        forward = tokens * split["block"] / 3 / rate
+        block = {"forward": forward, "backward": 2 * forward, "recompute": tokens * split["recompute"] / rate}
     return ComputeTimes(
         n_layers=w.shape.n_layers,
-        checkpointed=checkpointed_blocks(w.shape, w.activation_checkpointing),
-        block_forward=block_fwd,
-        block_backward=2 * block_fwd,
-        block_recompute=block_fwd,
+        checkpointed=checkpointed_blocks(w.shape, w.activation_checkpointing, w.ac_every),
+        block_forward=block["forward"],
+        block_backward=block["backward"],
+        block_recompute=block["recompute"],
         root_forward=root_fwd,
         root_backward=2 * root_fwd,
     )

@@ -3,17 +3,22 @@
     python -m bench.planner.fit            # print the fit and the validation tables
     python -m bench.planner.fit --write    # also store the values in bench/planner/calibration.py
 
-Procedure (data: bench/planner/data/published_calibration.csv, 17 rows on H100):
-1. `compile_speedup`: the geometric mean, over the torchtitan rows measured both ways at the
-   same GPU count, of compiled over eager tokens/s.
+Procedure (data: bench/planner/data/published_calibration.csv, 17 bf16 rows on H100, 2 fp8 rows):
+1. `compile_speedup`: the geometric mean, over the torchtitan bf16 rows measured both ways at
+   the same GPU count, of compiled over eager tokens/s.
 2. For every pair (`cuda_interference`, `network_half_nodes`) on a fixed grid (interference 0
    to 1 in steps of 0.05; half-nodes 4 to 256 in steps of sqrt(2), or none), set
    `h100_efficiency` so that the median of predicted/published tokens/s over all rows is 1
    (fixed-point iteration: throughput is close to proportional to efficiency), then compute
    each series' predicted scaling efficiency (largest vs smallest GPU count).
 3. Keep the pair with the smallest sum of squared scaling-efficiency errors (in points).
+4. `fp8_matmul_efficiency`: set so that the median over the fp8 rows of the predicted speed-up
+   over their bf16 counterparts (torchtitan compile + float8 vs compile) equals the published
+   one (fixed-point iteration, as in 2). A ratio, so the device difference that the bf16 rows
+   show cancels out.
 Scaling efficiencies are ratios within a series, so they are fitted by the two communication
-constants; absolute throughput is then set by the one compute constant.
+constants; absolute throughput is then set by the one compute constant. Steps 1-3 use the bf16
+rows only.
 """
 
 from __future__ import annotations
@@ -30,8 +35,11 @@ from bench.planner import calibration
 from bench.planner.published import (
     PublishedRow,
     anchor_table,
+    fit_rows,
+    fp8_table,
     load_rows,
     median_abs_error,
+    memory_table,
     published_ranks,
     scaling_table,
     throughput_table,
@@ -54,6 +62,7 @@ def fit_values(**values: float) -> Iterator[None]:
 
 
 def fit_compile_speedup(rows: list[PublishedRow]) -> float:
+    rows = fit_rows(rows)
     eager = {(r.model, r.gpus): r.tokens_per_s_per_gpu for r in rows if not r.compile}
     ratios = [
         r.tokens_per_s_per_gpu / eager[(r.model, r.gpus)] for r in rows if r.compile and (r.model, r.gpus) in eager
@@ -78,9 +87,26 @@ def scaling_sse(rows: list[PublishedRow]) -> float:
     return sum(float(s["error_pp"]) ** 2 for s in scaling_table(throughput_table(rows)))
 
 
+def fit_fp8_efficiency(rows: list[PublishedRow], low: float = 0.05, high: float = 2.0) -> float:
+    """The fp8 matmul efficiency at which the median predicted fp8 speed-up is the published one
+    (bisection: the predicted speed-up grows with the efficiency)."""
+
+    def gap(efficiency: float) -> float:
+        with fit_values(fp8_matmul_efficiency=efficiency):
+            table = fp8_table(rows)
+        predicted = statistics.median(float(e["speedup_predicted"]) for e in table)
+        return predicted - statistics.median(float(e["speedup_published"]) for e in table)
+
+    for _ in range(40):
+        mid = (low + high) / 2
+        low, high = (mid, high) if gap(mid) < 0 else (low, mid)
+    return (low + high) / 2
+
+
 def fit(rows: list[PublishedRow] | None = None) -> dict[str, float]:
-    """The procedure of the module docstring; returns the four GPU constants."""
-    rows = rows or load_rows()
+    """The procedure of the module docstring; returns the five GPU constants."""
+    all_rows = rows or load_rows()
+    rows = fit_rows(all_rows)
     speedup = fit_compile_speedup(rows)
     best: tuple[float, dict[str, float]] | None = None
     for kappa in INTERFERENCE_GRID:
@@ -93,20 +119,25 @@ def fit(rows: list[PublishedRow] | None = None) -> dict[str, float]:
             if best is None or sse < best[0]:
                 best = (sse, values)
     assert best is not None
-    return {k: round(v, 4) for k, v in best[1].items()}
+    values = best[1]
+    with fit_values(**values):
+        values["fp8_matmul_efficiency"] = fit_fp8_efficiency(all_rows)
+    return {k: round(v, 4) for k, v in values.items()}
 
 
 def write(values: dict[str, float]) -> None:
     """Store the fitted values in calibration.py (the one line between the markers)."""
     path = Path(calibration.__file__)
     text = path.read_text()
-    ordered = {k: values[k] for k in ("h100_efficiency", "cuda_interference", "network_half_nodes", "compile_speedup")}
+    keys = ("h100_efficiency", "cuda_interference", "network_half_nodes", "compile_speedup", "fp8_matmul_efficiency")
+    ordered = {k: values[k] for k in keys}
     line = "GPU_FIT = " + repr(ordered).replace("'", '"')
     path.write_text(re.sub(r"^GPU_FIT = \{.*\}$", line, text, count=1, flags=re.MULTILINE))
 
 
-def report(rows: list[PublishedRow]) -> str:
-    """Markdown tables: per-row throughput and per-series scaling, predicted vs published."""
+def report(all_rows: list[PublishedRow]) -> str:
+    """Markdown tables: per-row throughput and per-series scaling, fp8, memory, predicted vs published."""
+    rows = fit_rows(all_rows)
     throughput = throughput_table(rows)
     lines = ["| series | GPUs | predicted tok/s/GPU | published | error |", "|---|---:|---:|---:|---:|"]
     lines += [
@@ -119,6 +150,27 @@ def report(rows: list[PublishedRow]) -> str:
         f"| {s['series']} | {s['gpus']} | {100 * s['predicted']:.1f}% | {100 * s['published']:.1f}% | "
         f"{s['error_pp']:+.1f} |"
         for s in scaling_table(throughput)
+    ]
+    lines += [
+        "\n| fp8 series | GPUs | predicted tok/s/GPU | published | fp8 error | bf16 error | "
+        "predicted speed-up over bf16 | published |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    lines += [
+        f"| {e['series']} | {e['gpus']} | {e['predicted']:,.0f} | {e['published']:,.0f} | {100 * e['error']:+.1f}% | "
+        f"{100 * e['base_error']:+.1f}% | {e['speedup_predicted']:.3f} | {e['speedup_published']:.3f} |"
+        for e in fp8_table(all_rows)
+    ]
+    lines += [
+        "\n| memory series | GPUs | peak at | predicted allocated GiB | predicted reserved GiB | "
+        "published reserved GiB | error | fits (margin GiB) |",
+        "|---|---:|---|---:|---:|---:|---:|---|",
+    ]
+    lines += [
+        f"| {m['series']} | {m['gpus']} | {m['moment']} | {m['allocated_gib']:.1f} | {m['predicted_gib']:.1f} | "
+        f"{m['published_gib']:.1f} | {100 * m['error']:+.1f}% | {'yes' if m['fits'] else 'no'} "
+        f"({m['margin_gib']:+.1f}) |"
+        for m in memory_table(all_rows)
     ]
     lines += [
         "\n| p5.48xlarge anchor | micro-batch | baseline nodes | predicted efficiency at 16 nodes | "

@@ -7,15 +7,18 @@ Components (bytes per device):
   live in host memory (reported as `host_offloaded`, not in `total`).
 - `unsharded_params`: the all-gathered parameters in param dtype (fp8 linears: 1 byte). The root
   (embeddings, final norm, output) never reshards, so it is always whole; blocks under
-  full_shard/hybrid_shard keep about two whole blocks alive (the one computing and the one
-  prefetched); shard_grad_op, hybrid_shard_zero2 and no_shard keep every block whole from
-  forward until its backward, and the peak sits at the start of backward.
-- `unsharded_grads`: whole gradients before reduce-scatter: the root's (computed first in
-  backward, reduced last) and about two blocks in flight, in param dtype plus the reduce-dtype
-  copy where the two differ.
-- `activations`: saved tensors of the blocks for one micro-batch (`activation_bytes_per_token`),
-  and `logits`: the output layer's logits, the fp32 log-softmax cross-entropy saves and the two
-  fp32 gradients alive at the start of backward.
+  full_shard/hybrid_shard keep about two whole blocks alive in backward (the one computing and
+  the one prefetched) and none after the forward; shard_grad_op, hybrid_shard_zero2 and no_shard
+  keep every block whole from forward until its backward.
+- `unsharded_grads`: whole gradients before reduce-scatter during the blocks' backward: the output
+  projection's (the root is reduced last) and about two blocks in flight, in param dtype plus the
+  reduce-dtype copy where the two differ.
+- `activations` and `logits`: what one micro-batch keeps for backward under the checkpointing
+  mode, plus backward's transients (bench/planner/activations.py, counted exactly on CPU).
+
+The peak sits at one of two moments (`moments`): cross-entropy's backward right after the forward
+(every activation, the vocabulary-sized loss tensors) or the blocks' backward (activations, the
+recomputed block, whole parameters and gradients in flight); the breakdown is the larger one's.
 - `headroom`: allocator fragmentation (a fraction of the dynamic part) plus the runtime's own
   footprint (CUDA context, NCCL and cuBLAS workspaces; on CPU the Python and torch runtime).
 """
@@ -24,10 +27,10 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from bench.planner.activations import embedding_ids_bytes, loss_gradient_bytes, recompute_bytes, saved_bytes
 from bench.planner.shapes import padded_numel
 from bench.planner.workload import Workload
-from fsdp_core.flops import checkpointed_blocks
-from fsdp_core.recipes import FP8_LINEAR_BYTES
+from fsdp_core.recipes import FP8_LINEAR_BYTES, fp8_converts
 
 GIB = 2**30
 # Blocks whose whole parameters (and gradients) are alive at once under reshard_after_forward=True:
@@ -65,76 +68,95 @@ def _gather_bytes(shapes: tuple[tuple[int, int], ...], shards: int, param_bytes:
     total = 0
     for dim0, numel in shapes:
         size = padded_numel(((dim0, numel),), shards)
-        is_matrix = numel != dim0
-        total += size * (FP8_LINEAR_BYTES if fp8_linears and is_matrix else param_bytes)
+        converted = fp8_linears and numel != dim0 and fp8_converts(dim0, numel // dim0)
+        total += size * (FP8_LINEAR_BYTES if converted else param_bytes)
     return total
 
 
-def unsharded_bytes(w: Workload) -> dict[str, int]:
-    """Whole parameters and gradients alive at the start of backward (the peak)."""
+def gathered(w: Workload) -> tuple[int, int]:
+    """Bytes of one block's and of the root's all-gathered parameters."""
     fp8 = w.precision_recipe.fp8_linears
-    block = gather_bytes(w.shape.block_shapes, w, fp8)
-    root = gather_bytes(w.shape.root_shapes, w, False)
-    blocks_alive = BLOCKS_IN_FLIGHT if w.reshard_blocks else w.shape.n_layers
-    blocks_alive = min(blocks_alive, w.shape.n_layers)
+    return gather_bytes(w.shape.block_shapes, w, fp8), gather_bytes(w.shape.root_shapes, w, False)
+
+
+def unsharded_bytes(w: Workload) -> dict[str, int]:
+    """Whole parameters and gradients alive during the blocks' backward (the `backward` moment)."""
+    block, root = gathered(w)
+    blocks_alive = min(BLOCKS_IN_FLIGHT if w.reshard_blocks else w.shape.n_layers, w.shape.n_layers)
     grad_elem = w.param_bytes + (w.reduce_bytes if w.reduce_bytes != w.param_bytes else 0)
     block_numel = padded_numel(w.shape.block_shapes, w.shard_degree)
-    root_numel = padded_numel(w.shape.root_shapes, w.shard_degree)
-    grads = (root_numel + min(BLOCKS_IN_FLIGHT, w.shape.n_layers) * block_numel) * grad_elem
+    # The root's gradients are reduced last: the output projection's (computed first) is alive in
+    # the compute dtype through the blocks' backward; the embedding's comes only at the very end.
+    output_numel = padded_numel(w.shape.root_shapes[-1:], w.shard_degree)
+    grads = output_numel * w.param_bytes + min(BLOCKS_IN_FLIGHT, w.shape.n_layers) * block_numel * grad_elem
     return {"unsharded_params": root + blocks_alive * block, "unsharded_grads": grads}
 
 
-def activation_bytes_per_token(w: Workload) -> dict[str, float]:
-    """Saved bytes per token: one block without checkpointing, one checkpointed block, the logits.
+def moments(w: Workload) -> dict[str, dict[str, int]]:
+    """The allocator-visible bytes at the two moments the peak can sit at, component by component.
 
-    Korthikanti et al. 2022 (arXiv:2205.05198) style count of the tensors autograd keeps, for
-    SDPA/flash attention (no seq x seq matrix is stored) and no dropout: per block the two norm
-    inputs, the attention's norm output, q, k, v, the attention output (the engine's model saves a
-    second, contiguous copy as the out-projection input), and the MLP's input plus its ffn-wide
-    intermediates (SwiGLU: w1 and w3 outputs, the SiLU output and the product; GELU: the
-    up-projection and GELU outputs).
+    - `loss`: cross-entropy's backward, right after the forward: every block's saved tensors,
+      the fp32 log-softmax and its two fp32 gradients; the root whole, blocks whole only where
+      the strategy never reshards them; no unsharded gradients yet.
+    - `backward`: the blocks' backward: saved tensors, the block being recomputed, the root and
+      two blocks whole (all of them without resharding), gradients in flight.
+    The sharded fp32 gradients are counted at both (they exist from the first micro-step's
+    reduce-scatter on under gradient accumulation, and through the optimizer step).
     """
-    s, b = w.shape, w.activation_bytes
-    h, kv, f = s.dim, s.kv_dim, s.ffn_dim
-    mlp = h + (4 * f if s.gated_mlp else 2 * f)
-    attention = 3 * h + 2 * kv + (h if s.engine_layout else 0)
-    block = b * (2 * h + attention + mlp)
-    if s.engine_layout and b < FP32:
-        # The engine's RMSNorm and RoPE compute in fp32 and autograd keeps those copies.
-        block += FP32 * (2 * h + h + kv)
-    # At the start of backward: the logits (held by the training loop), the fp32 log-softmax that
-    # cross-entropy saves, the loss gradient and the log-softmax input gradient (both fp32, dense).
-    logits = s.vocab_size * (b + 3 * FP32) + h * (2 * b + (FP32 if b < FP32 else 0))
-    return {"block": float(block), "checkpointed_block": float(b * h), "logits": float(logits)}
+    states = dict.fromkeys(state_bytes(w), 0) if w.cpu_offload else state_bytes(w)
+    saved = saved_bytes(w)
+    during_backward = unsharded_bytes(w)
+    block, root = gathered(w)
+    whole_after_forward = 0 if w.reshard_blocks else w.shape.n_layers * block
+    return {
+        "loss": {
+            **states,
+            "unsharded_params": root + whole_after_forward,
+            "unsharded_grads": 0,
+            "activations": saved["activations"],
+            "logits": saved["logits"] + loss_gradient_bytes(w),
+        },
+        "backward": {
+            **states,
+            **during_backward,
+            "activations": saved["activations"] + recompute_bytes(w),
+            "logits": embedding_ids_bytes(w),
+        },
+    }
 
 
-def activation_bytes(w: Workload) -> dict[str, int]:
-    """Activations of one micro-batch per device, under the workload's checkpointing mode."""
-    per_token = activation_bytes_per_token(w)
-    tokens = w.tokens_per_micro_step
-    ckpt = checkpointed_blocks(w.shape, w.activation_checkpointing)
-    full = w.shape.n_layers - ckpt
-    blocks = full * per_token["block"] + ckpt * per_token["checkpointed_block"]
-    if ckpt:
-        blocks += per_token["block"]  # the block being recomputed in backward holds its full set
-    return {"activations": int(tokens * blocks), "logits": int(tokens * per_token["logits"])}
+def peak_moment(w: Workload) -> str:
+    """Which moment of `moments` holds the most."""
+    sizes = {name: sum(parts.values()) for name, parts in moments(w).items()}
+    return max(sizes, key=sizes.get)
 
 
 def memory_breakdown(w: Workload) -> dict[str, int]:
-    """Every component in bytes per device, `total` included (see the module docstring)."""
-    states = state_bytes(w)
-    out: dict[str, int] = {}
-    if w.cpu_offload:
-        out.update(dict.fromkeys(states, 0))
-    else:
-        out.update(states)
-    out.update(unsharded_bytes(w))
-    out.update(activation_bytes(w))
+    """Every component in bytes per device at the peak moment, `total` included (see the module docstring)."""
+    out = dict(moments(w)[peak_moment(w)])
     dynamic = out["unsharded_params"] + out["unsharded_grads"] + out["activations"] + out["logits"]
-    out["headroom"] = int(FRAGMENTATION * dynamic) + RUNTIME_BYTES.get(w.cluster.device_type, RUNTIME_BYTES["cuda"])
+    out["headroom"] = int(FRAGMENTATION * dynamic) + runtime_bytes(w)
     out["total"] = sum(out.values())
-    out["host_offloaded"] = sum(states.values()) if w.cpu_offload else 0
+    out["host_offloaded"] = sum(state_bytes(w).values()) if w.cpu_offload else 0
     return out
+
+
+def runtime_bytes(w: Workload) -> int:
+    return RUNTIME_BYTES.get(w.cluster.device_type, RUNTIME_BYTES["cuda"])
+
+
+def peak_memory(w: Workload) -> dict[str, object]:
+    """The peak as the allocator and the device report it: what the record's `peak_mem_bytes`
+    compares with (`allocated`: max, `reserved`: reserved_max, `device`: device_used_max on GPUs)."""
+    breakdown = memory_breakdown(w)
+    allocated = sum(v for k, v in breakdown.items() if k not in ("headroom", "total", "host_offloaded"))
+    runtime = runtime_bytes(w)
+    return {
+        "moment": peak_moment(w),
+        "allocated": allocated,
+        "reserved": allocated + breakdown["headroom"] - runtime,
+        "device": breakdown["total"],
+    }
 
 
 def device_memory_bytes(w: Workload) -> int:

@@ -7,6 +7,7 @@
 |---|---|
 | `spec`, `model_info` | the resolved spec and the model's parameter counts (as in a result record) |
 | `memory_bytes_per_device` | `params`, `grads`, `optimizer`, `unsharded_params`, `unsharded_grads`, `activations`, `logits`, `headroom`, `total`, `host_offloaded` |
+| `peak_memory_bytes` | `moment` (`loss` or `backward`, bench/planner/memory.py), `allocated` and `reserved` (the allocator's peaks, as a record's `peak_mem_bytes.max` and `reserved_max` on GPUs), `device` (= `total`: the runtime added) |
 | `device_memory_bytes`, `fits`, `max_micro_batch` | capacity, whether `total` fits (a CPU host's RAM is shared by all its ranks), the largest micro-batch that fits (0: none) |
 | `step_time_s` | predicted seconds per optimizer step |
 | `step_time_split_s` | `compute`, `exposed_comm`, `other` (they sum to `step_time_s`) |
@@ -26,8 +27,8 @@ from typing import Any
 
 from bench.planner.calibration import calibrated_cluster, load_cpu_calibration, overlap_interference
 from bench.planner.comm import comm_bytes_per_step
-from bench.planner.compute import compute_rate, peak_dtype
-from bench.planner.memory import device_memory_bytes, fits, max_micro_batch, memory_breakdown
+from bench.planner.compute import compute_rate
+from bench.planner.memory import device_memory_bytes, fits, max_micro_batch, memory_breakdown, peak_memory
 from bench.planner.step import step_time
 from bench.planner.workload import Workload, workload_from_spec
 from bench.stats import scaling_efficiency, scaling_key
@@ -42,6 +43,7 @@ def predict_workload(w: Workload) -> dict[str, Any]:
     return {
         "model_info": w.shape.info(),
         "memory_bytes_per_device": memory_breakdown(w),
+        "peak_memory_bytes": peak_memory(w),
         "device_memory_bytes": device_memory_bytes(w),
         "fits": fits(w),
         "max_micro_batch": max_micro_batch(w),
@@ -62,11 +64,12 @@ def predict_workload(w: Workload) -> dict[str, Any]:
 
 def utilization(w: Workload, tokens_per_s_per_device: float) -> dict[str, float | None]:
     """Predicted MFU and HFU against the datasheet peak of the compute dtype (null without one)."""
-    peak = w.cluster.peak_tflops.get(peak_dtype(w)) if w.cluster.device_type != "cpu" else None
+    # The engine's convention: fp8 runs divide by the bf16 peak (recipes' mfu_peak_dtype).
+    peak = w.cluster.peak_tflops.get(w.precision_recipe.mfu_peak_dtype) if w.cluster.device_type != "cpu" else None
     if not peak:
         return {"mfu": None, "hfu": None}
     model = flops_per_token(w.shape, w.seq_len)
-    hardware = hardware_flops_per_token(w.shape, w.seq_len, w.activation_checkpointing)
+    hardware = hardware_flops_per_token(w.shape, w.seq_len, w.activation_checkpointing, w.ac_every, w.ac_save_ops)
     return {
         "mfu": tokens_per_s_per_device * model / (peak * 1e12),
         "hfu": tokens_per_s_per_device * hardware / (peak * 1e12),

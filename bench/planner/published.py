@@ -1,12 +1,15 @@
 """The planner against published FSDP figures: per-row throughput, per-series scaling, the p5 anchor.
 
 Data: bench/planner/data/published_calibration.csv (llm-foundry MPT rows and torchtitan
-Llama-3.1-8B rows on H100, sources in its `source` column; bench/planner/data/README.md). Every row runs on 8-GPU H100 nodes with
+Llama-3.1-8B rows on H100, sources in its `source` column; bench/planner/data/README.md); the
+torchtitan rows also give the peak memory, and two fp8 rows. Every row runs on 8-GPU H100 nodes with
 400 Gb/s per GPU of RDMA network (torchtitan states it; llm-foundry's H100 cluster is an
-8x400G InfiniBand cluster of the same kind), so rows are planned on the `h100-8x` preset
-(NVLink 3600 Gb/s per GPU, 3200 Gb/s per node). Each row is a Workload with the row's model,
-GPU count, sequence, micro-batch, checkpointing and compile setting; grad_accum is not
-published and is taken as 1 (it moves only the optimizer's small share of the step).
+8x400G InfiniBand cluster of the same kind), so throughput rows are planned on the `h100-8x`
+preset (NVLink 3600 Gb/s per GPU, 3200 Gb/s per node; the SXM peaks, which torchtitan's own MFU
+uses for its 500 W parts too). Each row is a Workload with the row's model, GPU count, sequence,
+micro-batch, checkpointing, precision and compile setting; grad_accum is not published and is
+taken as 1 (it moves only the optimizer's small share of the step). Memory rows are checked for
+fit on the hardware they ran on (`HARDWARE_CLUSTERS`).
 """
 
 from __future__ import annotations
@@ -27,21 +30,25 @@ PUBLISHED_CLUSTER = "h100-8x"
 @dataclass(frozen=True)
 class PublishedRow:
     source: str
+    hardware: str
     model: str
     gpus: int
     nodes: int
     seq_len: int
     micro_batch: int
     activation_checkpointing: str
+    precision: str
     compile: bool
     tokens_per_s_per_gpu: float
     mfu: float | None
+    memory_gib: float | None = None  # the allocator's peak reserved memory per GPU, where published
 
     @property
     def series(self) -> str:
         """Rows that differ only in GPU count form one scaling series."""
         tool = self.source.split()[0]
-        return f"{tool} {self.model}{' compile' if self.compile else ''}"
+        precision = "" if self.precision == "bf16" else f" {self.precision}"
+        return f"{tool} {self.model}{' compile' if self.compile else ''}{precision}"
 
 
 def load_rows(path: Path = CSV_PATH) -> list[PublishedRow]:
@@ -49,22 +56,25 @@ def load_rows(path: Path = CSV_PATH) -> list[PublishedRow]:
         return [
             PublishedRow(
                 source=r["source"],
+                hardware=r["hardware"],
                 model=r["model"],
                 gpus=int(r["gpus"]),
                 nodes=int(r["nodes"]),
                 seq_len=int(r["seq_len"]),
                 micro_batch=int(r["micro_batch"]),
                 activation_checkpointing=r["ac"],
+                precision=r["precision"],
                 compile=r["compile"] == "yes",
                 tokens_per_s_per_gpu=float(r["tokens_per_s_per_gpu"]),
                 mfu=float(r["mfu"]) if r["mfu"] else None,
+                memory_gib=float(r["memory_gib"]) if r["memory_gib"] else None,
             )
             for r in csv.DictReader(handle)
         ]
 
 
-def row_workload(row: PublishedRow) -> Workload:
-    """The planner's Workload for a published row (full_shard, bf16 with fp32 reduction)."""
+def row_workload(row: PublishedRow, cluster: str = PUBLISHED_CLUSTER) -> Workload:
+    """The planner's Workload for a published row (full_shard, the row's precision with fp32 reduction)."""
     from bench.config import load_preset
 
     shape = (
@@ -74,11 +84,11 @@ def row_workload(row: PublishedRow) -> Workload:
     )
     return Workload(
         shape=shape,
-        cluster=load_preset("cluster", PUBLISHED_CLUSTER),
+        cluster=load_preset("cluster", cluster),
         nodes=row.nodes,
         gpus_per_node=row.gpus // row.nodes,
         strategy="full_shard",
-        precision="bf16",
+        precision=row.precision,
         seq_len=row.seq_len,
         micro_batch=row.micro_batch,
         activation_checkpointing=row.activation_checkpointing,
@@ -86,21 +96,83 @@ def row_workload(row: PublishedRow) -> Workload:
     )
 
 
-def throughput_table(rows: list[PublishedRow]) -> list[dict[str, object]]:
-    """Per row: predicted and published tokens/s per GPU and the relative error."""
+def fit_rows(rows: list[PublishedRow]) -> list[PublishedRow]:
+    """The rows the GPU constants are fitted to: bf16 (fp8 rows check bench/planner/fp8.py)."""
+    return [r for r in rows if r.precision == "bf16"]
+
+
+def fp8_table(rows: list[PublishedRow]) -> list[dict[str, object]]:
+    """Per fp8 row: its throughput error, and its speed-up over the bf16 row it pairs with (same
+    model, GPUs and compile setting), predicted and published."""
+    bf16 = {(r.model, r.gpus, r.compile): r for r in fit_rows(rows)}
     table = []
     for row in rows:
-        predicted = tokens_per_s_per_device(row_workload(row))
+        base = bf16.get((row.model, row.gpus, row.compile))
+        if row.precision != "fp8" or base is None:
+            continue
+        entry, base_entry = throughput_entry(row), throughput_entry(base)
+        entry["base_error"] = base_entry["error"]
+        entry["speedup_predicted"] = entry["predicted"] / base_entry["predicted"]
+        entry["speedup_published"] = row.tokens_per_s_per_gpu / base.tokens_per_s_per_gpu
+        table.append(entry)
+    return table
+
+
+# The cluster each row's hardware ran on, for its capacity (the memory table's "fits").
+HARDWARE_CLUSTERS = {"h100-sxm": "h100-8x", "h100-96gb": "h100-96gb-8x"}
+
+
+def memory_table(rows: list[PublishedRow]) -> list[dict[str, object]]:
+    """Per row with a published memory peak: the planner's peak reserved bytes against it, and
+    whether the planner says the configuration fits on the hardware it ran on, with the margin."""
+    from bench.planner.memory import device_memory_bytes, memory_breakdown, peak_memory
+
+    table = []
+    for row in rows:
+        if row.memory_gib is None:
+            continue
+        workload = row_workload(row, HARDWARE_CLUSTERS[row.hardware])
+        peak = peak_memory(workload)
+        total = memory_breakdown(workload)["total"]
+        capacity = device_memory_bytes(workload)
         table.append(
             {
                 "series": row.series,
                 "gpus": row.gpus,
-                "predicted": predicted,
-                "published": row.tokens_per_s_per_gpu,
-                "error": predicted / row.tokens_per_s_per_gpu - 1,
+                "moment": peak["moment"],
+                "allocated_gib": peak["allocated"] / 2**30,
+                "predicted_gib": peak["reserved"] / 2**30,
+                "published_gib": row.memory_gib,
+                "error": peak["reserved"] / 2**30 / row.memory_gib - 1,
+                "fits": total <= capacity,
+                "margin_gib": (capacity - total) / 2**30,
             }
         )
     return table
+
+
+def hardware_efficiency(rows: list[PublishedRow], hardware: str) -> float:
+    """Median published/predicted throughput of the bf16 rows run on `hardware`, planned on the
+    H100 SXM cluster: what a device file's `relative_efficiency` is for parts without a datasheet peak."""
+    table = throughput_table([r for r in fit_rows(rows) if r.hardware == hardware])
+    return statistics.median(float(e["published"]) / float(e["predicted"]) for e in table)
+
+
+def throughput_entry(row: PublishedRow) -> dict[str, object]:
+    """One row's predicted and published tokens/s per GPU and the relative error."""
+    predicted = tokens_per_s_per_device(row_workload(row))
+    return {
+        "series": row.series,
+        "gpus": row.gpus,
+        "predicted": predicted,
+        "published": row.tokens_per_s_per_gpu,
+        "error": predicted / row.tokens_per_s_per_gpu - 1,
+    }
+
+
+def throughput_table(rows: list[PublishedRow]) -> list[dict[str, object]]:
+    """Per row: predicted and published tokens/s per GPU and the relative error."""
+    return [throughput_entry(row) for row in rows]
 
 
 def scaling_table(throughput: list[dict[str, object]]) -> list[dict[str, object]]:

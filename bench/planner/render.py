@@ -25,6 +25,14 @@ def _pct(value: float | None) -> str:
     return "-" if value is None else f"{100 * value:.1f}%"
 
 
+def fits_text(p: dict[str, Any]) -> str:
+    """Whether the point fits, with the margin in GiB (free memory left, or missing when negative)."""
+    margin = (p["device_memory_bytes"] - p["memory_bytes_per_device"]["total"]) / GIB
+    if p["spec"]["cluster"]["device_type"] == "cpu":  # a host's RAM is shared by its ranks
+        return "yes" if p["fits"] else "[red]no[/red]"
+    return f"yes ({margin:+.1f})" if p["fits"] else f"[red]no ({margin:+.1f})[/red]"
+
+
 def summary_table(predictions: Sequence[dict[str, Any]]):
     from rich.table import Table
 
@@ -33,7 +41,7 @@ def summary_table(predictions: Sequence[dict[str, Any]]):
         "point",
         "cluster",
         "mem GiB",
-        "fits",
+        "fits (margin GiB)",
         "max mb",
         "step s",
         "compute",
@@ -55,7 +63,7 @@ def summary_table(predictions: Sequence[dict[str, Any]]):
             point_label(p["spec"]),
             p["spec"]["cluster"]["name"],
             f"{memory:.1f}/{capacity:.0f}",
-            "yes" if p["fits"] else "[red]no[/red]",
+            fits_text(p),
             str(p["max_micro_batch"]),
             f"{p['step_time_s']:.3f}",
             f"{split['compute']:.3f}",

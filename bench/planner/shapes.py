@@ -5,7 +5,7 @@ each one on dim 0 to a multiple of the shard count, and the counted communicatio
 include that padding), which parameters live in the root module, and the tensor widths
 that set activation memory. `ModelShape` carries these for both families and exposes the
 attributes `fsdp_core.flops` reads (`non_embedding_params`, `block_params`, `n_layers`,
-`dim`), so the one FLOPs formula serves both.
+`dim`, `ffn_dim`, `block_matmuls`), so the one FLOPs formula serves both.
 
 MPT shapes exist only to compare with the published llm-foundry figures
 (bench/planner/data/published_calibration.csv); `fsdp-bench run` cannot train them.
@@ -38,9 +38,11 @@ class ModelShape:
     lookup_params: int
     # SwiGLU (three MLP matrices, two saved ffn-wide tensors more) or GELU MLP.
     gated_mlp: bool = True
-    # The engine's Llama code (fsdp_core/model.py): RMSNorm and RoPE keep fp32 copies for backward,
-    # and the attention output is copied (transpose + reshape) before the out-projection saves it.
+    # The engine's Llama code (fsdp_core/model.py): its saved tensors are counted exactly
+    # (bench/planner/activations.py); False: a generic count (MPT).
     engine_layout: bool = True
+    # (out_features, in_features) of one block's matmuls in forward order (selective_op saves by position).
+    block_matmuls: tuple[tuple[int, int], ...] = ()
 
     @cached_property
     def block_params(self) -> int:
@@ -97,6 +99,7 @@ def llama_shape(args: ModelArgs) -> ModelShape:
         block_shapes=block,
         root_shapes=root,
         lookup_params=v * d,
+        block_matmuls=args.block_matmuls,
     )
 
 
@@ -151,6 +154,7 @@ def mpt_shape(name: str, seq_len: int) -> ModelShape:
         lookup_params=seq_len * d,
         gated_mlp=False,
         engine_layout=False,
+        block_matmuls=((3 * d, d), (d, d), (f, d), (d, f)),  # Wqkv, out_proj, up_proj, down_proj
     )
 
 

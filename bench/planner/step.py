@@ -28,7 +28,7 @@ from bench.planner.comm import collective_times
 from bench.planner.compute import compute_times
 from bench.planner.memory import state_bytes
 from bench.planner.workload import Workload
-from fsdp_core.flops import SELECTIVE_AC_EVERY
+from fsdp_core.ac_modes import checkpointed_indices
 
 # AdamW touches 28 bytes per parameter shard: reads parameter, gradient and two moments (4 x 4),
 # writes parameter and two moments (3 x 4).
@@ -48,7 +48,7 @@ def stages(w: Workload) -> tuple[float, list[tuple[float, float]], float]:
     block, root = collective_times(w)
     layers = w.shape.n_layers
     regather = block.gather if w.reshard_blocks else 0.0
-    checkpointed = checkpointed_indices(w)
+    checkpointed = set(checkpointed_indices(layers, w.activation_checkpointing, w.ac_every))
     middle = [(ct.block_forward, block.gather if i < layers - 1 else 0.0) for i in range(layers)]
     middle.append((ct.root_forward, 0.0))
     middle.append((ct.root_backward, regather))
@@ -57,14 +57,6 @@ def stages(w: Workload) -> tuple[float, list[tuple[float, float]], float]:
         comm = (regather if i > 0 else 0.0) + (block.reduce if i < layers - 1 else 0.0)
         middle.append((backward, comm))
     return root.gather + block.gather, middle, block.reduce + root.reduce
-
-
-def checkpointed_indices(w: Workload) -> set[int]:
-    """Blocks that recompute in backward: all (`full`) or every second one (`selective`), as the engine wraps them."""
-    mode = w.activation_checkpointing
-    if mode == "none":
-        return set()
-    return set(range(0, w.shape.n_layers, 1 if mode == "full" else SELECTIVE_AC_EVERY))
 
 
 def micro_step(w: Workload) -> MicroStep:

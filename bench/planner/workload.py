@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 
 from bench.planner.shapes import ModelShape, llama_shape
 from bench.schemas import ClusterSpec
+from fsdp_core.ac_modes import DEFAULT_AC_EVERY, NONE
 from fsdp_core.recipes import HYBRID, PrecisionRecipe, StrategyRecipe, precision, strategy
 
 
@@ -26,7 +27,9 @@ class Workload:
     seq_len: int
     micro_batch: int
     grad_accum: int = 1
-    activation_checkpointing: str = "none"
+    activation_checkpointing: str = NONE
+    ac_every: int = DEFAULT_AC_EVERY  # selective_layer
+    ac_save_ops: tuple[str, ...] | None = None  # selective_op (None: torchtitan's policy)
     compile: bool = False
     cpu_offload: bool = False
     # CPU threads each rank uses (0: cores // ranks on the host, as the worker does).
@@ -104,6 +107,8 @@ def workload_from_spec(
         micro_batch=train.micro_batch,
         grad_accum=train.grad_accum,
         activation_checkpointing=train.activation_checkpointing,
+        ac_every=train.ac_every,
+        ac_save_ops=tuple(train.ac_save_ops) if train.ac_save_ops is not None else None,
         compile=train.compile,
         cpu_offload=train.cpu_offload,
         threads_per_rank=train.threads_per_rank,

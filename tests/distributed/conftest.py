@@ -17,8 +17,16 @@ def ws2_reports(tmp_path_factory) -> list[dict]:
         "no_shard": ("rank_checks:sharding_report", {"strategy": "no_shard"}),
         **{p: ("rank_checks:precision_report", {"precision": p}) for p in ("fp32", "bf16", "bf16_pure", "fp16")},
         "peak_window": ("engine_checks:peak_window_report", {}),
+        "activation_checkpointing": ("rank_checks:activation_checkpointing_losses", {}),
     }
     return run_ranks(2, jobs, tmp_path_factory.mktemp("ws2"))
+
+
+@pytest.fixture(scope="session")
+def ws1_reports(tmp_path_factory) -> list[dict]:
+    """Activation-checkpointing losses on one rank (compared with ws2_reports' two)."""
+    jobs = {"activation_checkpointing": ("rank_checks:activation_checkpointing_losses", {})}
+    return run_ranks(1, jobs, tmp_path_factory.mktemp("ws1"))
 
 
 @pytest.fixture(scope="session")

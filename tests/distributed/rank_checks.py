@@ -17,10 +17,13 @@ from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
 from bench.config import flavors
+from fsdp_core.ac_modes import AC_MODES
 from fsdp_core.comm_counter import _COUNTED_OPS, CommCounter
 from fsdp_core.data import SyntheticTokens, local_batch
 from fsdp_core.model import build_model
 from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
+from fsdp_core.precision import build_grad_scaler
+from fsdp_core.recipes import HYBRID, STRATEGIES
 from fsdp_core.train import LoopConfig, train_step
 
 ARGS = flavors()["debug"]
@@ -176,3 +179,44 @@ def hybrid_report(nodes: int) -> dict:
         "digest_after": {name: tensor_digest(local(p)) for name, p in model.named_parameters()},
         "comm_bytes": counter.snapshot(),
     }
+
+
+# (strategy, precision) pairs the checkpointing modes train under: every strategy in fp32, every
+# CPU precision under full_shard.
+AC_CASES = [(s, "fp32") for s in STRATEGIES] + [("full_shard", p) for p in ("bf16", "bf16_pure", "fp16")]
+AC_STEPS = 3
+GLOBAL_ROWS = 2  # world size 1 trains 2 rows per step, world size 2 one row per rank: the same batch
+
+
+def activation_checkpointing_losses() -> dict:
+    """Mean losses of AC_STEPS optimizer steps per case and checkpointing mode, same seed and batch."""
+    world = dist.get_world_size()
+    report = {}
+    for strategy, precision in AC_CASES:
+        nodes = world if STRATEGIES[strategy].mesh == HYBRID else 1
+        for mode in AC_MODES:
+            torch.manual_seed(0)
+            cfg = ParallelConfig(
+                strategy=strategy,
+                precision=precision,
+                nodes=nodes,
+                gpus_per_node=world // nodes,
+                activation_checkpointing=mode,
+            )
+            model = parallelize_llama(build_model(ARGS), cfg, build_mesh(cfg, "cpu"))
+            materialize(model, CPU, seed=0)
+            optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
+            scaler = build_grad_scaler(precision, "cpu")
+            loop = LoopConfig(
+                steps=AC_STEPS,
+                warmup_steps=0,
+                grad_accum=1,
+                micro_batch=GLOBAL_ROWS // world,
+                seq_len=SEQ_LEN,
+                precision=precision,
+            )
+            source = SyntheticTokens(ARGS.vocab_size, seed=0)
+            losses = torch.stack([train_step(model, optimizer, scaler, source, loop, s, CPU) for s in range(AC_STEPS)])
+            dist.all_reduce(losses)
+            report[f"{strategy}/{precision}/{mode}"] = (losses / world).tolist()
+    return report

@@ -110,3 +110,44 @@ def test_records_whose_presets_were_renamed_or_never_existed_still_report_and_ch
     assert rows["our-renamed-model"]["cluster"] == "our-renamed-cluster"
     check = subprocess.run([*CLI, "check", str(results), "--baseline", str(results)], capture_output=True, text=True)
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_records_of_the_old_selective_read_back_as_selective_layer_with_their_ids(tmp_path):
+    """Before the split into selective_op and selective_layer, `selective` meant every second block.
+    Such a record reads back as selective_layer with ac_every 2, keeps its point id, and reports and
+    checks against a baseline as the same point."""
+    import hashlib
+
+    from bench.cli import main as cli_main
+    from bench.records import parse_record, read_record
+    from bench.schemas import RunSpec
+
+    source = next((V1 / "v1_scaling").rglob("result.json"))
+    record = parse_record(json.loads(source.read_text())).model_dump(mode="json")
+    for later in ("ac_every", "ac_save_ops"):  # fields written only since the split
+        del record["spec"]["train"][later]
+    # The id the code before the split gave it: its identity (the same as today's for mode none,
+    # which no checkpointing field enters) with the old name.
+    identity = RunSpec.model_validate(record["spec"]).identity()
+    identity["train"]["activation_checkpointing"] = "selective"
+    old_id = hashlib.sha256(json.dumps(identity, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:12]
+    record["spec"]["train"]["activation_checkpointing"] = "selective"
+    record["point_id"] = old_id
+    results = tmp_path / "results"
+    (results / "old" / old_id).mkdir(parents=True)
+    (results / "old" / old_id / "result.json").write_text(json.dumps(record))
+
+    read = read_record(results / "old" / old_id / "result.json")
+    assert (read.spec.train.activation_checkpointing, read.spec.train.ac_every) == ("selective_layer", 2)
+    assert read.spec.point_id == read.point_id == old_id
+
+    assert cli_main(["report", str(results), "-o", str(tmp_path / "report")]) == 0
+    rows = list(csv.DictReader(open(tmp_path / "report" / "results.csv")))
+    assert [(r["point_id"], r["activation_checkpointing"]) for r in rows] == [(old_id, "selective_layer")]
+    baseline = tmp_path / "base.json"
+    assert cli_main(["baseline", "save", str(results), "-o", str(baseline)]) == 0
+    assert json.loads(baseline.read_text())["points"][0]["identity"]["train"]["activation_checkpointing"] == "selective"
+    junit = tmp_path / "check.xml"
+    assert cli_main(["check", str(results), "--baseline", str(baseline), "--junit", str(junit)]) == 0
+    names = {case.get("name") for case in ET.parse(junit).getroot().iter("testcase")}
+    assert "missing" not in " ".join(names) and names, names

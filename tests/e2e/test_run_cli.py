@@ -140,7 +140,14 @@ BAD_INPUT = {
     "train.grad_accum=0": "train.grad_accum: Input should be greater than or equal to 1",
     "precision=fp8": "precision: fp8 needs a CUDA GPU (fp8 linears (torchao), bf16 elsewhere); allowed on cpu: fp32,",
     "train.seq_len=513": "train.seq_len: 513 exceeds debug's maximum 512",
-    "train.activation_checkpointing=some": "train.activation_checkpointing: got 'some'; allowed: 'none', 'full'",
+    "train.activation_checkpointing=some": (
+        "train.activation_checkpointing: got 'some'; allowed: 'none', 'full', 'selective_op' or 'selective_layer'"
+    ),
+    "train.ac_every=0": "train.ac_every: Input should be greater than or equal to 1",
+    "train.ac_every=3": "train.ac_every: tunes selective_layer only, but train.activation_checkpointing is none",
+    "train.ac_save_ops=[mm,attention]": (
+        "train.ac_save_ops: unknown op group 'attention'; allowed: mm, sdpa, collectives, max"
+    ),
     "debug.fail_rank=1": "debug.fail_rank: 1 is not a rank of this point; allowed: 0..0",
     "nodes=true": "nodes: Input should be a valid integer",
     "nodes=null": "nodes: Input should be a valid integer",
@@ -148,7 +155,7 @@ BAD_INPUT = {
     "model.n_layers=0": "model.n_layers: Input should be greater than or equal to 1",
     "model.dim=-64": "model.dim: Input should be greater than or equal to 1",
     "cluster=h100-8x": "cluster: h100-8x needs CUDA GPUs and this host has none; allowed here: cluster=local-cpu",
-    "train.stepz=3": "train.stepz: unknown key 'stepz'; allowed under train: activation_checkpointing,",
+    "train.stepz=3": "train.stepz: unknown key 'stepz'; allowed under train: ac_every, ac_save_ops, activation_checkpointing,",
     "train.cpu_offload=true": "train.cpu_offload: offloads GPU state to host memory, so it needs a CUDA cluster",
 }
 

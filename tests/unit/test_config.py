@@ -113,7 +113,7 @@ def test_overrides_reach_the_spec():
     assert spec.model.n_layers == 2 and spec.model.dim == 4096
     assert (spec.world_size, spec.device_type, spec.strategy, spec.precision) == (16, "cuda", "hybrid_shard", "bf16")
     assert (train.seq_len, train.micro_batch, train.grad_accum, train.steps, train.warmup_steps) == (128, 2, 4, 5, 1)
-    assert train.activation_checkpointing == "selective"
+    assert train.activation_checkpointing == "selective_op"  # a user's `selective`: the per-op policy
     assert (spec.sweep.name, spec.sweep.point_timeout_s, spec.debug.slow_fraction) == ("mine", 30, 0.5)
     assert point.overrides[0] == "model=llama2-7b"
 
@@ -140,6 +140,8 @@ def test_field_names_are_the_config_keys_a_user_types():
 
 def test_unknown_keys_and_grids_are_refused():
     (line,) = error_lines("train.stepz=3")
-    assert line.startswith("train.stepz: unknown key 'stepz'; allowed under train: activation_checkpointing,")
+    assert line.startswith(
+        "train.stepz: unknown key 'stepz'; allowed under train: ac_every, ac_save_ops, activation_checkpointing,"
+    )
     assert "steps" in line and "warmup_steps" in line
     assert error_lines("nodes=1,2") == ["a comma-separated override makes a grid: use `fsdp-bench sweep` for grids"]

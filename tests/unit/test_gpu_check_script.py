@@ -17,6 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from bench.planner.predict import predict
+from bench.records import parse_record
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"
 TABLE = ROOT / "scripts" / "gpu_check_table.py"
@@ -216,6 +219,9 @@ def test_table_of_real_records(tmp_path):
         assert row["peak alloc GiB"] == f"{data['metrics']['peak_mem_bytes']['max'] / 2**30:.2f}"
         assert row["MFU %"] == "-" and row["HFU %"] == "-"  # CPU: no peak FLOPs
         assert row["peak reserved GiB"] == "-"  # these records predate reserved_max
+        planned = predict(parse_record(data).spec)["peak_memory_bytes"]
+        assert row["planned alloc GiB"] == f"{planned['allocated'] / 2**30:.2f}" != "-"
+        assert row["planned reserved GiB"] == f"{planned['reserved'] / 2**30:.2f}"
         assert row["device"] == "cpu (x86_64)"
         assert row["note"] == data["notes"]["mfu"]
     # e.g. 079a455ef502: 6,248 tokens/s, 10.2 ms, 0.31 GiB

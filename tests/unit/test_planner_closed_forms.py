@@ -13,8 +13,9 @@ import dataclasses
 import pytest
 
 from bench.config import flavors, load_preset
+from bench.planner.activations import block_bytes, held_bytes, recompute_bytes, root_bytes, saved_bytes
 from bench.planner.comm import Link, comm_bytes_per_step, ring_time
-from bench.planner.memory import activation_bytes, activation_bytes_per_token, state_bytes, unsharded_bytes
+from bench.planner.memory import moments, state_bytes, unsharded_bytes
 from bench.planner.shapes import llama_shape, mpt_shape, padded_numel
 from bench.planner.workload import Workload
 
@@ -116,8 +117,9 @@ def test_fp8_gathers_block_matrices_in_one_byte():
     w = debug_workload(
         precision="fp8", cluster=load_preset("cluster", "h100-8x"), gpus_per_node=4, nodes=1
     )  # no padding on 4
-    block_matrices, block_norms = P_BLOCK - 128, 128
-    per_block = block_matrices * 1 + block_norms * 2
+    # The attention matrices (multiples of 16) travel in fp8; the MLP's (ffn 172) and the norms stay bf16.
+    attention, mlp, norms = 12_288, 33_024, 128
+    per_block = attention * 1 + (mlp + norms) * 2
     assert comm_bytes_per_step(w)["all_gather"] == 2 * P_ROOT + 2 * 2 * per_block
 
 
@@ -125,10 +127,11 @@ def test_state_and_buffer_memory_full_shard_fp32_world_2():
     w = debug_workload()
     # Sharded fp32 master params and grads, AdamW's two fp32 moments: 78,240 params per rank.
     assert state_bytes(w) == {"params": 312_960, "grads": 312_960, "optimizer": 625_920}
-    # Whole root (never resharded) + 2 whole blocks in flight; whole grads of root + 2 blocks.
+    # Whole root (never resharded) + 2 whole blocks in flight; whole grads of the output
+    # projection (the root is reduced last, the embedding's gradient comes at the end) + 2 blocks.
     assert unsharded_bytes(w) == {
         "unsharded_params": 4 * (P_ROOT + 2 * P_BLOCK),
-        "unsharded_grads": 4 * (P_ROOT + 2 * P_BLOCK),
+        "unsharded_grads": 4 * (512 * 64 + 2 * P_BLOCK),
     }
 
 
@@ -137,7 +140,7 @@ def test_bf16_buffers_and_no_shard_states():
     # bf16 gathered params; grads in bf16 plus their fp32 copy for the fp32 reduction.
     assert unsharded_bytes(w) == {
         "unsharded_params": 2 * (P_ROOT + 2 * P_BLOCK),
-        "unsharded_grads": (2 + 4) * (P_ROOT + 2 * P_BLOCK),
+        "unsharded_grads": 2 * 512 * 64 + (2 + 4) * 2 * P_BLOCK,
     }
     assert state_bytes(debug_workload(strategy="no_shard"))["optimizer"] == 8 * P_TOTAL
 
@@ -157,21 +160,47 @@ def test_shard_grad_op_keeps_every_block_whole():
 
 
 def test_activation_bytes_per_token_fp32_and_bf16():
-    # fp32, per token and block: 4 bytes x (2 norm inputs 2*64 + attention 4*64 + 2*32 + MLP 64 + 4*172) = 4,800.
-    per_token = activation_bytes_per_token(debug_workload())
-    assert per_token == {"block": 4800.0, "checkpointed_block": 256.0, "logits": 512 * 16 + 64 * 8}
-    # bf16 halves the tensors and adds the fp32 copies RMSNorm and RoPE keep: 4 x (2*64 + 64 + 32).
-    assert activation_bytes_per_token(debug_workload(precision="bf16"))["block"] == 2400 + 4 * 224
+    # Per token and block, fp32: two norms (fp32 input 256 + rsqrt 4 + normalised 256 + weighted
+    # 256) + q, k, v, attention output (4 x (64 + 32 + 32 + 64)) + log-sum-exp (4 x 4 heads) + the
+    # MLP's four 172-wide tensors (4 x 4 x 172).
+    assert block_bytes(DEBUG, 4) == 2 * 772 + 768 + 16 + 2752 == 5080
+    # bf16: the norms' fp32 input and rsqrt stay 4 bytes, everything else halves.
+    assert block_bytes(DEBUG, 2) == 2 * (256 + 4 + 256) + 384 + 16 + 1376 == 2808
+    # Root: ids and targets (int64), the final norm, the fp32 log-softmax over the vocabulary.
+    assert root_bytes(DEBUG, 4) == 16 + 772 + 4 * 512
+    # A checkpointed block keeps its input; selective_op also wq's, wv's, w1's and w2's outputs
+    # (matmuls 1, 3, 5, 7), attention's output and log-sum-exp.
+    assert held_bytes(debug_workload(activation_checkpointing="full")) == 256
+    assert (
+        held_bytes(debug_workload(activation_checkpointing="selective_op")) == 256 + 4 * (64 + 32 + 172 + 64) + 256 + 16
+    )
+    no_mm = debug_workload(activation_checkpointing="selective_op", ac_save_ops=("sdpa",))
+    assert held_bytes(no_mm) == 256 + 256 + 16
 
 
 def test_activation_memory_by_checkpointing_mode():
     tokens = 64
-    none = activation_bytes(debug_workload())["activations"]
-    full = activation_bytes(debug_workload(activation_checkpointing="full"))["activations"]
-    selective = activation_bytes(debug_workload(activation_checkpointing="selective"))["activations"]
-    assert none == tokens * 2 * 4800
-    assert full == tokens * (2 * 256 + 4800)  # inputs kept, one block recomputed at a time
-    assert selective == tokens * (4800 + 256 + 4800)  # block 0 checkpointed, block 1 not
+
+    def saved(mode, **kw):
+        return saved_bytes(debug_workload(activation_checkpointing=mode, **kw))["activations"]
+
+    assert saved("none") == tokens * 2 * 5080
+    assert saved("full") == tokens * 2 * 256  # inputs kept
+    assert saved("selective_op") == tokens * 2 * 1856
+    assert saved("selective_layer") == tokens * (256 + 5080)  # block 0 checkpointed, block 1 not
+    assert saved("selective_layer", ac_every=3) == tokens * (256 + 5080)
+    # The block in backward rebuilds its set; selective_op's cached outputs are reused in it.
+    assert recompute_bytes(debug_workload()) == 0
+    assert recompute_bytes(debug_workload(activation_checkpointing="full")) == tokens * 5080
+    assert recompute_bytes(debug_workload(activation_checkpointing="selective_op")) == tokens * (5080 - 1600)
+
+
+def test_peak_moments_of_a_large_vocabulary_and_of_a_deep_model():
+    # debug: the loss moment keeps two more fp32 vocab-wide gradients; no block is whole then.
+    loss, backward = moments(debug_workload()).values()
+    assert loss["logits"] == 64 * (root_bytes(DEBUG, 4) + 2 * 4 * 512)
+    assert loss["unsharded_params"] == 4 * P_ROOT and loss["unsharded_grads"] == 0
+    assert backward["unsharded_params"] == 4 * (P_ROOT + 2 * P_BLOCK) and backward["logits"] == 64 * 8
 
 
 def test_ring_time_closed_form():

@@ -118,7 +118,7 @@ def test_loss_reasons_name_recompute_and_communication():
         (["--top", "0"], "error: --top: must be a whole number of at least 1, got 0"),
         (
             ["precision=fp8"],
-            "error: empty search space: all 9 configurations break a launch rule (precision: fp8 needs a CUDA GPU",
+            "error: empty search space: all 12 configurations break a launch rule (precision: fp8 needs a CUDA GPU",
         ),  # fmt: skip
         (
             ["--objective", "mfu"],
