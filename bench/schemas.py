@@ -612,6 +612,9 @@ class SweepOptions(Strict):
     preflight: bool = Field(
         False, strict=True, description="measure the cluster once per world shape before its points"
     )
+    orphans: Literal["cancel", "wait"] = Field(
+        "cancel", description="a cluster job a dead fsdp-bench left running in this sweep: cancel it, or wait for it"
+    )
 
 
 class Recipe(Strict):

@@ -71,6 +71,7 @@ def run_sweep(
     settings: SweepSettings,
     progress: SweepProgress | None = None,
     conditions: dict | None = None,
+    owner: str | None = None,
 ) -> SweepOutcome:
     """Run every point that the ledger says is pending; return all of the grid's records.
 
@@ -123,7 +124,7 @@ def run_sweep(
 
             run_group(
                 group, launcher, settings.results_dir, on_record=record_done, on_rendered=outcome.rendered.extend,
-                preflight=task, on_preflight=preflight_done, conditions=conditions,
+                preflight=task, on_preflight=preflight_done, conditions=conditions, owner=owner,
             )  # fmt: skip
     except (Interrupted, KeyboardInterrupt):
         # A signal outside a launch (between points) lands here too: nothing was running to record.

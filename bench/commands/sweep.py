@@ -63,7 +63,7 @@ def _run(points, launcher, overrides: list[str]) -> int:
     from bench.config import ConfigError, preflight_settings, sweep_options
     from bench.locks import LockBusy, MeasurementLocks, allow_concurrent
     from bench.progress import SweepProgress
-    from bench.signals import sigterm_as_interrupt
+    from bench.signals import stop_signals_as_interrupt
     from bench.sweep import SweepSettings, run_sweep
 
     cfg = points[0].config
@@ -94,12 +94,15 @@ def _run(points, launcher, overrides: list[str]) -> int:
         launcher.runs_here(points[0].spec),
         options.wait,
         allow_concurrent(options.allow_concurrent),
+        options.orphans,
     )
     try:
-        with sigterm_as_interrupt(), locks, SweepProgress(len(points) * max(1, settings.repeats)) as progress:
-            outcome = run_sweep(points, launcher, settings, progress=progress, conditions=locks.conditions)
+        with stop_signals_as_interrupt(), locks, SweepProgress(len(points) * max(1, settings.repeats)) as progress:
+            outcome = run_sweep(
+                points, launcher, settings, progress=progress, conditions=locks.conditions, owner=locks.token
+            )
     except LockBusy as exc:
-        print(f"error: {exc} (sweep.wait=false)", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("interrupted while waiting for a lock: nothing ran", file=sys.stderr)
