@@ -84,6 +84,11 @@ class FileLock:
             raise
         return True
 
+    @property
+    def holding(self) -> dict:
+        """What this process wrote as the holder (empty when it does not hold the lock)."""
+        return dict(self._holder) if self._fd is not None else {}
+
     def update(self, **fields: object) -> None:
         """Change fields of the holder while holding the lock."""
         self._holder.update(fields)
@@ -172,7 +177,7 @@ class MeasurementLocks:
         self.sweep.acquire(self.wait, say, token=self.token, adopted=adopted)
         try:
             settle_left_jobs(self.sweep_dir, self.orphans, self.sweep.previous, say)
-            if self.sweep._holder.get("adopted"):
+            if self.sweep.holding.get("adopted"):
                 self.sweep.update(adopted=[])
             if self.host is not None:
                 self.host.acquire(self.wait, say)
