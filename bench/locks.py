@@ -19,6 +19,7 @@ the sweep lock settles cluster jobs a dead holder left running (bench/jobs.py): 
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import json
@@ -26,12 +27,13 @@ import os
 import socket
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 
-from fsdp_core.protocol import SWEEP_LOCK
+from fsdp_core.protocol import OWNER_HEARTBEAT_S, SWEEP_LOCK
 
 LOCK_DIR_ENV = "FSDP_BENCH_LOCK_DIR"
 HOST_LOCK = "fsdp-bench-host.lock"
@@ -166,6 +168,7 @@ class MeasurementLocks:
         self.wait, self.orphans = wait, orphans
         self.conditions = {"exclusive_host": None if not runs_here else not concurrent}
         self.token = uuid.uuid4().hex
+        self._alive = threading.Event()
 
     def __enter__(self) -> MeasurementLocks:
         from bench.jobs import adoptable_tokens, settle_left_jobs
@@ -184,9 +187,17 @@ class MeasurementLocks:
         except BaseException:
             self.sweep.release()
             raise
+        threading.Thread(target=self._heartbeat, name="sweep-lock-heartbeat", daemon=True).start()
         return self
 
+    def _heartbeat(self) -> None:
+        """Touch the sweep lock while holding it: ranks on other hosts see that their owner lives."""
+        while not self._alive.wait(OWNER_HEARTBEAT_S):
+            with contextlib.suppress(OSError):
+                os.utime(self.sweep.path)
+
     def __exit__(self, *exc: object) -> None:
+        self._alive.set()
         if self.host is not None:
             self.host.release()
         self.sweep.release()

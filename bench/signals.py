@@ -17,8 +17,13 @@ def _raise_interrupt(signum, frame):  # noqa: ARG001 - signal handler signature
 
 @contextlib.contextmanager
 def stop_signals_as_interrupt() -> Iterator[None]:
-    """Within: SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does."""
-    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in STOP_SIGNALS}
+    """Within: SIGTERM and SIGHUP raise KeyboardInterrupt, as Ctrl-C does.
+
+    A signal this process was told to ignore stays ignored: `nohup fsdp-bench sweep ...` must
+    survive the terminal closing.
+    """
+    ignored = [sig for sig in STOP_SIGNALS if signal.getsignal(sig) == signal.SIG_IGN]
+    previous = {sig: signal.signal(sig, _raise_interrupt) for sig in STOP_SIGNALS if sig not in ignored}
     try:
         yield
     finally:

@@ -16,9 +16,10 @@ writing:
   still starting) sees that it was re-parented and exits at once.
 - **Ownership**: the launch file names the token of the sweep lock that launched it
   (protocol.LaunchFile.owner). Before every mark, record or error file, a rank checks that the
-  sweep folder's lock still names that token (a rerun writes its own) and, on this host, that its
-  holder is alive. An abandoned launch stops without writing (`LaunchAbandoned`), so nothing it
-  measured beside a rerun, or after its parent died, can count.
+  sweep folder's lock still names that token (a rerun writes its own), that its holder is alive
+  (on this host: its pid; anywhere: it touches the lock every OWNER_HEARTBEAT_S, and one silent
+  for OWNER_SILENT_S is gone). An abandoned launch stops without writing (`LaunchAbandoned`), so
+  nothing it measured beside a rerun, or after its parent died, can count.
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ import os
 import signal
 import socket
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
+
+from fsdp_core.protocol import OWNER_SILENT_S
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # torchrun sets this in every rank's environment: how a rank knows an agent is its parent.
@@ -133,7 +137,9 @@ def abandoned(owner: str, lock_file: Path) -> str | None:
     folder mirrored from object storage) leaves the launch owned.
     """
     try:
-        holder = json.loads(Path(lock_file).read_text() or "{}")
+        with open(lock_file, "rb") as handle:  # open, then fstat: fresh attributes on NFS too
+            silent_s = time.time() - os.fstat(handle.fileno()).st_mtime
+            holder = json.loads(handle.read() or b"{}")
     except (OSError, ValueError):
         return None
     if not holder:
@@ -143,6 +149,8 @@ def abandoned(owner: str, lock_file: Path) -> str | None:
         return f"another fsdp-bench ({who}) owns the sweep folder now ({lock_file})"
     if holder.get("host") == socket.gethostname() and not pid_alive(holder.get("pid")):
         return f"the fsdp-bench that launched it ({who}) is gone"
+    if silent_s > OWNER_SILENT_S:
+        return f"the fsdp-bench that launched it ({who}) has not touched {lock_file} for {silent_s:.0f} s"
     return None
 
 

@@ -23,6 +23,10 @@ from pathlib import Path
 from typing import Any
 
 SWEEP_LOCK = ".lock"  # in the sweep folder: its holder's pid, host and token (ranks read it: lifeline.py)
+# The holder touches its sweep lock this often; one not touched for OWNER_SILENT_S is gone (ranks on
+# other hosts cannot see its pid). Longer than an NFS client's attribute cache (60 s at most).
+OWNER_HEARTBEAT_S = 15.0
+OWNER_SILENT_S = 180.0
 LAUNCH_FILE = "launch.json"
 STARTED_MARK = "started"
 RESULT_FILE = "result.json"

@@ -18,11 +18,12 @@ from pathlib import Path
 import pytest
 
 from bench import jobs
+from bench import locks as locks_module
 from bench.execute import raise_storage_error
 from bench.locks import MeasurementLocks
 from bench.storage import storage_error_line
 from fsdp_core.lifeline import TORCHRUN_ENV, abandoned
-from fsdp_core.protocol import LAUNCH_FILE, SWEEP_LOCK, LaunchFile, RankError, sweep_dir_of
+from fsdp_core.protocol import LAUNCH_FILE, OWNER_SILENT_S, SWEEP_LOCK, LaunchFile, RankError, sweep_dir_of
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = socket.gethostname()
@@ -64,6 +65,24 @@ def test_a_launch_is_abandoned_only_on_evidence(tmp_path, holder, reason):
     else:
         assert got.startswith(reason.format(me=os.getpid(), host=HOST, dead=gone)), got
     assert abandoned("mine", tmp_path / "missing.lock") is None
+
+
+def test_a_holder_on_another_host_is_gone_once_it_stops_touching_its_lock(tmp_path, monkeypatch):
+    lock = write_holder(tmp_path / SWEEP_LOCK, pid=1, host="login1", token="mine")
+    assert abandoned("mine", lock) is None
+    stale = time.time() - OWNER_SILENT_S - 5
+    os.utime(lock, (stale, stale))
+    assert abandoned("mine", lock).startswith(
+        f"the fsdp-bench that launched it (pid 1 on login1) has not touched {lock} for "
+    )
+    # The holder touches it while it holds it.
+    monkeypatch.setattr(locks_module, "OWNER_HEARTBEAT_S", 0.01)
+    with MeasurementLocks(tmp_path, runs_here=False, wait=False, concurrent=True):
+        os.utime(lock, (stale, stale))
+        deadline = time.monotonic() + 30
+        while lock.stat().st_mtime == stale and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert lock.stat().st_mtime > stale
 
 
 def test_sweep_folder_of_a_point_and_of_a_preflight():
@@ -229,3 +248,22 @@ def test_a_holder_that_waits_adopts_the_left_jobs_tokens_until_they_end(tmp_path
     assert reason is None  # its ranks may write: their records count
     assert holder["adopted"] == [] and cluster.stopped == []  # waited for, never cancelled
     assert jobs.left_jobs(tmp_path) == []
+
+
+def test_hangup_and_terminate_interrupt_unless_ignored_as_under_nohup():
+    from bench.signals import stop_signals_as_interrupt
+
+    before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # what nohup does
+    try:
+        with stop_signals_as_interrupt():
+            assert signal.getsignal(signal.SIGHUP) == signal.SIG_IGN
+            with pytest.raises(KeyboardInterrupt, match="SIGTERM"):
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(1)  # the handler runs at the next bytecode boundary
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
+        with stop_signals_as_interrupt(), pytest.raises(KeyboardInterrupt, match="SIGHUP"):
+            os.kill(os.getpid(), signal.SIGHUP)
+            time.sleep(1)
+        assert signal.getsignal(signal.SIGHUP) == signal.SIG_DFL
+    finally:
+        signal.signal(signal.SIGHUP, before)
