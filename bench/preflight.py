@@ -17,6 +17,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bench.planner.calibration import network_efficiency
 from bench.planner.measure import PASSES
 from bench.schemas import (
     CollectiveSample,
@@ -195,13 +196,18 @@ def _node_all_reduce(record: PreflightResult) -> dict[int, float]:
 
 
 def measured_links(record: PreflightResult) -> dict[str, float]:
-    """What the planner can use instead of nominal links.
+    """What the planner can use instead of nominal links, in the units and meaning of the planner's
+    own formulas (bench/planner/comm.py), so that it reproduces the measured times.
 
     Per collective kind on the world group (the planner's loopback model of a CPU host, the form
     `fsdp-bench calibrate` writes): `<kind>_gbps` and `<kind>_latency_s` of the planner's ring,
-    t = passes x (latency + bytes x (n-1)/n / bandwidth), from the smallest and largest size. On GPUs, also the cluster fields as they are meant:
-    `intra_node_gbps` (one GPU's link: the node groups' all-reduce bus bandwidth) and
-    `inter_node_gbps` (the node's network: a multi-node world ring's bus bandwidth x GPUs per node).
+    t = passes x (latency + bytes x (n-1)/n / bandwidth), from the smallest and largest size.
+    The cluster fields: `intra_node_gbps`, one GPU's link (the node groups' all-reduce bus bandwidth;
+    a ring inside a node moves bus-bandwidth bytes over every link), and `inter_node_gbps`, the
+    node's network: a ring spanning nodes leaves each node over its NICs, all channels together
+    carrying the bus bandwidth, so the node's network is the world ring's bus bandwidth, scaled to
+    a full node when fewer GPUs per node were measured, over the planner's fabric efficiency at the
+    node count measured.
     """
     links: dict[str, float] = {}
     world = [s for s in record.collectives if s.group == "world"]
@@ -214,7 +220,9 @@ def measured_links(record: PreflightResult) -> dict[str, float]:
     if intra:
         links["intra_node_gbps"] = intra * 8
     if spec.nodes > 1 and (inter := _largest_busbw(record, "world")):
-        links["inter_node_gbps"] = inter * 8 * spec.gpus_per_node
+        gpu = spec.device_type == "cuda"  # a CPU host's loopback has no NICs to share, no fabric to fit
+        scale = spec.cluster.gpus_per_node / spec.gpus_per_node / network_efficiency(spec.nodes) if gpu else 1.0
+        links["inter_node_gbps"] = inter * 8 * scale
     return links
 
 

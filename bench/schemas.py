@@ -481,7 +481,7 @@ class PreflightSettings(Strict):
         None, ge=1, strict=True, description="largest message, bytes; null: the model's largest FSDP unit"
     )
     iters: int = Field(5, ge=1, strict=True, description="timed repetitions per collective and size")
-    matmul_iters: int = Field(5, ge=1, strict=True, description="timed repetitions per GEMM shape")
+    matmul_iters: int = Field(10, ge=1, strict=True, description="timed repetitions per GEMM shape")
     # Megatron-style straggler rule: slower than the median by more than max(k x MAD, floor x median).
     straggler_k: float = Field(3.0, gt=0, description="MADs beyond the median a straggler must be")
     straggler_floor: float = Field(0.10, ge=0, description="and at least this fraction slower than the median")

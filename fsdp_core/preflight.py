@@ -18,7 +18,6 @@ size is its gathered output, a reduce-scatter's its input, an all-reduce's its b
 from __future__ import annotations
 
 import datetime as dt
-import functools
 import os
 import time
 from pathlib import Path
@@ -70,23 +69,28 @@ def message_sizes(min_bytes: int, max_bytes: int) -> list[int]:
 
 
 class _Timer:
-    """Host seconds of a region; on CUDA the device is synchronised at both ends."""
+    """Seconds of a region: CUDA events on a GPU (the device's own clock, no host jitter in short
+    collectives), perf_counter on CPU."""
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
 
     def __enter__(self) -> _Timer:
-        self._sync()
-        self.start = time.perf_counter()
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+            self._events = (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            self._events[0].record()
+        else:
+            self.start = time.perf_counter()
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._sync()
-        self.seconds = time.perf_counter() - self.start
-
-    def _sync(self) -> None:
         if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+            self._events[1].record()
+            self._events[1].synchronize()
+            self.seconds = self._events[0].elapsed_time(self._events[1]) / 1e3
+        else:
+            self.seconds = time.perf_counter() - self.start
 
 
 def _slowed(seconds: float, slow_fraction: float) -> float:
@@ -115,20 +119,29 @@ def device_turns(device: torch.device) -> tuple[int, int]:
 
 
 def time_matmuls(args: ModelArgs, tokens: int, dtype: torch.dtype, device, iters: int, slow: float) -> dict:
-    out = {}
+    """Each GEMM shape's time per repetition. Repetitions are the outer loop, each one taken in turns
+    (on CPU): a load that comes and goes on a shared host falls on every rank alike instead of on
+    whichever rank's turn it was, so it cannot make one rank look slow."""
+    turns = device_turns(device)
+    operands = {}
     for name, (m, k, n) in gemm_shapes(args, tokens).items():
         if device.type == "cpu":
             m = max(1, min(m, int(CPU_MATMUL_FLOP_CAP // (2 * k * n))))
         a = torch.randn(m, k, dtype=dtype, device=device)
         b = torch.randn(k, n, dtype=dtype, device=device)
-        torch.mm(a, b)  # warm-up: allocator, kernels, thread pool
-        seconds = []
-        for _ in range(iters):
+        operands[name] = (a, b, 2.0 * m * k * n, [m, k, n])
+    out = {name: {"seconds": [], "flops": flops, "shape": shape} for name, (_, _, flops, shape) in operands.items()}
+
+    def one_pass(warm_up: bool = False) -> None:
+        for name, (a, b, _, _) in operands.items():
             with _Timer(device) as timer:
                 torch.mm(a, b)
-            seconds.append(_slowed(timer.seconds, slow))
-        out[name] = {"seconds": seconds, "flops": 2.0 * m * k * n, "shape": [m, k, n]}
-        del a, b
+            if not warm_up:
+                out[name]["seconds"].append(_slowed(timer.seconds, slow))
+
+    in_turns(*turns, lambda: one_pass(warm_up=True))  # allocator, kernels, thread pool
+    for _ in range(iters):
+        in_turns(*turns, one_pass)
     return out
 
 
@@ -187,18 +200,15 @@ def time_collectives(task: PreflightTask, groups, sizes: list[int], device: torc
     samples = []
     my_node = dist.get_rank() // task.spec["gpus_per_node"]
     for kind, group, node in groups:
-        if kind == "node":  # nodes compared with each other: one node at a time, the others wait
-            measure = functools.partial(
-                _time_group, kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device
-            )
-            samples += in_turns(task.spec["nodes"], my_node, measure)
-        else:
-            samples += _time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device)
+        # Nodes are compared with each other: one node at a time, repetition by repetition, so a
+        # load that comes and goes falls on every node alike. The other groups run all at once.
+        turns = (task.spec["nodes"], my_node) if kind == "node" else (1, -1)
+        samples += _time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device, turns)
     return samples
 
 
-def _time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device) -> list[dict]:
-    """This rank's times of every collective and size on one group."""
+def _time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device, turns) -> list[dict]:
+    """This rank's times of every collective and size on one group, each repetition taken in `turns`."""
     samples = []
     n = dist.get_world_size(group)
     for op in settings["collectives"]:
@@ -207,13 +217,17 @@ def _time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, 
         for size in sizes:
             numel = max(n, size // element // n * n)  # divisible by the group size
             run = _collective(op, numel, n, dtype, device, group)
-            run()  # warm-up: buffers, connections
-            seconds = []
-            for _ in range(settings["iters"]):
+            seconds: list[float] = []
+
+            def once(run=run, seconds=seconds) -> None:
                 dist.barrier(group=group)
                 with _Timer(device) as timer:
                     run()
                 seconds.append(timer.seconds)
+
+            in_turns(*turns, run)  # warm-up: buffers, connections
+            for _ in range(settings["iters"]):
+                in_turns(*turns, once)
             samples.append(
                 {"op": op, "group": kind, "group_size": n, "bytes": numel * element, "node": node, "seconds": seconds}
             )
@@ -251,7 +265,7 @@ def run_preflight(
     dtype = TORCH_DTYPES[recipes.precision(spec["precision"]).param_dtype]
     tokens, iters = train["micro_batch"] * train["seq_len"], settings["matmul_iters"]
     load_before = os.getloadavg()[0]
-    matmuls = in_turns(*device_turns(device), lambda: time_matmuls(args, tokens, dtype, device, iters, slow))
+    matmuls = time_matmuls(args, tokens, dtype, device, iters, slow)
     bandwidth = in_turns(*device_turns(device), lambda: memory_bandwidth(device, iters))
     max_bytes = settings.get("max_bytes") or largest_unit_bytes(args, spec["precision"])
     sizes = message_sizes(min(settings["min_bytes"], max_bytes), max_bytes)

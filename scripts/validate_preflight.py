@@ -55,7 +55,7 @@ def _crosscheck_rank(rank: int, world: int, port: int, sizes: list[int], rounds:
         for op in ("all_gather", "reduce_scatter", "all_reduce"):
             settings = {"collectives": [op], "iters": iters}
             for sample in _time_group("world", group, None, settings, sizes, torch.float32, torch.float32,
-                                      torch.device("cpu")):  # fmt: skip
+                                      torch.device("cpu"), (1, -1)):  # fmt: skip
                 slowest = torch.tensor(sample["seconds"], dtype=torch.float64)
                 dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
                 harness.setdefault((op, sample["bytes"]), []).extend(slowest.tolist())

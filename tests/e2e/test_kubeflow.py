@@ -93,6 +93,22 @@ def test_apply_false_renders_manifests_and_runs_nothing(tmp_path):
         assert validate_pytorchjob(job, crd_schema(yaml.safe_load(CRD.read_text()))) == []
 
 
+def test_a_preflight_launch_renders_with_its_folder_inside_the_pods(tmp_path):
+    from bench.preflight import make_task, preflight_dir
+    from bench.schemas import PreflightSettings
+
+    spec = debug_spec()
+    task = make_task(spec, PreflightSettings(), [spec.strategy], preflight_dir(tmp_path, spec))
+    request = prepare_launch([], tmp_path, preflight=task)
+    outcome = get_launcher("kubeflow", {"name": "kubeflow"}).launch(request)
+    assert outcome.rendered is True
+    configmap, job = yaml.safe_load_all((request.work_dir / "pytorchjob.yaml").read_text())
+    launch = json.loads(configmap["data"]["launch.json"])
+    assert launch["points"] == [] and launch["preflight"]["point_dir"] == "/results/adhoc/_preflight/2x1"
+    assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2  # the preflight's world shape
+    assert job["metadata"]["name"].startswith("fsdp-")
+
+
 def run_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "bench", "run", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)

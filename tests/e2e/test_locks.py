@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLI
+from bench_cli import CLI
 
 from bench.ledger import LEDGER_FILE
 from bench.locks import HOST_LOCK, FileLock

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import CLI, leftover_workers
+from bench_cli import CLI
 
 from bench.execute import prepare_launch
 from bench.launch.local import LocalLauncher
@@ -58,7 +58,7 @@ def started_after(results: Path, since: float) -> list[Path]:
     return [p for p in results.rglob(STARTED_MARK) if p.stat().st_mtime > since]
 
 
-def no_workers_left(results: Path, timeout: float = 30.0) -> list[str]:
+def no_workers_left(leftover_workers, results: Path, timeout: float = 30.0) -> list[str]:
     """Agents and ranks of `results` still alive after up to `timeout` s (empty once all are gone)."""
     deadline = time.monotonic() + timeout
     while (alive := leftover_workers(results)) and time.monotonic() < deadline:
@@ -66,7 +66,7 @@ def no_workers_left(results: Path, timeout: float = 30.0) -> list[str]:
     return alive
 
 
-def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_point(tmp_path):
+def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_point(tmp_path, worker_processes):
     results = tmp_path / "results"
     # SIGKILL, as the out-of-memory killer or a scheduler does: no handler runs in the parent.
     since = time.time()
@@ -74,7 +74,7 @@ def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_po
     wait_for(lambda: started_after(results, since), "the point started")
     killed.send_signal(signal.SIGKILL)
     finish(killed)
-    assert no_workers_left(results) == []
+    assert no_workers_left(worker_processes, results) == []
     assert list(results.rglob(RESULT_FILE)) == []  # the dead run wrote nothing
     # Each agent got SIGTERM from its parent-death signal (nobody else was left to send one).
     (launch,) = (results / "orphans" / "_launches").iterdir()
@@ -92,7 +92,7 @@ def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_po
     (record,) = [r for r in load_records(results)[0] if r.status != "ok"]  # the point in flight
     assert record.status == "interrupted"
     assert record.error == "interrupted by a signal (SIGINT, SIGTERM or SIGHUP); rerun the sweep to continue"
-    assert no_workers_left(results) == []
+    assert no_workers_left(worker_processes, results) == []
 
     # An immediate rerun measures the point itself; nothing of the dead runs counts.
     time.sleep(1.0)  # records time their start in whole seconds
@@ -104,7 +104,7 @@ def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_po
     for record in records:
         assert record.status == "ok" and len(record.metrics.step_times_s) == 24
         assert record.started_at >= rerun_at  # measured by the rerun's ranks, not by a survivor
-    assert no_workers_left(results, timeout=0) == []
+    assert no_workers_left(worker_processes, results, timeout=0) == []
 
 
 def test_ranks_of_an_abandoned_launch_write_nothing(tmp_path):
@@ -157,7 +157,7 @@ def one_line(err: str) -> str:
     return lines[0]
 
 
-def test_a_full_then_read_only_results_disk_stops_the_sweep_with_one_line(small_disk):
+def test_a_full_then_read_only_results_disk_stops_the_sweep_with_one_line(small_disk, worker_processes):
     # Three points in one launch: the first is stored; the second hangs (debug knobs) until its
     # timeout, and the disk fills meanwhile; the third would run after it.
     grid = [*POINT, "nodes=1", "train.steps=3", "debug.hang=true", "debug.fail_rank=0", "debug.fail_step=null,1,2",
@@ -177,7 +177,7 @@ def test_a_full_then_read_only_results_disk_stops_the_sweep_with_one_line(small_
     assert [r.spec.debug.fail_step for r in load_records(small_disk)[0]] == [None]
     assert list(small_disk.rglob("*.tmp")) == []  # no partial record
     assert len(list(small_disk.glob("full/*/started"))) == 2  # the sweep stopped: the third never ran
-    assert leftover_workers(small_disk) == []
+    assert worker_processes(small_disk) == []
 
     subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
     rc, out, err = finish(start("sweep", *grid))

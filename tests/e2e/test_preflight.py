@@ -16,7 +16,10 @@ FAST = ["model=debug", "train.seq_len=32", "preflight.max_bytes=65536", "preflig
 @pytest.fixture(scope="module")
 def two_nodes(tmp_path_factory, fsdp_bench):
     results = tmp_path_factory.mktemp("preflight2")
-    return results, run_preflight(fsdp_bench, results, "nodes=2")
+    # Another test worker shares these two cores: tiny matmuls then differ by up to ~10 % between
+    # healthy ranks (seen in CI), so "quiet" is judged with a 30 % floor; debug.slow_rank's 1.5x
+    # rank stands 20 % over the two-rank median and is judged with the default 10 % (below).
+    return results, run_preflight(fsdp_bench, results, "nodes=2", "preflight.straggler_floor=0.3")
 
 
 @pytest.fixture(scope="module")
