@@ -21,6 +21,7 @@ COMMANDS = {
     "ab": "bench.commands.ab",
     "plan": "bench.commands.plan",
     "calibrate": "bench.commands.calibrate",
+    "cancel": "bench.commands.cancel",
 }
 
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Parse the command line and dispatch; returns the process exit code (docs/architecture.md)."""
     from bench.registry import RegistryError, add_user_dirs
+    from bench.storage import is_storage_error, storage_error_line
 
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -86,7 +88,13 @@ def main(argv: list[str] | None = None) -> int:
     except RegistryError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    return int(args.handler(args) or 0)
+    try:
+        return int(args.handler(args) or 0)
+    except OSError as exc:  # a full, read-only or over-quota results disk: one line (bench/storage.py)
+        if not is_storage_error(exc):
+            raise
+        print(f"error: {storage_error_line(exc)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -9,9 +9,10 @@ never costs the others their results.
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from bench.preflight import collect as collect_preflight
 from bench.records import read_record, write_record
 from bench.registry import peak_table
 from bench.schemas import EnvInfo, PreflightResult, RunResult, RunSpec, model_info, recipe_of
+from bench.storage import STORAGE_ERRNOS
 from bench.version import git_info, harness_version
 from fsdp_core.protocol import (
     LAUNCH_FILE,
@@ -48,7 +50,7 @@ _SECONDARY = (
 
 
 class Interrupted(Exception):
-    """Raised after the running point was recorded as interrupted (SIGINT/SIGTERM)."""
+    """Raised after the running point was recorded as interrupted (SIGINT, SIGTERM or SIGHUP)."""
 
 
 def point_dir(results_dir: Path, spec: RunSpec) -> Path:
@@ -56,10 +58,15 @@ def point_dir(results_dir: Path, spec: RunSpec) -> Path:
 
 
 def launch_file(
-    specs: list[RunSpec], dirs: list[Path], preflight: PreflightTask | None = None, conditions: dict | None = None
+    specs: list[RunSpec],
+    dirs: list[Path],
+    preflight: PreflightTask | None = None,
+    conditions: dict | None = None,
+    owner: str | None = None,
 ) -> LaunchFile:
     """What the ranks read: resolved specs with their recipes, every device's peaks, which harness
-    launched them, a preflight to run first, and what the parent knows of the measurement's conditions."""
+    launched them, a preflight to run first, what the parent knows of the measurement's conditions,
+    and the sweep lock's token of the parent that owns the launch (fsdp_core/lifeline.py)."""
     points = []
     for spec, directory in zip(specs, dirs):
         recipe = PRECISIONS[spec.precision]
@@ -77,7 +84,7 @@ def launch_file(
     git = git_info()
     return LaunchFile(
         points=points, peak_table=peak_table(), git=git, harness=harness_version(git), preflight=preflight,
-        conditions=dict(conditions or {}),
+        conditions=dict(conditions or {}), owner=owner,
     )  # fmt: skip
 
 
@@ -86,6 +93,7 @@ def prepare_launch(
     results_dir: Path,
     preflight: PreflightTask | None = None,
     conditions: dict | None = None,
+    owner: str | None = None,
 ) -> LaunchRequest:
     """Clear stale files of the points (and the preflight), write the launch file, return the request."""
     dirs = [point_dir(results_dir, spec) for spec in specs]
@@ -100,7 +108,7 @@ def prepare_launch(
     work_dir = Path(results_dir) / shape.sweep.name / "_launches" / f"{stamp}-{label}"
     work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / LAUNCH_FILE
-    launch_file(specs, dirs, preflight, conditions).write(path)
+    launch_file(specs, dirs, preflight, conditions, owner).write(path)
     preflight_item = (
         (shape if not specs else RunSpec.model_validate(preflight.spec), Path(preflight.point_dir))
         if preflight
@@ -118,18 +126,21 @@ def run_group(
     preflight: PreflightTask | None = None,
     on_preflight: Callable[[PreflightResult], None] | None = None,
     conditions: dict | None = None,
+    owner: str | None = None,
 ) -> list[RunResult]:
     """Run points of one world shape, relaunching after a failed point; one record per point.
 
     A `preflight` runs first, inside the first launch; its record goes to `on_preflight`. If it
     fails, the points run anyway, in a launch of their own. A launcher that only renders job files
     (kubeflow, launcher.apply=false) yields no records: `on_rendered` gets the files and the points
-    stay unrun (nothing fake is stored).
+    stay unrun (nothing fake is stored). `owner` is the sweep lock's token (bench/locks.py): ranks
+    write only while the lock names it. A results disk that is full or read-only raises its OSError
+    (bench/storage.py): the point stays unrecorded, for a rerun once there is room.
     """
     records: dict[str, RunResult] = {}
     pending = list(specs)
     while pending or preflight:
-        request = prepare_launch(pending, results_dir, preflight, conditions)
+        request = prepare_launch(pending, results_dir, preflight, conditions, owner)
         started = dt.datetime.now(dt.timezone.utc)
         outcome = launcher.launch(request)
         if outcome.rendered:
@@ -138,13 +149,14 @@ def run_group(
             break
         preflight_ok = True
         if preflight:
+            raise_storage_error(Path(preflight.point_dir))
             status, reason = classify(Path(preflight.point_dir), outcome)
             result = collect_preflight(preflight, status, reason)
             preflight_ok, preflight = result.status == "ok", None
             if on_preflight:
                 on_preflight(result)
         if preflight_ok:  # a failed preflight ended the launch before any point started
-            for record in collect_launch(request, outcome, started):
+            for record in launch_records(request, outcome, started):
                 records[record.point_id] = record
                 if on_record:
                     on_record(record)
@@ -161,23 +173,33 @@ def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.d
     record. Points after it never ran; they stay pending for the next launch, so every launch
     settles at least one point and the loop always ends.
     """
-    records = []
+    return list(launch_records(request, outcome, started))
+
+
+def launch_records(request: LaunchRequest, outcome: LaunchOutcome, started: dt.datetime) -> Iterator[RunResult]:
+    """collect_launch's records one by one: those found before a storage error are still reported."""
     env = launched_by(request)
     for spec, directory in zip(request.points, request.point_dirs):
         result_path = directory / RESULT_FILE
         if result_path.exists():
             try:
-                records.append(read_record(result_path))
+                yield read_record(result_path)
                 continue
             except ValueError as exc:
-                records.append(
-                    _failure(spec, directory, "failed", f"invalid record written: {exc}", started, outcome, env)
-                )
+                yield _failure(spec, directory, "failed", f"invalid record written: {exc}", started, outcome, env)
                 continue
+        raise_storage_error(directory)
         status, reason = classify(directory, outcome)
-        records.append(_failure(spec, directory, status, reason, started, outcome, env))
+        yield _failure(spec, directory, status, reason, started, outcome, env)
         break
-    return records
+
+
+def raise_storage_error(directory: Path) -> None:
+    """A rank that could not write for want of disk (full, read-only, over quota) failed for the
+    storage, not the point: raise its error rather than record the point as failed."""
+    for error in read_errors(directory):
+        if error.errno in STORAGE_ERRNOS:
+            raise OSError(error.errno, os.strerror(error.errno), error.filename or str(directory))
 
 
 def launched_by(request: LaunchRequest) -> EnvInfo:
@@ -193,7 +215,7 @@ def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:
     """(status, one-line reason) of a point that started but left no result."""
     errors = [asdict(e) for e in read_errors(directory)]
     if outcome.interrupted:
-        return "interrupted", "interrupted by signal (SIGINT/SIGTERM); rerun the sweep to continue"
+        return "interrupted", "interrupted by a signal (SIGINT, SIGTERM or SIGHUP); rerun the sweep to continue"
     if outcome.returncode == 0 and not errors:
         return "failed", "the launch ended without writing this point's result"
     if outcome.timed_out and not errors:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from bench.records import RESULT_FILE, read_record
 from bench.schemas import RunResult, RunSpec
+from bench.storage import writing
 
 RETRYABLE = ("failed", "timeout", "oom")
 
@@ -82,5 +83,6 @@ class Ledger:
             "point_id": point_id,
             **fields,
         }
-        with open(self.sweep_dir / LEDGER_FILE, "a") as handle:
+        path = self.sweep_dir / LEDGER_FILE
+        with writing(path), open(path, "a") as handle:
             handle.write(json.dumps(entry) + "\n")

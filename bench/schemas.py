@@ -657,6 +657,9 @@ class SweepOptions(Strict):
     preflight: bool = Field(
         False, strict=True, description="measure the cluster once per world shape before its points"
     )
+    orphans: Literal["cancel", "wait"] = Field(
+        "cancel", description="a cluster job a dead fsdp-bench left running in this sweep: cancel it, or wait for it"
+    )
     autotune: int = Field(
         0, ge=0, strict=True, description="run the K configurations the planner ranks best (search.*), not the grid"
     )

@@ -75,6 +75,7 @@ def run_sweep(
     settings: SweepSettings,
     progress: SweepProgress | None = None,
     conditions: dict | None = None,
+    owner: str | None = None,
 ) -> SweepOutcome:
     """Run every point that the ledger says is pending; return all of the grid's records.
 
@@ -128,7 +129,7 @@ def run_sweep(
 
             run_group(
                 group, launcher, settings.results_dir, on_record=record_done, on_rendered=outcome.rendered.extend,
-                preflight=task, on_preflight=preflight_done, conditions=conditions,
+                preflight=task, on_preflight=preflight_done, conditions=conditions, owner=owner,
             )  # fmt: skip
     except (Interrupted, KeyboardInterrupt):
         # A signal outside a launch (between points) lands here too: nothing was running to record.
@@ -149,12 +150,20 @@ def preflight_summary(result: PreflightResult, task: PreflightTask) -> Preflight
 
 
 def preflight_first(
-    spec: RunSpec, launcher: Launcher, settings: SweepSettings, strategies: list[str], conditions: dict | None = None
+    spec: RunSpec,
+    launcher: Launcher,
+    settings: SweepSettings,
+    strategies: list[str],
+    conditions: dict | None = None,
+    owner: str | None = None,
 ) -> tuple[PreflightResult, PreflightSummary]:
     """Measure a world shape on its own, before any point (sweep.autotune ranks with what it measured)."""
     task = make_task(spec, settings.preflight, strategies, preflight_dir(settings.results_dir, spec))
     results: list[PreflightResult] = []
-    run_group([], launcher, settings.results_dir, preflight=task, on_preflight=results.append, conditions=conditions)
+    run_group(
+        [], launcher, settings.results_dir, preflight=task, on_preflight=results.append, conditions=conditions,
+        owner=owner,
+    )  # fmt: skip
     (record,) = results
     return record, preflight_summary(record, task)
 

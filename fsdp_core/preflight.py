@@ -26,6 +26,7 @@ import torch
 import torch.distributed as dist
 
 from fsdp_core import recipes
+from fsdp_core.lifeline import check_owned
 from fsdp_core.metrics import capture_env, host_loads, node_name
 from fsdp_core.model_args import ModelArgs
 from fsdp_core.parallelize import ParallelConfig, build_mesh
@@ -255,6 +256,7 @@ def run_preflight(
     point_dir = Path(task.point_dir)
     started = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
     if dist.get_rank() == 0:
+        check_owned()
         point_dir.mkdir(parents=True, exist_ok=True)
         (point_dir / STARTED_MARK).write_text(started)
     debug = spec.get("debug") or {}
@@ -282,6 +284,7 @@ def run_preflight(
     dist.all_gather_object(everyone, mine)
     env = capture_env(device, git, harness)
     if dist.get_rank() == 0:
+        check_owned()
         finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
         write_json_atomic(
             point_dir / PREFLIGHT_MEASUREMENTS,

@@ -3,6 +3,7 @@
 Torch-free and dependency-free: bench's launchers and the worker both read the names, the file
 shapes and the rules from here, so neither side can drift from the other.
 
+    <results>/<sweep>/.lock                           the parent's sweep lock: who holds the folder (bench/locks.py)
     <results>/<sweep>/_launches/<stamp>/launch.json   parent -> ranks: the points to run (LaunchFile)
     <results>/<sweep>/<point_id>/started              rank 0, when the point starts (its timeout runs from here)
     <results>/<sweep>/<point_id>/result.json          rank 0 (or the parent, for a failure): the record
@@ -14,12 +15,18 @@ shapes and the rules from here, so neither side can drift from the other.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+SWEEP_LOCK = ".lock"  # in the sweep folder: its holder's pid, host and token (ranks read it: lifeline.py)
+# The holder touches its sweep lock this often; one not touched for OWNER_SILENT_S is gone (ranks on
+# other hosts cannot see its pid). Longer than an NFS client's attribute cache (60 s at most).
+OWNER_HEARTBEAT_S = 15.0
+OWNER_SILENT_S = 180.0
 LAUNCH_FILE = "launch.json"
 STARTED_MARK = "started"
 RESULT_FILE = "result.json"
@@ -71,6 +78,9 @@ class LaunchFile:
     # What the parent knows about the measurement's conditions, for the record (e.g. whether it held
     # the host lock: bench/locks.py).
     conditions: dict[str, Any] = field(default_factory=dict)
+    # The token of the sweep lock whose holder launched it: ranks write only while the lock still
+    # names it (fsdp_core/lifeline.py). None: no owner to check (ranks started without a sweep lock).
+    owner: str | None = None
 
     def write(self, path: Path) -> None:
         write_json_atomic(Path(path), asdict(self))
@@ -89,6 +99,7 @@ class LaunchFile:
             harness=data.get("harness"),
             preflight=PreflightTask(**preflight) if preflight else None,
             conditions=data.get("conditions", {}),
+            owner=data.get("owner"),
         )
 
 
@@ -101,6 +112,9 @@ class RankError:
     message: str
     oom: bool = False
     traceback: str = ""
+    # An OSError's number and file (a full or read-only results disk is the storage's fault, not the point's).
+    errno: int | None = None
+    filename: str | None = None
 
     def write(self, point_dir: Path) -> None:
         path = error_file(point_dir, self.rank)
@@ -117,6 +131,11 @@ def results_relative(item_dir: Path) -> tuple[str, ...]:
     <sweep>/_preflight/<shape>): how a launcher maps it into pods or object storage."""
     parts = Path(item_dir).parts
     return parts[-3:] if len(parts) >= 3 and parts[-2] == PREFLIGHT_DIR else parts[-2:]
+
+
+def sweep_dir_of(item_dir: Path) -> Path:
+    """The sweep folder a point's or preflight's folder lies in (where its SWEEP_LOCK is)."""
+    return Path(item_dir).parents[len(results_relative(item_dir)) - 2]
 
 
 def error_file(point_dir: Path, rank: int) -> Path:
@@ -139,9 +158,19 @@ def collective_timeout_s(point_timeout_s: float) -> float:
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write JSON through a temporary file and a rename: a reader never sees half a file."""
+    """Write JSON through a temporary file and a rename: a reader never sees half a file.
+
+    On a full or read-only disk the temporary file is removed and the error names `path`.
+    """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    tmp.replace(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if exc.filename is None or exc.filename == str(tmp):
+            exc.filename = str(path)
+        raise

@@ -11,6 +11,7 @@ that into a failed/oom record.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import gc
 import os
@@ -27,6 +28,7 @@ from fsdp_core.ac_modes import DEFAULT_AC_EVERY
 from fsdp_core.compile_stats import CompileStats
 from fsdp_core.data import build_source
 from fsdp_core.flops import flops_per_token, hardware_flops_per_token
+from fsdp_core.lifeline import LaunchAbandoned, bind_to_agent, check_owned, hold, still_owned
 from fsdp_core.metrics import (
     capture_env,
     gather_floats,
@@ -44,11 +46,13 @@ from fsdp_core.protocol import (
     RANKS_PER_HOST_ENV,
     RESULT_FILE,
     STARTED_MARK,
+    SWEEP_LOCK,
     LaunchFile,
     LaunchPoint,
     PreflightTask,
     RankError,
     collective_timeout_s,
+    sweep_dir_of,
     write_json_atomic,
 )
 from fsdp_core.train import LoopConfig, run_loop
@@ -104,6 +108,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
     timeout = dt.timedelta(seconds=collective_timeout_s(spec["sweep"]["point_timeout_s"]))
     init_distributed(device, timeout, train["cpu_offload"])
     if dist.get_rank() == 0:
+        check_owned()
         point_dir.mkdir(parents=True, exist_ok=True)
         (point_dir / STARTED_MARK).write_text(started)
     check_precision_supported(spec["precision"], device)
@@ -118,6 +123,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         if train.get("compile"):
             record["metrics"]["compile"] = compile_stats.summary(model)
         if dist.get_rank() == 0:
+            check_owned()
             write_json_atomic(point_dir / RESULT_FILE, record)
         del model, optimizer, scaler
     finally:
@@ -284,13 +290,17 @@ def throughput_metrics(
 
 
 def record_failure(point: LaunchPoint | PreflightTask, exc: BaseException) -> None:
-    """Leave this rank's one-line reason where bench will look for it."""
+    """Leave this rank's one-line reason where bench will look for it (never for an abandoned launch)."""
+    if isinstance(exc, LaunchAbandoned) or not still_owned():
+        return
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     message = f"{type(exc).__name__}: {first}".strip()
     oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
     error = RankError(
         int(os.environ.get("RANK", 0)), type(exc).__name__, message[:500], oom, traceback.format_exc()[-4000:]
     )
+    if isinstance(exc, OSError):
+        error.errno, error.filename = exc.errno, None if exc.filename is None else str(exc.filename)
     error.write(Path(point.point_dir))
 
 
@@ -316,6 +326,8 @@ def run_launch(launch: LaunchFile | dict) -> None:
     `main` is the torchrun entry point around it.
     """
     launch = launch if isinstance(launch, LaunchFile) else LaunchFile.from_dict(launch)
+    items = [p.point_dir for p in launch.points] + ([launch.preflight.point_dir] if launch.preflight else [])
+    hold(launch.owner, sweep_dir_of(Path(items[0])) / SWEEP_LOCK if items else None)
     if launch.preflight is not None:
         run_preflight_task(launch.preflight, launch)
     for point in launch.points:
@@ -327,12 +339,17 @@ def run_launch(launch: LaunchFile | dict) -> None:
 
 
 def main(argv: list[str]) -> int:
+    bind_to_agent()  # first: a rank never outlives its torchrun agent (fsdp_core/lifeline.py)
     launch = LaunchFile.read(Path(argv[0]))
     try:
         run_launch(launch)
-    except BaseException:  # noqa: BLE001 - the reason is recorded; exit without teardown
-        traceback.print_exc()
-        sys.stderr.flush()
+    except BaseException as exc:  # noqa: BLE001 - the reason is recorded; exit without teardown
+        with contextlib.suppress(OSError):  # stderr may be a log file on the full disk that failed us
+            if isinstance(exc, LaunchAbandoned):
+                print(f"fsdp-bench rank: stopping without writing: {exc}", file=sys.stderr, flush=True)
+            else:
+                traceback.print_exc()
+                sys.stderr.flush()
         # Skip interpreter teardown: a process group with a dead peer can hang in its destructor.
         os._exit(1)
     if dist.is_initialized():

@@ -25,7 +25,7 @@ def main(args: argparse.Namespace) -> int:
     from bench.execute import Interrupted, run_group
     from bench.locks import LockBusy
     from bench.preflight import make_task, preflight_dir, table_lines
-    from bench.signals import sigterm_as_interrupt
+    from bench.signals import stop_signals_as_interrupt
     from fsdp_core.protocol import PREFLIGHT_RECORD
 
     try:
@@ -41,13 +41,13 @@ def main(args: argparse.Namespace) -> int:
     results = []
     locks = target.locks()
     try:
-        with sigterm_as_interrupt(), locks:
+        with stop_signals_as_interrupt(), locks:
             run_group(
                 [], target.launcher, results_dir, preflight=task, on_preflight=results.append,
-                conditions=locks.conditions,
+                conditions=locks.conditions, owner=locks.token,
             )  # fmt: skip
     except LockBusy as exc:
-        print(f"error: {exc} (sweep.wait=false)", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except (Interrupted, KeyboardInterrupt):
         print("interrupted: the preflight was recorded as interrupted", file=sys.stderr)

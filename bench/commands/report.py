@@ -98,13 +98,15 @@ def write_report(
     `reproduce`: the exact command lines that made these results (the sweep passes its own);
     the page adds one `fsdp-bench run` per configuration after them.
     """
+    from bench.storage import writing
     from reports import build_report
 
-    return build_report(
-        records,
-        out,
-        title=title,
-        reproduce=reproduce,
-        problems=[(str(p.path), p.reason) for p in problems],
-        preflights=preflights,
-    )
+    with writing(out):  # a full disk names the report's folder (bench/storage.py)
+        return build_report(
+            records,
+            out,
+            title=title,
+            reproduce=reproduce,
+            problems=[(str(p.path), p.reason) for p in problems],
+            preflights=preflights,
+        )

@@ -18,7 +18,7 @@ def main(args: argparse.Namespace) -> int:
     from bench.console import point_summary
     from bench.execute import Interrupted, point_dir, run_group
     from bench.locks import LockBusy
-    from bench.signals import sigterm_as_interrupt
+    from bench.signals import stop_signals_as_interrupt
 
     try:
         target = launchable_point(args.overrides)
@@ -29,12 +29,13 @@ def main(args: argparse.Namespace) -> int:
     spec, results_dir, rendered = target.spec, target.results_dir, []
     locks = target.locks()
     try:
-        with sigterm_as_interrupt(), locks:
+        with stop_signals_as_interrupt(), locks:
             records = run_group(
-                [spec], target.launcher, results_dir, on_rendered=rendered.extend, conditions=locks.conditions
-            )
+                [spec], target.launcher, results_dir, on_rendered=rendered.extend, conditions=locks.conditions,
+                owner=locks.token,
+            )  # fmt: skip
     except LockBusy as exc:
-        print(f"error: {exc} (sweep.wait=false)", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except (Interrupted, KeyboardInterrupt):
         print("interrupted: the point was recorded as interrupted", file=sys.stderr)

@@ -29,6 +29,7 @@ class LaunchablePoint:
             self.launcher.runs_here(self.spec),
             self.options.wait,
             allow_concurrent(self.options.allow_concurrent),
+            self.options.orphans,
         )
 
 

@@ -72,7 +72,7 @@ def _run(points, launcher, overrides: list[str], autotuned=None) -> int:
     from bench.execute import Interrupted
     from bench.locks import LockBusy, MeasurementLocks, allow_concurrent
     from bench.progress import SweepProgress
-    from bench.signals import sigterm_as_interrupt
+    from bench.signals import stop_signals_as_interrupt
     from bench.sweep import SweepSettings, run_sweep
 
     cfg = points[0].config
@@ -108,14 +108,17 @@ def _run(points, launcher, overrides: list[str], autotuned=None) -> int:
         launcher.runs_here(points[0].spec),
         options.wait,
         allow_concurrent(options.allow_concurrent),
+        options.orphans,
     )
     try:
-        with sigterm_as_interrupt(), locks, SweepProgress(len(points) * max(1, settings.repeats)) as progress:
+        with stop_signals_as_interrupt(), locks, SweepProgress(len(points) * max(1, settings.repeats)) as progress:
             if autotuned and preflight is not None:
-                points, settings = _autotune_measured(overrides, autotuned, launcher, settings, locks.conditions)
-            outcome = run_sweep(points, launcher, settings, progress=progress, conditions=locks.conditions)
+                points, settings = _autotune_measured(overrides, autotuned, launcher, settings, locks)
+            outcome = run_sweep(
+                points, launcher, settings, progress=progress, conditions=locks.conditions, owner=locks.token
+            )
     except LockBusy as exc:
-        print(f"error: {exc} (sweep.wait=false)", file=sys.stderr)
+        print(f"error: {exc}", file=sys.stderr)
         return 2
     except (KeyboardInterrupt, Interrupted):
         print("interrupted before any point ran (waiting for a lock, or in the preflight)", file=sys.stderr)
@@ -138,7 +141,7 @@ def _run(points, launcher, overrides: list[str], autotuned=None) -> int:
     return 0 if outcome.all_ok else 1
 
 
-def _autotune_measured(overrides, autotuned, launcher, settings, conditions):
+def _autotune_measured(overrides, autotuned, launcher, settings, locks):
     """sweep.autotune with sweep.preflight: measure the world shape, then rank again with what it measured."""
     from dataclasses import replace
 
@@ -146,7 +149,8 @@ def _autotune_measured(overrides, autotuned, launcher, settings, conditions):
     from bench.sweep import preflight_first
 
     spec = autotuned.points[0].spec
-    record, summary = preflight_first(spec, launcher, settings, autotuned.result.axes["strategy"], conditions)
+    strategies = autotuned.result.axes["strategy"]
+    record, summary = preflight_first(spec, launcher, settings, strategies, locks.conditions, locks.token)
     shape = (spec.nodes, spec.gpus_per_node)
     if record.status != "ok":
         print(f"preflight {shape[0]}x{shape[1]}: {record.status} ({record.error}); ranking with nominal links")

@@ -97,6 +97,15 @@ class Launcher(ABC):
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
         """Run the request's points to completion, failure, timeout or interruption."""
 
+    # A cluster job outlives a parent that dies; the launchers that submit one name it in the launch
+    # folder (bench/jobs.py) and answer these two, so a rerun or `fsdp-bench cancel` can stop it.
+    def job_running(self, job_id: str) -> bool:
+        """Whether a job this launcher submitted (in an earlier process) still runs."""
+        return False
+
+    def stop_job(self, job_id: str) -> None:
+        """Stop a job this launcher submitted (in an earlier process); returns once it has ended."""
+
 
 class PointWatch:
     """Deadline of the point currently running inside a launch, from the worker's marks."""

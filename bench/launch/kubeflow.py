@@ -20,6 +20,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.jobs import forget_job, note_job
 from bench.launch.base import LaunchOutcome, LaunchRequest, PointWatch
 from bench.launch.k8s_manifest import KubeflowOptions, job_name, render_configmap, render_pytorchjob
 from bench.launch.options import ConfiguredLauncher
@@ -50,6 +51,17 @@ class KubeflowLauncher(ConfiguredLauncher):
             )
             return LaunchOutcome(returncode=0, detail=RENDERED, log_files=[manifest], rendered=True)
         return KubeJob(request, self.opts, manifest).run()
+
+    def job_running(self, job_id: str) -> bool:
+        """A PyTorchJob that exists and has neither succeeded nor failed."""
+        out = kubectl(self.opts, "get", "pytorchjob", job_id, "--ignore-not-found", "--output", "json")
+        if out.returncode != 0 or not out.stdout.strip():
+            return False
+        conditions = (json.loads(out.stdout).get("status") or {}).get("conditions") or []
+        return not any(c.get("type") in ("Succeeded", "Failed") and c.get("status") == "True" for c in conditions)
+
+    def stop_job(self, job_id: str) -> None:
+        delete_job(self.opts, job_id)
 
 
 def write_manifests(request: LaunchRequest, opts: KubeflowOptions) -> Path:
@@ -87,6 +99,19 @@ def apply_problem(opts: KubeflowOptions) -> str | None:
     return None
 
 
+def kubectl(opts: KubeflowOptions, *args: str) -> subprocess.CompletedProcess:
+    """`kubectl [--context C] --namespace N ARGS...` (an argument list)."""
+    context = ["--context", opts.context] if opts.context else []
+    cmd = [opts.kubectl, *context, "--namespace", opts.namespace, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=KUBECTL_TIMEOUT_S)
+
+
+def delete_job(opts: KubeflowOptions, name: str) -> None:
+    """Delete a PyTorchJob (its pods go with it) and its launch ConfigMap."""
+    kubectl(opts, "delete", "pytorchjob", name, "--ignore-not-found", "--wait=false")
+    kubectl(opts, "delete", "configmap", f"{name}-launch", "--ignore-not-found", "--wait=false")
+
+
 class KubeJob:
     """One applied PyTorchJob: apply, wait on its conditions, collect, clean up."""
 
@@ -97,9 +122,7 @@ class KubeJob:
         self.pods_log = request.work_dir / "pods.log"
 
     def kubectl(self, *args: str) -> subprocess.CompletedProcess:
-        context = ["--context", self.opts.context] if self.opts.context else []
-        cmd = [self.opts.kubectl, *context, "--namespace", self.opts.namespace, *args]
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=KUBECTL_TIMEOUT_S)
+        return kubectl(self.opts, *args)
 
     def outcome(self, returncode: int | None, **kwargs) -> LaunchOutcome:
         return LaunchOutcome(returncode=returncode, log_files=[self.status_log, self.pods_log], **kwargs)
@@ -114,10 +137,16 @@ class KubeJob:
             self.status_log.write_text(f"error: kubectl apply failed: {applied.stderr.strip()}\n")
             return self.outcome(applied.returncode, detail="kubectl apply failed")
         try:
-            return self.wait()
+            note_job(self.request.work_dir, "kubeflow", self.name, self.opts.model_dump(mode="json"))
+            outcome = self.wait()
         except KeyboardInterrupt:
             self.collect(delete=True)
-            return self.outcome(None, interrupted=True, detail="interrupted")
+            outcome = self.outcome(None, interrupted=True, detail="interrupted")
+        except BaseException:  # e.g. a full results disk: never leave the job running
+            delete_job(self.opts, self.name)
+            raise
+        forget_job(self.request.work_dir)
+        return outcome
 
     def wait(self) -> LaunchOutcome:
         """Poll the job's conditions until Succeeded or Failed, enforcing queue and point deadlines."""
@@ -181,5 +210,4 @@ class KubeJob:
         self.pods_log.write_text(logs.stdout + logs.stderr)
         self.pull()
         if delete:
-            self.kubectl("delete", "pytorchjob", self.name, "--ignore-not-found", "--wait=false")
-            self.kubectl("delete", "configmap", f"{self.name}-launch", "--ignore-not-found", "--wait=false")
+            delete_job(self.opts, self.name)

@@ -2,12 +2,15 @@
 
 `nodes=N` starts N torchrun agents (each with gpus_per_node ranks) that meet through c10d
 rendezvous on 127.0.0.1 at a free port: multi-node in miniature, for real. Each agent runs
-in its own session so a timeout or Ctrl-C kills every rank it started.
+in its own session so a timeout or Ctrl-C kills every rank it started, and gets SIGTERM when
+this process dies, however it dies (fsdp_core/lifeline.py): torchrun then stops its ranks, which
+also die with their agent. Nothing a local launch starts outlives fsdp-bench.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -17,6 +20,7 @@ from pathlib import Path
 from bench.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.launch.torchrun import torchrun_args
 from bench.schemas import RunSpec
+from fsdp_core.lifeline import dies_with_this_process
 from fsdp_core.protocol import RANKS_PER_HOST_ENV
 
 POLL_S = 0.25
@@ -122,6 +126,8 @@ class LocalLauncher(Launcher):
                             stderr=subprocess.STDOUT,
                             env=agent_env,
                             start_new_session=True,
+                            # SIGTERM, not SIGKILL: torchrun's handler then stops the ranks it started.
+                            preexec_fn=dies_with_this_process(signal.SIGTERM),
                         )
                     )
             return self._wait(procs, PointWatch(request), logs)
@@ -129,6 +135,10 @@ class LocalLauncher(Launcher):
             for proc in procs:
                 kill_process_group(proc)
             return LaunchOutcome(returncode=None, interrupted=True, detail="interrupted", log_files=logs)
+        except BaseException:  # anything else ends the launch too: stop what it started, then say why
+            for proc in procs:
+                kill_process_group(proc)
+            raise
 
     @staticmethod
     def _cuda(request: LaunchRequest) -> bool:

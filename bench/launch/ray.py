@@ -4,7 +4,8 @@ Workers = nodes x gpus_per_node (one GPU each on CUDA points). `launcher.address
 existing cluster; without it the driver starts a local Ray on this host, with loopback as the
 node address so the torch rendezvous works on a host without a routable interface. The driver
 is a subprocess (bench/launch/ray_job.py) in its own session: a timeout or Ctrl-C stops it and
-the local cluster it started. On a multi-node Ray cluster, results_dir must be a filesystem
+the local cluster it started, and it gets SIGTERM when this process dies, however it dies
+(fsdp_core/lifeline.py): Ray then ends the job's workers, and a local cluster goes with its driver. On a multi-node Ray cluster, results_dir must be a filesystem
 every node mounts at the same path (rank 0 writes result.json there).
 """
 
@@ -26,6 +27,7 @@ from pydantic import Field
 from bench.launch.base import LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.schemas import RunSpec
+from fsdp_core.lifeline import dies_with_this_process
 from fsdp_core.protocol import collective_timeout_s
 
 POLL_S = 0.5
@@ -71,12 +73,16 @@ class RayLauncher(ConfiguredLauncher):
                 stderr=subprocess.STDOUT,
                 env=env,
                 start_new_session=True,
+                preexec_fn=dies_with_this_process(signal.SIGTERM),
             )
         try:
             return wait_driver(proc, PointWatch(request, self.opts.startup_grace_s), log)
         except KeyboardInterrupt:
             stop_session(proc)
             return LaunchOutcome(returncode=None, interrupted=True, detail="interrupted", log_files=[log])
+        except BaseException:  # anything else ends the launch too: stop the driver, then say why
+            stop_session(proc)
+            raise
 
 
 def wait_driver(proc: subprocess.Popen, watch: PointWatch, log: Path) -> LaunchOutcome:

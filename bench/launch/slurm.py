@@ -24,6 +24,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from bench.jobs import forget_job, note_job
 from bench.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest, PointWatch
 from bench.launch.cluster_env import communication_env, uses_efa
 from bench.launch.options import ConfiguredLauncher, LauncherOptions
@@ -106,13 +107,26 @@ class SlurmLauncher(ConfiguredLauncher):
             log.write_text(submitted.stdout + submitted.stderr)
             return LaunchOutcome(returncode=submitted.returncode, detail="sbatch failed", log_files=[log])
         job_id = submitted.stdout.strip().split(";")[0]  # --parsable: "<id>" or "<id>;<cluster>"
-        (request.work_dir / "job_id").write_text(job_id + "\n")
         log = request.work_dir / f"slurm-{job_id}.log"
         try:
-            return self._wait(job_id, request, log)
+            note_job(request.work_dir, self.name, job_id, self.options)  # found again if this process dies
+            (request.work_dir / "job_id").write_text(job_id + "\n")
+            outcome = self._wait(job_id, request, log)
         except KeyboardInterrupt:
             cancel(job_id)
-            return LaunchOutcome(returncode=None, interrupted=True, detail="interrupted", log_files=[log])
+            outcome = LaunchOutcome(returncode=None, interrupted=True, detail="interrupted", log_files=[log])
+        except BaseException:  # e.g. a full results disk: never leave the job running
+            cancel(job_id)
+            raise
+        forget_job(request.work_dir)
+        return outcome
+
+    def job_running(self, job_id: str) -> bool:
+        state, _ = job_state(job_id, None)
+        return state is not None and state not in TERMINAL
+
+    def stop_job(self, job_id: str) -> None:
+        cancel(job_id)
 
     def _wait(self, job_id: str, request: LaunchRequest, log: Path) -> LaunchOutcome:
         """Poll squeue until the job ends, enforcing the queue and per-point deadlines."""

@@ -20,6 +20,7 @@ import yaml
 
 from bench.config import ConfigError, load_point
 from bench.execute import collect_launch, prepare_launch
+from bench.jobs import JOB_FILE, note_job, settle_left_jobs
 from bench.launch import get_launcher
 from bench.launch.k8s_manifest import crd_schema, validate_pytorchjob
 from bench.launch.kubeflow import RENDERED
@@ -43,6 +44,10 @@ if args[:2] == ["config", "current-context"]:
     sys.exit(0 if scenario.get("context") else (print("error: current-context is not set", file=sys.stderr) or 1))
 if "apply" in args and scenario.get("pods") and scenario.get("remote"):
     shutil.copytree(scenario["pods"], scenario["remote"], dirs_exist_ok=True)
+if "delete" in args and "pytorchjob" in args:
+    json.dump({{**scenario, "deleted": True}}, open(os.path.join(state, "scenario.json"), "w"))
+if "get" in args and scenario.get("deleted"):
+    sys.exit(0)  # --ignore-not-found: nothing
 if "get" in args:
     phase = scenario["phase"]
     condition = {{"type": phase, "status": "True", "reason": phase + "Reason", "message": scenario.get("message", "")}}
@@ -165,6 +170,30 @@ def test_failed_job_is_recorded_with_the_operator_reason_and_deleted(tmp_path, m
     assert any(c.startswith(f"--namespace default delete pytorchjob {name}") for c in log)
     assert any(c.startswith(f"--namespace default delete configmap {name}") for c in log)
     assert (request.work_dir / "pods.log").read_text() == "[pod/fake-worker-0/pytorch] started\n"
+    assert not (request.work_dir / JOB_FILE).exists()  # seen to end: nothing left to find
+
+
+def test_a_job_left_by_a_dead_parent_is_deleted_by_the_next_holder(tmp_path, monkeypatch):
+    tool = fake_kubectl(tmp_path, monkeypatch, phase="Running")
+    sweep = tmp_path / "results" / "adhoc"
+    launch = sweep / "_launches" / "left"
+    launch.mkdir(parents=True)
+    options = {"name": "kubeflow", "apply": True, "kubectl": str(tool), "namespace": "bench"}
+    note_job(launch, "kubeflow", "fsdp-abc-1", options)  # what KubeJob.run leaves when its process dies
+    said = []
+    settle_left_jobs(sweep, "cancel", {"pid": 7, "host": "login1"}, said.append)
+    get = "--namespace bench get pytorchjob fsdp-abc-1 --ignore-not-found --output json"
+    assert calls(tool) == [
+        get,
+        "--namespace bench delete pytorchjob fsdp-abc-1 --ignore-not-found --wait=false",
+        "--namespace bench delete configmap fsdp-abc-1-launch --ignore-not-found --wait=false",
+        get,
+    ]
+    assert said == [
+        f"cancelled kubeflow job fsdp-abc-1 ({launch}), left running by an fsdp-bench that is gone "
+        "(pid 7 on login1); sweep.orphans=wait waits instead"
+    ]
+    assert not (launch / JOB_FILE).exists()
 
 
 def test_running_job_past_its_deadline_is_deleted_as_timeout(tmp_path, monkeypatch):

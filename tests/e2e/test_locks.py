@@ -15,6 +15,7 @@ import pytest
 from bench_cli import CLI
 
 from bench.ledger import LEDGER_FILE
+from bench.locks import HOST_LOCK, FileLock
 from bench.records import load_records
 
 POINTS = ["model=debug", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1"]
@@ -100,3 +101,27 @@ def test_a_benchmark_into_another_folder_waits_for_the_host_unless_allowed(tmp_p
     (record,) = load_records(tmp_path / "three")[0]
     assert record.env.exclusive_host is False  # the record says it shared the host
     assert not (tmp_path / "two").exists() or not load_records(tmp_path / "two")[0]
+
+
+def test_cancel_stops_the_fsdp_bench_that_holds_a_results_folder(tmp_path):
+    """`fsdp-bench cancel RESULTS` signals the holder of a sweep folder's lock on this host (here a sweep
+    that waits for the host), which stops as on Ctrl-C; nothing else to cancel is said so."""
+    host = FileLock(tmp_path / HOST_LOCK, "this host's benchmark lock")  # start() points the sweep here
+    assert host.try_acquire()
+    try:
+        waiting = start(tmp_path, tmp_path, "sweep.name=held")
+        holder = held_by(tmp_path / "held" / ".lock", waiting.pid)
+        cancel = subprocess.run([*CLI, "cancel", str(tmp_path)], capture_output=True, text=True, timeout=120)
+        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        assert (
+            cancel.stdout
+            == f"stopping fsdp-bench pid {waiting.pid} ({holder['command']}), which holds {tmp_path / 'held'}\n"
+        )
+        rc, out, err = finish(waiting)
+        assert rc == 1 and "interrupted while waiting for a lock: nothing ran" in err, out + err
+    finally:
+        host.release()
+    again = subprocess.run([*CLI, "cancel", str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert (again.returncode, again.stdout) == (0, f"nothing to cancel in {tmp_path}\n")
+    missing = subprocess.run([*CLI, "cancel", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and missing.stderr.startswith(f"error: {tmp_path / 'nope'} is not a folder")

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -142,3 +143,45 @@ def test_unknown_slurm_option_names_field_and_allowed_values(tmp_path):
     proc = fsdp_bench(["model=debug", "launcher=slurm", "+launcher.partiton=gpu"], dict(os.environ), timeout=60)
     assert proc.returncode == 2
     assert "launcher.partiton: unknown field for launcher=slurm; allowed: partition, account" in proc.stderr
+
+
+def orphan_job(args: list[str], env: dict, results: Path) -> str:
+    """Start a long point, SIGKILL its fsdp-bench once it runs: the Slurm job runs on. Its job id."""
+    long = [a for a in args if not a.startswith("train.steps=")] + ["train.steps=2000"]
+    cmd = [sys.executable, "-m", "bench", "run", *long, f"results_dir={results}"]
+    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    since, deadline = time.time(), time.monotonic() + 150
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(p.stat().st_mtime > since for p in results.glob("adhoc/*/started")):
+            break
+        time.sleep(0.1)
+    proc.kill()
+    proc.wait()
+    (job_file,) = [p for p in results.glob("adhoc/_launches/*/job.json")]
+    job_id = json.loads(job_file.read_text())["job_id"]
+    assert any(line.startswith(f"{job_id} ") for line in our_jobs(env)), "the job ended with its parent"
+    return job_id
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(300)
+def test_a_job_left_by_a_killed_parent_is_cancelled_by_fsdp_bench_cancel_and_by_the_next_run(slurm_env, tmp_path):
+    args = [*QUICK, *LOCAL_CLUSTER]
+    job_id = orphan_job(args, slurm_env, tmp_path)
+    launch_dir = next(tmp_path.glob("adhoc/_launches/*"))
+    cancel = subprocess.run(
+        [sys.executable, "-m", "bench", "cancel", str(tmp_path)], capture_output=True, text=True, env=slurm_env,
+        cwd=REPO, timeout=120,
+    )  # fmt: skip
+    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    assert cancel.stdout == f"cancelled slurm job {job_id} ({launch_dir})\n"
+    assert our_jobs(slurm_env) == [] and not (launch_dir / "job.json").exists()
+
+    job_id = orphan_job(args, slurm_env, tmp_path)
+    proc = fsdp_bench([*args, f"results_dir={tmp_path}"], slurm_env)  # the next run of the sweep: 4 steps
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stderr.startswith(f"cancelled slurm job {job_id} (")
+    assert "left running by an fsdp-bench that is gone (pid " in proc.stderr
+    assert our_jobs(slurm_env) == []
+    records = [json.loads(p.read_text()) for p in tmp_path.glob("adhoc/*/result.json")]
+    assert [(r["status"], r["spec"]["train"]["steps"]) for r in records] == [("ok", 4)]  # nothing of the orphans
