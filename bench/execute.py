@@ -21,7 +21,16 @@ from bench.launch.base import Launcher
 from bench.records import read_record, write_record
 from bench.registry import peak_table
 from bench.schemas import RunResult, RunSpec, model_info, recipe_of
-from fsdp_core.protocol import LAUNCH_FILE, RESULT_FILE, STARTED_MARK, LaunchFile, LaunchPoint, error_files, read_errors
+from fsdp_core.protocol import (
+    LAUNCH_FILE,
+    RESULT_FILE,
+    STARTED_MARK,
+    TELEMETRY_SIDECARS,
+    LaunchFile,
+    LaunchPoint,
+    error_files,
+    read_errors,
+)
 from fsdp_core.recipes import PRECISIONS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -83,7 +92,8 @@ def prepare_launch(specs: list[RunSpec], results_dir: Path) -> LaunchRequest:
     dirs = [point_dir(results_dir, spec) for spec in specs]
     for directory in dirs:
         directory.mkdir(parents=True, exist_ok=True)
-        for stale in (directory / RESULT_FILE, directory / STARTED_MARK, *error_files(directory)):
+        sidecars = [directory / name for name in TELEMETRY_SIDECARS]
+        for stale in (directory / RESULT_FILE, directory / STARTED_MARK, *sidecars, *error_files(directory)):
             stale.unlink(missing_ok=True)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     work_dir = Path(results_dir) / specs[0].sweep.name / "_launches" / f"{stamp}-{specs[0].point_id}"

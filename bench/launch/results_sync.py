@@ -18,11 +18,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fsdp_core.protocol import ERRORS_DIR, RESULT_FILE, STARTED_MARK
+from fsdp_core.protocol import ERRORS_DIR, RESULT_FILE, STARTED_MARK, TELEMETRY_SIDECARS
 
 INSTALL_HINT = "pip install fsspec s3fs (s3fs for s3:// URLs)"
-# What the launcher needs of a point: its start mark, its record, its ranks' failure reasons.
-_PULLED = (STARTED_MARK, RESULT_FILE)
+# What the launcher needs of a point: its start mark, its record (and the record's telemetry
+# sidecar, written before it), its ranks' failure reasons.
+_PULLED = (STARTED_MARK, RESULT_FILE, *TELEMETRY_SIDECARS)
 
 
 def filesystem(url: str):
