@@ -289,31 +289,35 @@ def rapl_readers(root: Path = Path("/sys/class/powercap")) -> Readers:
 # --- NVML -----------------------------------------------------------------------------------
 
 
-def parse_power(milliwatts: int) -> dict[str, float]:
-    return {"gpu_power_w": milliwatts / 1000.0}
+# NVML's raw readings (the units the library returns) -> (signal, scale to the signal's unit).
+NVML_RAW = {
+    "utilization_gpu_pct": ("util_pct", 1.0),  # nvmlDeviceGetUtilizationRates(h).gpu
+    "memory_used_bytes": ("gpu_mem_used_bytes", 1.0),  # nvmlDeviceGetMemoryInfo(h).used
+    "power_mw": ("gpu_power_w", 1e-3),  # nvmlDeviceGetPowerUsage: milliwatts
+    "total_energy_mj": ("gpu_energy_j", 1e-3),  # nvmlDeviceGetTotalEnergyConsumption: millijoules
+    "clock_sm_mhz": ("gpu_sm_clock_mhz", 1.0),  # nvmlDeviceGetClockInfo(h, NVML_CLOCK_SM)
+    "temperature_gpu_c": ("gpu_temp_c", 1.0),  # nvmlDeviceGetTemperature(h, NVML_TEMPERATURE_GPU)
+    "clocks_event_reasons": ("gpu_throttle_reasons", 1.0),  # nvmlDeviceGetCurrentClocksEventReasons: bitmask
+    "nvlink_data_tx_kib": ("nvlink_tx_bytes", 1024.0),  # field 138, all links: KiB
+    "nvlink_data_rx_kib": ("nvlink_rx_bytes", 1024.0),  # field 139
+    "pcie_tx_bytes": ("pcie_tx_bytes", 1.0),  # field 197
+    "pcie_rx_bytes": ("pcie_rx_bytes", 1.0),  # field 198
+}
 
 
-def parse_energy(millijoules: int) -> dict[str, float]:
-    return {"gpu_energy_j": millijoules / 1000.0}
+def parse_nvml(raw: dict[str, float | int | None]) -> dict[str, float | None]:
+    """Raw NVML readings (NVML_RAW's keys, NVML's units) as signals in their own units."""
+    return {NVML_RAW[key][0]: None if value is None else float(value) * NVML_RAW[key][1] for key, value in raw.items()}
 
 
-def parse_field_values(values: Sequence[Any], names: Sequence[str], scales: Sequence[float]) -> dict[str, float | None]:
-    """NVML field values (nvmlFieldValue_t: nvmlReturn, valueType, value union) as named floats; a
-    field whose own return code is not success is None."""
-    out: dict[str, float | None] = {}
-    for value, name, scale in zip(values, names, scales):
-        out[name] = None if value.nvmlReturn != 0 else _field_number(value) * scale
-    return out
-
-
-def _field_number(value: Any) -> float:
-    union = value.value
-    kind = int(value.valueType)
+def field_value(value: Any) -> float | None:
+    """One nvmlFieldValue_t as a number: its value union read by its valueType; None when its own
+    return code is not success (a counter this GPU or driver does not have)."""
+    if value.nvmlReturn != 0:
+        return None
     # nvmlValueType_t: 0 double, 1 uint, 2 ulong, 3 ulonglong, 4 slonglong, 5 sint, 6 ushort
-    attribute = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(
-        kind, "ullVal"
-    )
-    return float(getattr(union, attribute))
+    attribute = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}
+    return float(getattr(value.value, attribute.get(int(value.valueType), "ullVal")))
 
 
 def nvml_readers(device_ids: dict[str, Any]) -> Readers:
@@ -323,54 +327,49 @@ def nvml_readers(device_ids: dict[str, Any]) -> Readers:
     or an older GPU) is left out with its reason."""
     out = Readers()
     try:
-        import pynvml
+        import pynvml as nv
     except ImportError as exc:
         out.missing["nvml"] = f"nvidia-ml-py not installed ({exc})"
         return out
     try:
-        pynvml.nvmlInit()
-        handle = _nvml_handle(pynvml, device_ids)
+        nv.nvmlInit()
+        handle = _nvml_handle(nv, device_ids)
     except Exception as exc:  # noqa: BLE001 - NVMLError_LibraryNotFound, DriverNotLoaded, NotFound ...
         out.missing["nvml"] = _reason(exc)
         return out
-    nv = pynvml
-    event_reasons = getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or (
-        nv.nvmlDeviceGetCurrentClocksThrottleReasons
+    # The clocks "event" reasons replaced the "throttle" reasons (same bits) in newer bindings.
+    reasons = (
+        getattr(nv, "nvmlDeviceGetCurrentClocksEventReasons", None) or nv.nvmlDeviceGetCurrentClocksThrottleReasons
     )
-    out.add_tested("nvml.utilization", lambda: {"util_pct": float(nv.nvmlDeviceGetUtilizationRates(handle).gpu)})
-    out.add_tested("nvml.memory", lambda: {"gpu_mem_used_bytes": float(nv.nvmlDeviceGetMemoryInfo(handle).used)})
-    out.add_tested("nvml.power", lambda: parse_power(nv.nvmlDeviceGetPowerUsage(handle)))
-    out.add_tested("nvml.energy", lambda: parse_energy(nv.nvmlDeviceGetTotalEnergyConsumption(handle)))
-    out.add_tested("nvml.clock", lambda: {"gpu_sm_clock_mhz": float(nv.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM))})
-    out.add_tested(
-        "nvml.temperature", lambda: {"gpu_temp_c": float(nv.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU))}
-    )
-    out.add_tested("nvml.throttle", lambda: {"gpu_throttle_reasons": float(event_reasons(handle))})
-    for source, fields, names, scale in (
-        (
-            "nvml.nvlink",
-            (NVML_FI_NVLINK_DATA_TX, NVML_FI_NVLINK_DATA_RX),
-            ("nvlink_tx_bytes", "nvlink_rx_bytes"),
-            1024.0,
+    calls = {
+        "nvml.utilization": lambda: {"utilization_gpu_pct": nv.nvmlDeviceGetUtilizationRates(handle).gpu},
+        "nvml.memory": lambda: {"memory_used_bytes": nv.nvmlDeviceGetMemoryInfo(handle).used},
+        "nvml.power": lambda: {"power_mw": nv.nvmlDeviceGetPowerUsage(handle)},
+        "nvml.energy": lambda: {"total_energy_mj": nv.nvmlDeviceGetTotalEnergyConsumption(handle)},
+        "nvml.clock": lambda: {"clock_sm_mhz": nv.nvmlDeviceGetClockInfo(handle, NVML_CLOCK_SM)},
+        "nvml.temperature": lambda: {"temperature_gpu_c": nv.nvmlDeviceGetTemperature(handle, NVML_TEMPERATURE_GPU)},
+        "nvml.throttle": lambda: {"clocks_event_reasons": reasons(handle)},
+        # (field, scope) pairs: NVML_ALL_LINKS sums every NVLink (a bare field id reads link 0 only).
+        "nvml.nvlink": _fields(
+            nv, handle, {"nvlink_data_tx_kib": (NVML_FI_NVLINK_DATA_TX, NVML_ALL_LINKS),
+                         "nvlink_data_rx_kib": (NVML_FI_NVLINK_DATA_RX, NVML_ALL_LINKS)}
         ),
-        (
-            "nvml.pcie",
-            (NVML_FI_PCIE_COUNT_TX_BYTES, NVML_FI_PCIE_COUNT_RX_BYTES),
-            ("pcie_tx_bytes", "pcie_rx_bytes"),
-            1.0,
+        "nvml.pcie": _fields(
+            nv, handle, {"pcie_tx_bytes": NVML_FI_PCIE_COUNT_TX_BYTES, "pcie_rx_bytes": NVML_FI_PCIE_COUNT_RX_BYTES}
         ),
-    ):
-        # A (field, scope) pair: NVML_ALL_LINKS sums every link (a bare field id would read link 0 only).
-        ids = [(f, NVML_ALL_LINKS) for f in fields] if source == "nvml.nvlink" else list(fields)
-        out.add_tested(source, _field_reader(nv, handle, ids, names, scale))
+    }  # fmt: skip
+    for source, call in calls.items():
+        out.add_tested(source, lambda call=call: parse_nvml(call()))
     return out
 
 
-def _field_reader(nv, handle, ids, names, scale) -> Callable[[], dict[str, float | None]]:
+def _fields(nv, handle, ids: dict[str, Any]) -> Callable[[], dict[str, float | None]]:
+    """A reader of NVML field values (raw keys -> field ids); fails when the GPU has none of them."""
+
     def read() -> dict[str, float | None]:
-        values = parse_field_values(nv.nvmlDeviceGetFieldValues(handle, ids), names, [scale] * len(names))
+        values = dict(zip(ids, map(field_value, nv.nvmlDeviceGetFieldValues(handle, list(ids.values())))))
         if all(v is None for v in values.values()):
-            raise RuntimeError(f"{', '.join(names)}: not supported by this GPU or driver")
+            raise RuntimeError(f"{', '.join(ids)}: not supported by this GPU or driver")
         return values
 
     return read
