@@ -46,6 +46,9 @@ COLUMNS = (
     "HFU %",
     "peak alloc GiB",
     "peak reserved GiB",
+    "util %",
+    "W/GPU",
+    "J/token",
     "device",
     "note",
 )
@@ -192,6 +195,10 @@ def record_row(label: str, record: dict) -> dict[str, str]:
         "HFU %": _num(metrics.get("hfu"), ".1f", 100),
         "peak alloc GiB": _num(peak.get("max"), ".2f", 1 / GIB),
         "peak reserved GiB": _num(peak.get("reserved_max"), ".2f", 1 / GIB),
+        # Telemetry (docs/telemetry.md): mean GPU utilization, board power, energy per token.
+        "util %": _num(get(metrics, "telemetry", "util_pct"), ".0f"),
+        "W/GPU": _num(get(metrics, "telemetry", "avg_power_w_per_device"), ".0f"),
+        "J/token": _num(get(metrics, "telemetry", "energy_per_token_j"), ".4g"),
         "device": get(record, "env", "device_name") or "-",
         "note": note or "",
     }
