@@ -416,6 +416,7 @@ class RankTelemetry(Strict):
     throttle_fraction: float | None = None
     energy_j: float | None = None
     avg_power_w: float | None = None
+    sampler_cpu_s: float | None = None
     missing: dict[str, str] = Field(default_factory=dict)
 
 
@@ -438,6 +439,7 @@ class Telemetry(Strict):
     window_s: float
     ranks: int
     samples: int
+    sampler_cpu_s: float | None = None  # CPU time the sampling threads used, summed over ranks
     sidecar: str | None = None
     util_pct: float | None = None
     idle_devices: int = 0

@@ -433,6 +433,7 @@ class Sampler:
         self._thread: threading.Thread | None = None
         self._t0 = 0.0
         self.start_unix: float | None = None
+        self.thread_cpu_s: float | None = None  # CPU time the sampling thread used: its own cost
 
     def start(self) -> None:
         for reader in self.readers:
@@ -457,6 +458,7 @@ class Sampler:
             "start_unix": self.start_unix,
             "columns": rows_to_columns(rows),
             "missing": dict(self.missing),
+            "sampler_cpu_s": self.thread_cpu_s,
         }
 
     def _run(self) -> None:
@@ -472,6 +474,8 @@ class Sampler:
                     return
         except Exception as exc:  # noqa: BLE001 - the point goes on; the record says sampling stopped
             self.missing["sampler"] = f"sampling stopped after {time.perf_counter() - self._t0:.1f} s: {_reason(exc)}"
+        finally:
+            self.thread_cpu_s = time.thread_time()
 
     def _sample(self) -> None:
         row: dict[str, float | None] = {"t_s": time.perf_counter() - self._t0}
@@ -676,6 +680,7 @@ def rank_summary(payload: dict[str, Any]) -> dict[str, Any]:
         "throttle_fraction": throttle,
         "energy_j": energy,
         "avg_power_w": power,
+        "sampler_cpu_s": payload.get("sampler_cpu_s"),
         "missing": dict(payload.get("missing") or {}),
     }
 
@@ -792,6 +797,7 @@ def summarize(
         "window_s": window_s,
         "ranks": len(payloads),
         "samples": sum(r["samples"] for r in ranks),
+        "sampler_cpu_s": _sum_known([r["sampler_cpu_s"] for r in ranks]),
         "sidecar": sidecar,
         "util_pct": sum(utils) / len(utils) if utils else None,
         "idle_devices": sum(1 for r in ranks if (r["idle_fraction"] or 0.0) > 0.5),
@@ -822,6 +828,10 @@ def _power(ranks: list[dict], hosts: list[dict], device_type: str) -> tuple[str 
     if lacking or not hosts:
         return None, None, f"CPU: no RAPL package energy on {', '.join(lacking[:3])} (see missing.cpu_energy_j)"
     return "cpu-package", sum(h["cpu_power_w"] for h in hosts), None
+
+
+def _sum_known(values: list[float | None]) -> float | None:
+    return sum(values) if values and all(v is not None for v in values) else None
 
 
 def _ranks(ranks: list[int]) -> str:

@@ -170,6 +170,7 @@ def test_the_host_sampler_samples_this_process_and_the_host_on_cpu():
     assert any(name.startswith("net_") for name in columns)
     assert series["missing"]["nvml"] == "CPU device: no GPU signals"
     assert series["interval_ms"] == 10 and series["start_unix"] > 0
+    assert series["sampler_cpu_s"] > 0  # the thread's own CPU time: its cost
 
 
 def test_a_reader_that_fails_mid_run_keeps_earlier_samples_and_says_why(tmp_path):
