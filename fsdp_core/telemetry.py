@@ -191,8 +191,10 @@ def host_readers(device_type: str, cpu_threads: int) -> Readers:
         return values
 
     def system_signals() -> dict[str, float | None]:
-        times = psutil.cpu_times()
-        return {"sys_cpu_pct": sys_rate(sum(times) - times.idle - getattr(times, "iowait", 0.0))}
+        times = psutil.cpu_times()._asdict()
+        # Busy = all but idle and I/O wait; guest time is already counted in user time (as psutil does).
+        idle = sum(times.get(k, 0.0) for k in ("idle", "iowait", "guest", "guest_nice"))
+        return {"sys_cpu_pct": sys_rate(sum(times.values()) - idle)}
 
     def network_signals() -> dict[str, float | None]:
         values: dict[str, float | None] = {}
@@ -491,9 +493,9 @@ class Sampler:
 
 def rows_to_columns(rows: Sequence[dict[str, float | None]]) -> dict[str, list[float | None]]:
     """Sample rows as columns (t_s first); a signal absent from a row is None there."""
-    names = ["t_s"]
+    names = dict.fromkeys(["t_s"])  # an ordered set
     for row in rows:
-        names += [name for name in row if name not in names]
+        names.update(dict.fromkeys(row))
     return {name: [row.get(name) for row in rows] for name in names}
 
 
@@ -539,9 +541,9 @@ def gather_telemetry(series: dict[str, Any] | None, point_dir: Path, summary_arg
 
 def sidecar_table(payloads: Sequence[dict[str, Any]]) -> dict[str, list]:
     """Every rank's rows stacked: rank, host, then t_s and every signal column (None where absent)."""
-    names: list[str] = []
+    names: dict[str, None] = {}  # an ordered set
     for payload in payloads:
-        names += [name for name in payload["columns"] if name not in names]
+        names.update(dict.fromkeys(payload["columns"]))
     table: dict[str, list] = {"rank": [], "host": [], **{name: [] for name in names}}
     for payload in payloads:
         columns = payload["columns"]
