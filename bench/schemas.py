@@ -403,7 +403,7 @@ class SignalSummary(Strict):
 
 
 class RankTelemetry(Strict):
-    """One rank's device and process signals (fsdp_core/telemetry.py's rank_summary)."""
+    """One rank's device and process signals (fsdp_core/telemetry_summary.py's rank_summary)."""
 
     rank: int
     host: str

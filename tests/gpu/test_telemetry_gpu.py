@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 from fsdp_core import telemetry as tm
+from fsdp_core import telemetry_readers as rd
 
 pytestmark = pytest.mark.gpu
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.gpu
 def test_nvml_readers_sample_the_gpu():
     torch = pytest.importorskip("torch")
     props = torch.cuda.get_device_properties(0)
-    readers = tm.build_readers("cuda", 1, {"uuid": str(props.uuid)})
+    readers = rd.build_readers("cuda", 1, {"uuid": str(props.uuid)})
     sources = {r.source for r in readers.readers}
     assert {"nvml.utilization", "nvml.memory", "nvml.power", "nvml.energy"} <= sources, readers.missing
     sampler = tm.Sampler(20, readers, {"rank": 0, "host": "here", "device": "cuda:0"})

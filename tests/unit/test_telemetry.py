@@ -12,6 +12,8 @@ import pytest
 
 from bench.schemas import Telemetry
 from fsdp_core import telemetry as tm
+from fsdp_core import telemetry_readers as rd
+from fsdp_core import telemetry_summary as ts
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "telemetry" / "nvml_readings.json"
 
@@ -21,7 +23,7 @@ def _nvml_payloads() -> list[dict]:
     payloads = []
     for rank in json.loads(FIXTURE.read_text())["ranks"]:
         rows = [
-            {"t_s": r["t_s"], **tm.parse_nvml({k: v for k, v in r.items() if k != "t_s"})} for r in rank["readings"]
+            {"t_s": r["t_s"], **rd.parse_nvml({k: v for k, v in r.items() if k != "t_s"})} for r in rank["readings"]
         ]
         payloads.append(
             {"rank": rank["rank"], "host": rank["host"], "device": rank["device"], "interval_ms": 100,
@@ -31,7 +33,7 @@ def _nvml_payloads() -> list[dict]:
 
 
 def test_nvml_readings_parse_into_signals_in_their_units():
-    parsed = tm.parse_nvml(
+    parsed = rd.parse_nvml(
         {"power_mw": 612_345, "total_energy_mj": 5_000_000_123, "nvlink_data_tx_kib": 3, "pcie_rx_bytes": None}
     )
     assert parsed == {
@@ -47,22 +49,22 @@ def test_nvml_field_values_are_read_by_their_value_type():
 
     def field(value_type: int, attribute: str, number, status: int = 0):
         value = pynvml.c_nvmlFieldValue_t()
-        value.fieldId, value.scopeId = tm.NVML_FI_NVLINK_DATA_TX, tm.NVML_ALL_LINKS
+        value.fieldId, value.scopeId = rd.NVML_FI_NVLINK_DATA_TX, rd.NVML_ALL_LINKS
         value.valueType, value.nvmlReturn = value_type, status
         setattr(value.value, attribute, number)
         return value
 
-    assert tm.field_value(field(pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", 2**40 + 5)) == 2**40 + 5
-    assert tm.field_value(field(pynvml.NVML_VALUE_TYPE_DOUBLE, "dVal", 1.5)) == 1.5
-    assert tm.field_value(field(pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", 7)) == 7
+    assert rd.field_value(field(pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", 2**40 + 5)) == 2**40 + 5
+    assert rd.field_value(field(pynvml.NVML_VALUE_TYPE_DOUBLE, "dVal", 1.5)) == 1.5
+    assert rd.field_value(field(pynvml.NVML_VALUE_TYPE_UNSIGNED_INT, "uiVal", 7)) == 7
     assert (
-        tm.field_value(field(pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", 9, pynvml.NVML_ERROR_NOT_SUPPORTED))
+        rd.field_value(field(pynvml.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG, "ullVal", 9, pynvml.NVML_ERROR_NOT_SUPPORTED))
         is None
     )
 
 
 def test_recorded_nvml_readings_summarise_to_energy_per_token_power_and_throttling():
-    summary = tm.summarize(_nvml_payloads(), tokens=1000, window_s=0.5, device_type="cuda", sidecar="telemetry.parquet")
+    summary = ts.summarize(_nvml_payloads(), tokens=1000, window_s=0.5, device_type="cuda", sidecar="telemetry.parquet")
     record = Telemetry.model_validate(summary)  # the record's shape
     # Energy counters: rank 0 +300 J and rank 1 +350 J over 0.5 s -> 600 W + 700 W; over the 0.5 s window.
     assert record.energy_source == "gpu"
@@ -95,7 +97,7 @@ def test_a_rank_without_the_energy_counter_leaves_energy_per_token_null_with_the
     payloads = _nvml_payloads()
     del payloads[1]["columns"]["gpu_energy_j"]
     payloads[1]["missing"] = {"nvml.energy": "NVMLError_NotSupported: Not Supported"}
-    summary = tm.summarize(payloads, tokens=1000, window_s=0.5, device_type="cuda")
+    summary = ts.summarize(payloads, tokens=1000, window_s=0.5, device_type="cuda")
     assert summary["energy_per_token_j"] is None and summary["energy_source"] is None
     assert summary["missing"]["energy_per_token_j"] == "GPU energy counter unavailable on rank(s) 1"
     assert summary["missing"]["nvml.energy"] == "rank 1: NVMLError_NotSupported: Not Supported"
@@ -119,7 +121,7 @@ def test_rapl_energy_is_summed_over_packages_and_survives_a_wrap_around(tmp_path
             "intel-rapl:0:0/energy_uj": "1", "intel-rapl:0:0/max_energy_range_uj": "2",  # a subzone: not a package
         },
     )  # fmt: skip
-    readers = tm.rapl_readers(root)
+    readers = rd.rapl_readers(root)
     (reader,) = readers.readers
     assert reader.read() == {"cpu_energy_j": 0.0}
     (root / "intel-rapl:0/energy_uj").write_text("3000000")  # wrapped: +1 J +3 J
@@ -128,10 +130,10 @@ def test_rapl_energy_is_summed_over_packages_and_survives_a_wrap_around(tmp_path
 
 
 def test_rapl_absent_or_unreadable_is_a_reason_not_an_error(tmp_path):
-    assert "no RAPL package zones" in tm.rapl_readers(tmp_path / "none").missing["cpu_energy_j"]
+    assert "no RAPL package zones" in rd.rapl_readers(tmp_path / "none").missing["cpu_energy_j"]
     (tmp_path / "intel-rapl:0" / "energy_uj").mkdir(parents=True)  # unreadable as a number
     (tmp_path / "intel-rapl:0" / "max_energy_range_uj").write_text("10")
-    assert tm.rapl_readers(tmp_path).missing["cpu_energy_j"].startswith("RAPL unreadable: IsADirectoryError")
+    assert rd.rapl_readers(tmp_path).missing["cpu_energy_j"].startswith("RAPL unreadable: IsADirectoryError")
 
 
 def test_infiniband_and_efa_port_counters(tmp_path):
@@ -142,19 +144,19 @@ def test_infiniband_and_efa_port_counters(tmp_path):
             "rdmap0s6/ports/1/hw_counters/tx_bytes": "4096", "rdmap0s6/ports/1/hw_counters/rx_bytes": "8192",
         },
     )  # fmt: skip
-    (reader,) = tm.infiniband_readers(root).readers
+    (reader,) = rd.infiniband_readers(root).readers
     # InfiniBand's data counters count 4-byte words; EFA's hw_counters count bytes.
     assert reader.read() == {
         "ib_mlx5-0_1_tx_bytes": 400.0, "ib_mlx5-0_1_rx_bytes": 200.0,
         "ib_rdmap0s6_1_tx_bytes": 4096.0, "ib_rdmap0s6_1_rx_bytes": 8192.0,
     }  # fmt: skip
-    assert tm.infiniband_readers(tmp_path / "none").missing == {
+    assert rd.infiniband_readers(tmp_path / "none").missing == {
         "infiniband": f"no InfiniBand or EFA ports under {tmp_path / 'none'}"
     }
 
 
 def test_the_host_sampler_samples_this_process_and_the_host_on_cpu():
-    sampler = tm.Sampler(10, tm.build_readers("cpu", cpu_threads=1), {"rank": 0, "host": "here", "device": "cpu"})
+    sampler = tm.Sampler(10, rd.build_readers("cpu", cpu_threads=1), {"rank": 0, "host": "here", "device": "cpu"})
     sampler.start()
     deadline = time.perf_counter() + 0.15
     while time.perf_counter() < deadline:  # keep a core busy: the process's CPU shows it
@@ -175,7 +177,7 @@ def test_the_host_sampler_samples_this_process_and_the_host_on_cpu():
 
 def test_a_reader_that_fails_mid_run_keeps_earlier_samples_and_says_why(tmp_path):
     counter = _sysfs(tmp_path, {"mlx5_0/ports/1/counters/port_xmit_data": "1"})
-    readers = tm.infiniband_readers(counter)
+    readers = rd.infiniband_readers(counter)
     sampler = tm.Sampler(10, readers, {"rank": 0, "host": "here"})
     sampler.start()
     time.sleep(0.05)
@@ -207,7 +209,7 @@ def test_cpu_summary_without_rapl_says_why_energy_is_missing():
     columns = {"t_s": [0.0, 0.1, 0.2], "util_pct": [None, 50.0, 70.0], "sys_cpu_pct": [None, 40.0, 60.0],
                "net_lo_tx_bytes": [0.0, 100.0, 300.0], "net_eth0_tx_bytes": [5.0, 5.0, 5.0]}  # fmt: skip
     payloads = [{"rank": r, "host": "h", "columns": columns, "missing": {"cpu_energy_j": "no RAPL"}} for r in range(2)]
-    summary = Telemetry.model_validate(tm.summarize(payloads, tokens=64, window_s=0.2, device_type="cpu"))
+    summary = Telemetry.model_validate(ts.summarize(payloads, tokens=64, window_s=0.2, device_type="cpu"))
     assert summary.energy_per_token_j is None and summary.avg_power_w_per_device is None
     assert summary.missing["energy_per_token_j"].startswith("CPU: no RAPL package energy on h")
     assert summary.util_pct == pytest.approx(60.0)
