@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.schemas import RunResult
+from bench.schemas import PreflightResult, RunResult
 from reports import tables
 from reports import telemetry as telemetry_view
 from reports.analysis import analyse
+from reports.cluster_health import cluster_health
 from reports.environment import environment_lines
 from reports.export import write_csv
 from reports.html import RenderedFigure, render_figure, render_html
@@ -34,6 +35,7 @@ def build_report(
     reproduce: Sequence[str] | None = None,
     problems: Sequence[tuple[str, str]] = (),
     point_dirs: Mapping[tuple[str, str], Path] | None = None,
+    preflights: Sequence[PreflightResult] = (),
 ) -> Path:
     """Write the report of `records` into `out_dir`; returns the path of report.html.
 
@@ -41,9 +43,10 @@ def build_report(
     command line); one `fsdp-bench run` per configuration follows them. `problems`: (file,
     reason) pairs of records that could not be read, listed on the page. `point_dirs`: each
     record's folder by (sweep, point id), where the telemetry timelines are read from.
+    `preflights`: the results' preflight records, drawn in the cluster health section.
     """
     with _gc_paused():
-        return _build(records, Path(out_dir), title, reproduce, problems, point_dirs)
+        return _build(list(records), Path(out_dir), title, reproduce, problems, point_dirs, preflights)
 
 
 @contextmanager
@@ -67,6 +70,7 @@ def _build(
     reproduce: Sequence[str] | None,
     problems: Sequence[tuple[str, str]],
     point_dirs: Mapping[tuple[str, str], Path] | None = None,
+    preflights: Sequence[PreflightResult] = (),
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     analysis = analyse(records)
@@ -74,7 +78,8 @@ def _build(
     title = title or _default_title(points)
     figures = render_figures(points, analysis.scaling)
     timelines = _timelines(points, point_dirs)
-    for figure in [*figures, *timelines]:
+    health = cluster_health(preflights, records)
+    for figure in [*figures, *timelines, *health.figures]:
         (out / f"{figure.name}.png").write_bytes(figure.png)
     environment = environment_lines(points)
     headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
@@ -96,6 +101,7 @@ def _build(
         "problems": tables.problems_table(list(problems)),
         "reproduce": commands,
         "has_prediction": tables.has_prediction(points),
+        "health": health,
     }
     (out / "report.html").write_text(render_html(context), encoding="utf-8")
     flagged = tables.flagged_table(points)

@@ -53,7 +53,10 @@ def _report(results: Path, out: Path, title: str | None) -> int:
         print(f"results: no readable result records in {results} ({len(problems)} unreadable)", file=sys.stderr)
         return 2
     reproduce = [f"fsdp-bench report {shlex.quote(str(results))} -o {shlex.quote(str(out))}"]
-    page = write_report(records, out, title=title, problems=problems, reproduce=reproduce, point_dirs=point_dirs)
+    preflights = load_preflights(results)
+    page = write_report(
+        records, out, title=title, problems=problems, reproduce=reproduce, point_dirs=point_dirs, preflights=preflights
+    )
     ok = sum(r.status == "ok" for r in records)
     print(f"report: {page} ({len(records)} points: {ok} ok, {len(records) - ok} not ok)")
     return 0
@@ -75,6 +78,16 @@ def load(results: Path) -> tuple[list[RunResult], list[RecordProblem], dict[tupl
     return [r for r, _ in located], problems, {(r.sweep, r.point_id): path.parent for r, path in located}
 
 
+def load_preflights(results: Path) -> list:
+    """The preflight records beside a results folder's points (reported as problems on stderr if unreadable)."""
+    from bench.preflight import load_preflights as load_all
+
+    found, problems = load_all(results)
+    for path, reason in problems:
+        print(f"report: skipped {path}: {reason}", file=sys.stderr)
+    return found
+
+
 def write_report(
     records: Sequence[RunResult],
     out: Path,
@@ -83,6 +96,7 @@ def write_report(
     reproduce: Sequence[str] = (),
     problems: Sequence[RecordProblem] = (),
     point_dirs: dict[tuple[str, str], Path] | None = None,
+    preflights: Sequence = (),
 ) -> Path:
     """reports.build_report of these records (the sweep calls this too).
 
@@ -99,4 +113,5 @@ def write_report(
         reproduce=reproduce,
         problems=[(str(p.path), p.reason) for p in problems],
         point_dirs=point_dirs,
+        preflights=preflights,
     )

@@ -36,7 +36,7 @@ DEBUG = ["model=debug", "train.steps=4", "train.warmup_steps=1"]
         ),
         ("telemetry.rate=1", "telemetry.rate: unknown key 'rate'; allowed under telemetry: enabled, interval_ms"),
         ("+telemetry.rate=1", "telemetry.rate: Extra inputs are not permitted"),
-        ("telemetry.enabled=sometimes", "telemetry.enabled: Input should be a valid boolean"),
+        ("telemetry.enabled=sometimes", "telemetry.enabled: got 'sometimes'; allowed: true, false"),
     ],
 )
 def test_bad_telemetry_settings_are_one_line_errors(override, message):
