@@ -19,6 +19,21 @@ def fmt(value: float | None, spec: str = ".1f") -> str:
     return "-" if value is None else format(value, spec)
 
 
+def telemetry_line(t) -> str:
+    """Utilization, power, energy per token and throttling in one line (metrics.telemetry)."""
+    energy = (
+        f"{t.energy_per_token_j:.4g} J/token ({t.energy_source})"
+        if t.energy_per_token_j is not None
+        else f"energy/token - ({t.missing.get('energy_per_token_j', 'not measured')})"
+    )
+    power = f"{t.avg_power_w_per_device:,.0f} W/device, " if t.avg_power_w_per_device is not None else ""
+    throttle = f", throttled {t.throttle_fraction * 100:.0f}% of samples" if t.throttle_fraction else ""
+    return (
+        f"  telemetry: utilization {fmt(t.util_pct)}%, {power}{energy}{throttle}; "
+        f"{t.samples} samples, series in {t.sidecar or '-'}"
+    )
+
+
 def point_summary(record: RunResult, path: str | None = None) -> str:
     """A few lines a person reads after `fsdp-bench run`."""
     s, m = record.spec, record.metrics
@@ -49,6 +64,8 @@ def point_summary(record: RunResult, path: str | None = None) -> str:
         )
     if m.loss_first is not None:
         lines.append(f"  loss: {m.loss_first:.4f} -> {m.loss_last:.4f}")
+    if m.telemetry is not None:
+        lines.append(telemetry_line(m.telemetry))
     if path:
         lines.append(f"  record: {path}")
     return "\n".join(lines)

@@ -30,6 +30,7 @@ from fsdp_core.protocol import (
     PREFLIGHT_RECORD,
     RESULT_FILE,
     STARTED_MARK,
+    TELEMETRY_SIDECARS,
     LaunchFile,
     LaunchPoint,
     PreflightTask,
@@ -100,7 +101,7 @@ def prepare_launch(
     stale_names = (RESULT_FILE, STARTED_MARK, PREFLIGHT_MEASUREMENTS, PREFLIGHT_RECORD)
     for directory in [*dirs, *([Path(preflight.point_dir)] if preflight else [])]:
         directory.mkdir(parents=True, exist_ok=True)
-        for stale in (*(directory / name for name in stale_names), *error_files(directory)):
+        for stale in (*(directory / name for name in (*stale_names, *TELEMETRY_SIDECARS)), *error_files(directory)):
             stale.unlink(missing_ok=True)
     shape = specs[0] if specs else RunSpec.model_validate(preflight.spec)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")

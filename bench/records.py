@@ -18,7 +18,15 @@ from bench.migrations import FutureVersionError, migrate_record
 from bench.schemas import SCHEMA_VERSION, RunResult
 from fsdp_core.protocol import RESULT_FILE, write_json_atomic
 
-__all__ = ["RESULT_FILE", "RecordProblem", "load_records", "parse_record", "read_record", "write_record"]
+__all__ = [
+    "RESULT_FILE",
+    "RecordProblem",
+    "load_located_records",
+    "load_records",
+    "parse_record",
+    "read_record",
+    "write_record",
+]
 
 
 @dataclass(frozen=True)
@@ -54,15 +62,21 @@ def read_record(path: Path) -> RunResult:
 
 def load_records(root: Path) -> tuple[list[RunResult], list[RecordProblem]]:
     """Every valid record under `root` (a folder of sweeps, one sweep, or one result.json)."""
+    located, problems = load_located_records(root)
+    return [record for record, _ in located], problems
+
+
+def load_located_records(root: Path) -> tuple[list[tuple[RunResult, Path]], list[RecordProblem]]:
+    """load_records, each record with the path it was read from (its folder holds its other files)."""
     root = Path(root)
     paths = [root] if root.is_file() else sorted(root.rglob(RESULT_FILE))
-    records, problems = [], []
+    located, problems = [], []
     for path in paths:
         try:
-            records.append(read_record(path))
+            located.append((read_record(path), path))
         except ValueError as exc:
             problems.append(RecordProblem(path, str(exc)))
-    return records, problems
+    return located, problems
 
 
 def write_record(record: RunResult, path: Path) -> None:

@@ -198,6 +198,22 @@ class DebugKnobs(Strict):
     )
 
 
+class TelemetrySpec(Strict):
+    """What each rank samples during the timed steps (the config's `telemetry.*`, docs/telemetry.md).
+
+    It observes the point and never changes what is measured: left out of the point's identity."""
+
+    enabled: bool = Field(True, strict=True, description="sample device and host signals during the timed steps")
+    interval_ms: int = Field(100, description="milliseconds between samples (an integer, at least 10)")
+
+    @field_validator("interval_ms", mode="before")
+    @classmethod
+    def _interval(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 10:
+            raise ValueError(f"must be an integer number of milliseconds, at least 10; got {value!r}")
+        return value
+
+
 class PointSweep(Strict):
     """Which sweep a point belongs to and how patiently it runs (the config's `sweep.name`, `sweep.point_timeout_s`)."""
 
@@ -210,6 +226,7 @@ class PointSweep(Strict):
 # keeps ids. Model and cluster enter by what changes the measurement (shape; the node type).
 _IDENTITY_EXCLUDE = {
     "sweep": True,
+    "telemetry": True,
     "model": {"source", "overrides", "max_seq_len", "default_seq_len"},
     "cluster": {
         "device", "gpus_per_node", "device_memory_gib", "peak_tflops", "intra_node_gbps", "inter_node_gbps",
@@ -249,6 +266,7 @@ class RunSpec(Strict):
     world_size: int = 0
     train: TrainSpec = Field(default_factory=TrainSpec)
     debug: DebugKnobs = Field(default_factory=DebugKnobs)
+    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
 
     @field_validator("strategy", "precision", "launcher", mode="before")
     @classmethod
@@ -272,7 +290,7 @@ class RunSpec(Strict):
         sweep = cfg.get("sweep") or {}
         fields = {
             key: cfg[key]
-            for key in ("model", "strategy", "precision", "cluster", "launcher", "train", "debug")
+            for key in ("model", "strategy", "precision", "cluster", "launcher", "train", "debug", "telemetry")
             if key in cfg
         }
         fields.update(nodes=cfg.get("nodes"), gpus_per_node=cfg.get("gpus_per_node"))
@@ -446,6 +464,72 @@ class CommBytes(Strict):
     all_reduce: int
 
 
+class SignalSummary(Strict):
+    """One sampled signal over the timed window: a gauge's samples, or a cumulative counter's
+    per-second rate (in `unit`, e.g. W for an energy counter) plus its `total` (difference)."""
+
+    unit: str
+    mean: float
+    p10: float
+    p90: float
+    max: float
+    samples: int
+    total: float | None = None
+
+
+class RankTelemetry(Strict):
+    """One rank's device and process signals (fsdp_core/telemetry_summary.py's rank_summary)."""
+
+    rank: int
+    host: str
+    device: str = ""
+    samples: int
+    span_s: float
+    signals: dict[str, SignalSummary] = Field(default_factory=dict)
+    util_pct: float | None = None
+    idle_fraction: float | None = None
+    throttle_fraction: float | None = None
+    energy_j: float | None = None
+    avg_power_w: float | None = None
+    sampler_cpu_s: float | None = None
+    missing: dict[str, str] = Field(default_factory=dict)
+
+
+class HostTelemetry(Strict):
+    """One host's shared signals (CPU, network, InfiniBand/EFA, RAPL), read by its lowest rank."""
+
+    host: str
+    ranks: int
+    signals: dict[str, SignalSummary] = Field(default_factory=dict)
+    cpu_energy_j: float | None = None
+    cpu_power_w: float | None = None
+
+
+class Telemetry(Strict):
+    """What the devices and hosts did during the timed steps (docs/telemetry.md); `missing` says
+    why a null field or an absent signal was not measured. `sidecar`: the raw series' file, next
+    to result.json."""
+
+    interval_ms: int | None = None
+    window_s: float
+    ranks: int
+    samples: int
+    sampler_cpu_s: float | None = None  # CPU time the sampling threads used, summed over ranks
+    sidecar: str | None = None
+    util_pct: float | None = None
+    idle_devices: int = 0
+    throttle_fraction: float | None = None
+    throttle_reasons: dict[str, float] = Field(default_factory=dict)
+    energy_source: Literal["gpu", "cpu-package"] | None = None
+    energy_j: float | None = None
+    energy_per_token_j: float | None = None
+    avg_power_w_per_device: float | None = None
+    signals: dict[str, SignalSummary] = Field(default_factory=dict)
+    per_rank: list[RankTelemetry] = Field(default_factory=list)
+    per_host: list[HostTelemetry] = Field(default_factory=list)
+    missing: dict[str, str] = Field(default_factory=dict)
+
+
 class Metrics(Strict):
     """Measured numbers; null (with a reason in RunResult.notes) when they cannot be measured."""
 
@@ -467,6 +551,7 @@ class Metrics(Strict):
     tokens_per_step: int | None = None
     timed_window_s: float | None = None
     compile: CompileInfo | None = None
+    telemetry: Telemetry | None = None
     # Each rank's median busy time per step (up to the step's closing synchronisation: on CPU the
     # time before the barrier, so a straggler shows; on GPU CUDA-event time, which includes waits
     # inside collectives) and the slowest of them.

@@ -7,6 +7,8 @@ shapes and the rules from here, so neither side can drift from the other.
     <results>/<sweep>/_launches/<stamp>/launch.json   parent -> ranks: the points to run (LaunchFile)
     <results>/<sweep>/<point_id>/started              rank 0, when the point starts (its timeout runs from here)
     <results>/<sweep>/<point_id>/result.json          rank 0 (or the parent, for a failure): the record
+    <results>/<sweep>/<point_id>/telemetry.parquet    rank 0, before the record: every rank's sampled series
+                                                      (telemetry.csv where pyarrow is missing)
     <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
     <results>/<sweep>/_preflight/<shape>/              a preflight: `started`, errors/ as a point's, and
                                                        measurements.json (rank 0's raw measurements), from
@@ -31,6 +33,10 @@ LAUNCH_FILE = "launch.json"
 STARTED_MARK = "started"
 RESULT_FILE = "result.json"
 ERRORS_DIR = "errors"
+# The sampled series of every rank (fsdp_core/telemetry.py), named in the record's metrics.telemetry.sidecar.
+TELEMETRY_PARQUET = "telemetry.parquet"
+TELEMETRY_CSV = "telemetry.csv"  # where pyarrow is not installed
+TELEMETRY_SIDECARS = (TELEMETRY_PARQUET, TELEMETRY_CSV)
 PREFLIGHT_DIR = "_preflight"
 PREFLIGHT_MEASUREMENTS = "measurements.json"
 PREFLIGHT_RECORD = "preflight.json"

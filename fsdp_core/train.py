@@ -4,6 +4,8 @@ Nothing in the timed region reads a value back to the host (no `loss.item()`): l
 on the device and are read after the loop, so timing is not distorted by per-step syncs.
 Communication is counted on the last warm-up step: the counts are the same every step, and
 the counting dispatch mode adds Python overhead that must stay out of the timed steps.
+Telemetry (fsdp_core/telemetry.py) is set up before the loop, sampled by a background thread from
+the opening of the timed window to its closing sync, and never touches the device stream.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import torch.nn.functional as F
 
 from fsdp_core.comm_counter import CommCounter
 from fsdp_core.data import local_batch
-from fsdp_core.metrics import StepTimer, memory_snapshot, reset_peak_memory
+from fsdp_core.metrics import StepTimer, memory_snapshot, node_name, reset_peak_memory
 from fsdp_core.precision import after_optimizer_step
+from fsdp_core.telemetry import Sampler, prepare_sampler
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,7 @@ class LoopConfig:
     hang: bool = False
     oom: bool = False
     slow_fraction: float = 0.0
+    telemetry_interval_ms: int | None = None  # None: no sampling (telemetry.enabled=false)
     slow_rank: int | None = None
 
 
@@ -45,6 +49,7 @@ class LoopResult:
     comm_bytes: dict[str, int] | None
     timed_window_s: float = 0.0
     memory: dict[str, int | None] | None = None  # this rank's peak memory over the timed window
+    telemetry: dict | None = None  # this rank's sampled series over the timed window
     busy_s: list[float] = field(default_factory=list)  # this rank's own part of each timed step
     load: tuple[float, float] = (0.0, 0.0)  # the host's 1-minute load average when the window opened, closed
 
@@ -90,13 +95,14 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
     losses: list[torch.Tensor] = []
     rank = dist.get_rank()
     window_start, load_before = None, 0.0
+    sampler = telemetry_sampler(cfg, device)
     for step in range(cfg.steps):
         inject_fault(cfg, step, rank)
         counted = step == cfg.warmup_steps - 1
         timed = step >= cfg.warmup_steps
         if timed and window_start is None:
             load_before = os.getloadavg()[0]
-            window_start = start_timed_window(device)
+            window_start = start_timed_window(device, sampler)
         if timed:
             timer.start()
         if counted:
@@ -112,25 +118,49 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     window = time.perf_counter() - window_start if window_start is not None else 0.0
+    telemetry = sampler.stop() if sampler is not None and window_start is not None else None
     return LoopResult(
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
         comm_bytes=counter.snapshot() if cfg.warmup_steps >= 1 else None,
         timed_window_s=window,
         memory=memory_snapshot(device),
+        telemetry=telemetry,
         busy_s=timer.busy_s(),
         load=(load_before, os.getloadavg()[0]),
     )
 
 
-def start_timed_window(device: torch.device) -> float:
+def start_timed_window(device: torch.device, sampler: Sampler | None = None) -> float:
     """Open the timed window: the warm-up's queued device work finishes first (else it would be
     timed), and the memory peak starts here (else model initialisation, warm-up and the eager
-    counting step would set it)."""
+    counting step would set it); so does the telemetry sampler's thread."""
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     reset_peak_memory(device)
+    if sampler is not None:
+        sampler.start()
     return time.perf_counter()
+
+
+def telemetry_sampler(cfg: LoopConfig, device: torch.device) -> Sampler | None:
+    """This rank's sampler, set up before the loop (NVML finds the GPU by the UUID CUDA gives it)."""
+    ids: dict = {}
+    if cfg.telemetry_interval_ms and device.type == "cuda":
+        props = torch.cuda.get_device_properties(device)
+        bus = (
+            getattr(props, "pci_domain_id", None),
+            getattr(props, "pci_bus_id", None),
+            getattr(props, "pci_device_id", None),
+        )
+        ids = {
+            "uuid": str(props.uuid) if getattr(props, "uuid", None) else None,
+            "pci_bus_id": f"{bus[0]:08X}:{bus[1]:02X}:{bus[2]:02X}.0" if None not in bus else None,
+            # A bare index names the right GPU only when CUDA sees every GPU in NVML's order.
+            "index": device.index if not os.environ.get("CUDA_VISIBLE_DEVICES") else None,
+        }
+    meta = {"rank": dist.get_rank(), "host": node_name(), "device": str(device)}
+    return prepare_sampler(cfg.telemetry_interval_ms, device.type, torch.get_num_threads(), ids, meta)
 
 
 def slow_down_fraction(slow_fraction: float, slow_rank: int | None, rank: int) -> float:

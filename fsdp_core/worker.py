@@ -55,6 +55,7 @@ from fsdp_core.protocol import (
     sweep_dir_of,
     write_json_atomic,
 )
+from fsdp_core.telemetry import gather_telemetry
 from fsdp_core.train import LoopConfig, run_loop
 
 RECORD_SCHEMA_VERSION = 2  # bench.schemas.SCHEMA_VERSION: the record shape assemble_record writes
@@ -173,6 +174,7 @@ def parallel_config(spec: dict) -> ParallelConfig:
 
 def loop_config(spec: dict) -> LoopConfig:
     train, debug = spec["train"], spec.get("debug") or {}
+    telemetry = spec.get("telemetry") or {}  # bench.schemas.TelemetrySpec; absent: no sampling
     return LoopConfig(
         steps=train["steps"],
         warmup_steps=train["warmup_steps"],
@@ -185,6 +187,7 @@ def loop_config(spec: dict) -> LoopConfig:
         hang=debug.get("hang", False),
         oom=debug.get("oom", False),
         slow_fraction=debug.get("slow_fraction", 0.0),
+        telemetry_interval_ms=telemetry.get("interval_ms") if telemetry.get("enabled") else None,
         slow_rank=debug.get("slow_rank"),
     )
 
@@ -224,6 +227,13 @@ def assemble_record(
             "over the timed steps: max = allocator peak allocated, reserved_max = allocator peak reserved, "
             "device_used_max = driver's used memory at the end of the window (context and NCCL included)"
         )
+    if loop.telemetry is not None:
+        window = {"tokens": metrics["tokens_per_step"] * len(step_times), "window_s": loop.timed_window_s}
+        metrics["telemetry"] = gather_telemetry(
+            loop.telemetry, Path(point.point_dir), {**window, "device_type": device.type}
+        )
+    else:
+        notes["telemetry"] = "not sampled (telemetry.enabled=false)"
     if loop.comm_bytes is None:
         notes["comm_bytes_per_step"] = "counted on the last warm-up step: needs train.warmup_steps >= 1"
     return {

@@ -7,7 +7,7 @@ frame -> cells -> scaling series -> figures and tables -> files.
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
@@ -16,12 +16,13 @@ import pandas as pd
 
 from bench.schemas import PreflightResult, RunResult
 from reports import tables
+from reports import telemetry as telemetry_view
 from reports.analysis import analyse
 from reports.autotune import autotune_section
 from reports.cluster_health import cluster_health
 from reports.environment import environment_lines
 from reports.export import write_csv
-from reports.html import RenderedFigure, render_html
+from reports.html import RenderedFigure, render_figure, render_html
 from reports.render import render_figures
 from reports.reproduce import default_commands
 from reports.summary_md import render_summary
@@ -34,17 +35,19 @@ def build_report(
     title: str | None = None,
     reproduce: Sequence[str] | None = None,
     problems: Sequence[tuple[str, str]] = (),
+    point_dirs: Mapping[tuple[str, str], Path] | None = None,
     preflights: Sequence[PreflightResult] = (),
 ) -> Path:
     """Write the report of `records` into `out_dir`; returns the path of report.html.
 
     `reproduce`: the exact commands that produced the results (the sweep passes its own
     command line); one `fsdp-bench run` per configuration follows them. `problems`: (file,
-    reason) pairs of records that could not be read, listed on the page. `preflights`: the
-    results' preflight records, drawn in the cluster health section.
+    reason) pairs of records that could not be read, listed on the page. `point_dirs`: each
+    record's folder by (sweep, point id), where the telemetry timelines are read from.
+    `preflights`: the results' preflight records, drawn in the cluster health section.
     """
     with _gc_paused():
-        return _build(list(records), Path(out_dir), title, reproduce, problems, preflights)
+        return _build(list(records), Path(out_dir), title, reproduce, problems, point_dirs, preflights)
 
 
 @contextmanager
@@ -67,15 +70,17 @@ def _build(
     title: str | None,
     reproduce: Sequence[str] | None,
     problems: Sequence[tuple[str, str]],
-    preflights: Sequence[PreflightResult],
+    point_dirs: Mapping[tuple[str, str], Path] | None = None,
+    preflights: Sequence[PreflightResult] = (),
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     analysis = analyse(records)
     points = analysis.points
     title = title or _default_title(points)
     figures = render_figures(points, analysis.scaling)
+    timelines = _timelines(points, point_dirs)
     health = cluster_health(preflights, records)
-    for figure in [*figures, *health.figures]:
+    for figure in [*figures, *timelines, *health.figures]:
         (out / f"{figure.name}.png").write_bytes(figure.png)
     environment = environment_lines(points)
     headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
@@ -89,6 +94,9 @@ def _build(
         "scaling": scaling,
         "figures": figures,
         "plot_notes": _plot_notes(figures, points),
+        "telemetry": telemetry_view.telemetry_table(points),
+        "telemetry_figures": timelines,
+        "telemetry_notes": _telemetry_notes(points, timelines, point_dirs),
         "results": tables.results_table(points),
         "failed": failed,
         "problems": tables.problems_table(list(problems)),
@@ -98,7 +106,16 @@ def _build(
         "health": health,
     }
     (out / "report.html").write_text(render_html(context), encoding="utf-8")
-    summary = render_summary(title, environment, headline, scaling, failed, tables.flagged_table(points))
+    flagged = tables.flagged_table(points)
+    summary = render_summary(
+        title,
+        environment,
+        headline,
+        scaling,
+        failed,
+        flagged,
+        telemetry_view.telemetry_table(points, only_flagged=True),
+    )
     (out / "summary.md").write_text(summary, encoding="utf-8")
     write_csv(points, out / "results.csv")
     return out / "report.html"
@@ -110,11 +127,44 @@ def _default_title(points: pd.DataFrame) -> str:
     return f"fsdp-bench report: {name or 'no records'}"
 
 
+def _timelines(points: pd.DataFrame, point_dirs: Mapping[tuple[str, str], Path] | None) -> list[RenderedFigure]:
+    """The telemetry timelines (one figure of small multiples), when some point's series is at hand."""
+    fig = telemetry_view.timeline_figure(points, telemetry_view.load_timelines(points, point_dirs))
+    if fig is None:
+        return []
+    caption = "Telemetry over the timed steps: one row per point (flagged first), a line per rank or host"
+    return [render_figure("telemetry", caption, fig)]
+
+
+def _telemetry_notes(
+    points: pd.DataFrame, timelines: list[RenderedFigure], point_dirs: Mapping[tuple[str, str], Path] | None
+) -> list[str]:
+    """Why a part of the telemetry section is empty."""
+    with_telemetry = int(telemetry_view.has_telemetry(points).sum())
+    if not with_telemetry:
+        return ["No point carries telemetry (telemetry.enabled=false, or records from before it existed)."]
+    notes = []
+    if not timelines:
+        notes.append(
+            "No timelines: they are drawn from the series next to each result.json (report a results folder, "
+            "not a store)."
+            if not point_dirs
+            else "No timelines: no point's series file was found beside its record."
+        )
+    elif with_telemetry > telemetry_view.MAX_TIMELINES:
+        notes.append(f"Timelines of {telemetry_view.MAX_TIMELINES} of {with_telemetry} points (flagged points first).")
+    if reasons := telemetry_view.energy_notes(points):
+        notes.append("Energy per token not measured: " + "; ".join(reasons))
+    return notes
+
+
 _PLOT_NOTES = {
     "throughput": "No point finished ok, so there is nothing to plot.",
     "mfu": "MFU is not plotted: no point has one (MFU is null for devices without a published peak, e.g. CPUs).",
     "memory": "Peak memory is not plotted: no point recorded it.",
     "efficiency": "Efficiency is not plotted: every configuration ran at a single node count.",
+    "energy": "Energy per token is not plotted: no point measured it (telemetry needs NVML's GPU energy counter, "
+    "or readable RAPL on CPU hosts; the telemetry section says why).",
 }
 
 

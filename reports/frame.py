@@ -80,6 +80,7 @@ def _row(record: RunResult) -> dict[str, Any]:
     row.update(prediction_values(record.prediction))
     row.update(_preflight(record))
     row.update(_host_load(record))
+    row.update(_telemetry(record))
     return row
 
 
@@ -114,6 +115,24 @@ def _host_load(record: RunResult) -> dict[str, Any]:
     return {
         "host_load_max": max(max(h.before, h.after) for h in loads),
         "loaded_host": " ".join(h.host for h in loads if h.loaded) or None,
+    }
+
+
+def _telemetry(record: RunResult) -> dict[str, Any]:
+    """What the devices did (metrics.telemetry): utilization, power, energy per token, throttling."""
+    telemetry = record.metrics.telemetry
+    if telemetry is None:
+        return {}
+    return {
+        "util_pct": telemetry.util_pct,
+        "avg_power_w": telemetry.avg_power_w_per_device,
+        "energy_per_token_j": telemetry.energy_per_token_j,
+        "energy_source": telemetry.energy_source,
+        "throttle_fraction": telemetry.throttle_fraction,
+        "idle_devices": telemetry.idle_devices,
+        "telemetry_sidecar": telemetry.sidecar,
+        # Why energy per token is null (no GPU counter, no readable RAPL), for the report's notes.
+        "energy_note": telemetry.missing.get("energy_per_token_j"),
     }
 
 
@@ -203,12 +222,15 @@ def _number(value: Any) -> float | None:
 
 SORT_KEYS = ["sweep", "model", "strategy", "precision", "nodes", "gpus_per_node", "per_device_batch", "repeat"]
 
+TELEMETRY_NUMERIC = ["util_pct", "avg_power_w", "energy_per_token_j", "throttle_fraction", "idle_devices"]
+TELEMETRY_COLUMNS = [*TELEMETRY_NUMERIC, "energy_source", "telemetry_sidecar", "energy_note"]
+
 NUMERIC_COLUMNS = [
     "tokens_per_s", "tokens_per_s_per_device", "tokens_per_step", "mfu", "hfu", "tflops_per_device", "loss_first",
     "loss_last", "wall_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_cv", "peak_mem_bytes",
     "device_memory_bytes", "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes",
     *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops",
-    "host_load_max",
+    "host_load_max", *TELEMETRY_NUMERIC,
 ]  # fmt: skip
 
 
@@ -223,5 +245,5 @@ COLUMNS = [
     "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",
     "git_sha", "harness", "mfu_note", *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps",
     "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers", "host_load_max", "loaded_host",
-    "step_times_s", "weak_key", "strong_key",
+    *TELEMETRY_COLUMNS, "step_times_s", "weak_key", "strong_key",
 ]  # fmt: skip

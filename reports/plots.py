@@ -88,6 +88,11 @@ def mfu_figure(scaling: pd.DataFrame) -> Figure | None:
     )
 
 
+def energy_figure(scaling: pd.DataFrame) -> Figure | None:
+    """Energy per token (J) vs nodes, repeats' median: the cost of scaling out. None when no point has it."""
+    return _line_figure(scaling, "energy_per_token_j", "energy per token (J)", None)
+
+
 def _throughput_ideal(series: pd.DataFrame) -> np.ndarray:
     base = series.iloc[0]
     return base["tokens_per_s"] * series["nodes"].to_numpy() / base["nodes"]
@@ -308,6 +313,8 @@ FIGURES = {
     "tokens_per_device": ("Tokens/s per device vs nodes; dashed: the baseline's value (ideal)",
                           lambda points, scaling: per_device_figure(scaling)),
     "mfu": ("Model FLOPs utilisation vs nodes", lambda points, scaling: mfu_figure(scaling)),
+    "energy": ("Energy per token vs nodes (telemetry: GPU board energy, or CPU package energy on CPU clusters)",
+               lambda points, scaling: energy_figure(scaling)),
     "memory": ("Peak memory per device; black: device capacity", lambda points, scaling: memory_figure(points)),
     "step_times": ("Step-time distributions", lambda points, scaling: step_time_figure(points, scaling)),
 }  # fmt: skip

@@ -29,9 +29,16 @@ def markdown_table(table: Table, max_rows: int | None = None) -> list[str]:
 
 
 def render_summary(
-    title: str, environment: list[tuple[str, str]], headline: Table, scaling: Table, failed: Table, flagged: Table
+    title: str,
+    environment: list[tuple[str, str]],
+    headline: Table,
+    scaling: Table,
+    failed: Table,
+    flagged: Table,
+    telemetry_flagged: Table | None = None,
 ) -> str:
-    """The Markdown text: environment, headline, scaling series, points below prediction, then what failed."""
+    """The Markdown text: environment, headline, scaling series, points below prediction, points that
+    throttled or left a device idle, then what failed."""
     lines = [f"# {escape_cell(title)}", ""]
     lines += [f"- **{escape_cell(label)}**: {escape_cell(value)}" for label, value in environment]
     lines += ["", "## Best configuration per model and node count", ""]
@@ -42,6 +49,10 @@ def render_summary(
         count = len(flagged.rows)
         lines += ["", f"**{count} point(s) scaled more than 10 points below the planner's prediction.**", ""]
         lines += markdown_table(flagged, MAX_FAILED_ROWS)
+    if telemetry_flagged is not None and telemetry_flagged.rows:
+        count = len(telemetry_flagged.rows)
+        lines += ["", f"**{count} point(s) throttled or left a device mostly idle (telemetry).**", ""]
+        lines += markdown_table(telemetry_flagged, MAX_FAILED_ROWS)
     lines += ["", f"## Failed and skipped points ({len(failed.rows)})", ""]
     lines += markdown_table(failed, MAX_FAILED_ROWS) if failed.rows else ["None: every point finished ok."]
     return "\n".join(lines) + "\n"

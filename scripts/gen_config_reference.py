@@ -4,7 +4,7 @@
     python scripts/gen_config_reference.py --check  # exit 1 if docs/configuration.md is stale
 
 Sources, so the reference cannot drift from the code:
-- the top level, `train.*`, `sweep.name`/`sweep.point_timeout_s`, `debug.*`, `model.*`, `cluster.*`
+- the top level, `train.*`, `sweep.name`/`sweep.point_timeout_s`, `debug.*`, `telemetry.*`, `model.*`, `cluster.*`
   and the device fields: bench.schemas (type, constraints, default, description);
 - the other `sweep.*` keys, and defaults the user gets: sweeps/config.yaml (values and comments);
 - each launcher's options: sweeps/launcher/<name>.yaml (keys, values, end-of-line comments), typed
@@ -489,7 +489,15 @@ def groups_section() -> list[str]:
 
 def render() -> str:
     """The whole of docs/configuration.md."""
-    from bench.schemas import DebugKnobs, DeviceSpec, ModelSpec, PreflightSettings, SearchOptions, TrainSpec
+    from bench.schemas import (
+        DebugKnobs,
+        DeviceSpec,
+        ModelSpec,
+        PreflightSettings,
+        SearchOptions,
+        TelemetrySpec,
+        TrainSpec,
+    )
 
     config_path = SWEEPS / "config.yaml"
     config = _load(config_path)
@@ -536,6 +544,15 @@ def render() -> str:
             "A fault fires only when both `fail_rank` and `fail_step` are set.",
             DebugKnobs,
             "debug.",
+            defaults,
+            comments,
+        ),
+        *schema_section(
+            "telemetry.*",
+            "What every rank samples during the timed steps (bench.schemas.TelemetrySpec; "
+            "[telemetry.md](telemetry.md)). It observes and never changes a point: not part of its id.",
+            TelemetrySpec,
+            "telemetry.",
             defaults,
             comments,
         ),

@@ -49,6 +49,9 @@ COLUMNS = (
     "peak reserved GiB",
     "planned alloc GiB",
     "planned reserved GiB",
+    "util %",
+    "W/GPU",
+    "J/token",
     "device",
     "note",
 )
@@ -211,6 +214,10 @@ def record_row(label: str, record: dict) -> dict[str, str]:
         "peak reserved GiB": _num(peak.get("reserved_max"), ".2f", 1 / GIB),
         "planned alloc GiB": _num(planned.get("allocated"), ".2f", 1 / GIB),
         "planned reserved GiB": _num(planned.get("reserved"), ".2f", 1 / GIB),
+        # Telemetry (docs/telemetry.md): mean GPU utilization, board power, energy per token.
+        "util %": _num(get(metrics, "telemetry", "util_pct"), ".0f"),
+        "W/GPU": _num(get(metrics, "telemetry", "avg_power_w_per_device"), ".0f"),
+        "J/token": _num(get(metrics, "telemetry", "energy_per_token_j"), ".4g"),
         "device": get(record, "env", "device_name") or "-",
         "note": note or "",
     }

@@ -33,6 +33,9 @@ PINS=(
   # itself (Float8Linear, fp8 all-gather) is Python on top of torch._scaled_mm. Without torchao
   # an fp8 point ends as `failed` with "precision fp8 needs torchao" in the table.
   torchao==0.17.0
+  # Telemetry's NVML readers (fsdp_core/telemetry_readers.py; pyproject: >=12.535): pure Python. Without it
+  # the GPU points still run, and their records say "nvidia-ml-py not installed" instead of energy.
+  nvidia-ml-py==13.615.71
 )
 # antlr4-python3-runtime 4.9.3 exists on PyPI only as a source archive. It is pure Python, so the
 # py3-none-any wheel pip builds from it here works on the 3.12 machine.

@@ -85,14 +85,19 @@ def run_rounds(
     *,
     timeout_s: float,
     progress: Callable[[str], None] = print,
+    side_overrides: dict[str, list[str]] | None = None,
 ) -> list[RunOutcome]:
-    """Run every point once per side per round; each run writes OUT/<side>/round<r>/ and a log."""
+    """Run every point once per side per round; each run writes OUT/<side>/round<r>/ and a log.
+
+    `side_overrides`: extra overrides for one side only (`--a-overrides`/`--b-overrides`), such as
+    a setting that observes a point without changing its identity (`telemetry.enabled=false`)."""
     outcomes = []
+    extra = side_overrides or {}
     for r, side in schedule(rounds):
         for i, overrides in enumerate(points):
             results_dir = out / side / f"round{r:02d}"
             log = out / "logs" / f"{side}-round{r:02d}-point{i}.log"
-            argv = [*commands[side], "run", *overrides, f"results_dir={results_dir}"]
+            argv = [*commands[side], "run", *overrides, *extra.get(side, []), f"results_dir={results_dir}"]
             outcome = _run_one(argv, side, r, i, results_dir, log, timeout_s)
             outcomes.append(outcome)
             status = "ok" if outcome.returncode == 0 else f"exit {outcome.returncode} (see {log})"
@@ -187,11 +192,19 @@ def load_sides(out: Path) -> tuple[list[PointData], list[PointData], dict]:
     return points["A"], points["B"], {name: side.env if side else None for name, side in sides.items()}
 
 
-def write_summary(out: Path, rows: list[AbRow], envs: dict, commands: dict, outcomes: list[RunOutcome]) -> Path:
+def write_summary(
+    out: Path,
+    rows: list[AbRow],
+    envs: dict,
+    commands: dict,
+    outcomes: list[RunOutcome],
+    side_overrides: dict[str, list[str]] | None = None,
+) -> Path:
     """OUT/ab.json: the commands, environments, every run's outcome and the per-point rows."""
     path = out / "ab.json"
     doc = {
         "commands": commands,
+        "side_overrides": side_overrides or {},
         "env": envs,
         "runs": [asdict(o) for o in outcomes],
         "points": [asdict(r) for r in rows],

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from bench.check.points import PointData
 from bench.check.thresholds import COUNTERS, METRICS, TIMINGS, Threshold, Thresholds
-from bench.check.timings import TimingComparison, compare_timing_metric, has_timing
+from bench.check.timings import TimingComparison, compare_timing_metric, has_timing, timing_runs
 from bench.stats import MIN_RUNS
 
 # Floats such as flops_per_token are products of integers: a relative 1e-9 absorbs rounding
@@ -173,14 +173,15 @@ def compare_timing(
         return None
     if not before or not after:
         return Finding(label, name, "timing", None, None, None, "new" if not before else "missing", gating=False)
-    n_before, n_after = sum(map(len, base.step_runs)), sum(map(len, cur.step_runs))
+    base_runs, cur_runs = timing_runs(base, name), timing_runs(cur, name)
+    n_before, n_after = sum(map(len, base_runs)), sum(map(len, cur_runs))
     if min(n_before, n_after) < MIN_SAMPLES:
         note = f"n={n_before}/{n_after} < {MIN_SAMPLES}"
         return Finding(label, name, "timing", None, None, None, "insufficient", note, gating=False)
     result = compare_timing_metric(base, cur, name)
     verdict, p = timing_verdict(result, threshold, alpha)
     confidence = f"p={p:.2g} CI[{result.ci_low:.3f},{result.ci_high:.3f}] n={n_before}/{n_after}"
-    runs_before, runs_after = len(base.step_runs), len(cur.step_runs)
+    runs_before, runs_after = len(base_runs), len(cur_runs)
     hint = runs_hint(runs_before, runs_after, min_runs)
     if hint:
         verdict, gating = "insufficient", False

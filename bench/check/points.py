@@ -3,7 +3,8 @@
 Both sides of a check (a results folder or a saved baseline) become a list of `PointData`.
 Repeats of a point (`sweep.repeats=K`: the same spec but `repeat`) are grouped into one
 `PointData` whose step times keep one list per run, so the statistics can see run-to-run spread.
-Every timing metric (step time, tokens/s, MFU) derives from those step times (bench/check/timings.py).
+Every timing metric (step time, tokens/s, MFU) derives from those step times (bench/check/timings.py);
+run-level metrics (energy per token, utilization) keep one value per run.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ class PointData:
     # where MFU is unknown (CPU, a device without a published peak).
     mfu_per_token_rate: float | None = None
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    # One value per run of each run-level metric (bench/check/thresholds.py: per="run"), e.g. the
+    # run's energy per token and mean device utilization from its telemetry.
+    run_values: dict[str, list[float]] = field(default_factory=dict)
 
 
 def match_identity(spec: RunSpec) -> dict[str, Any]:
@@ -88,6 +92,15 @@ def record_steps(record: RunResult) -> list[float]:
     return [t for t in record.metrics.step_times_s if t > 0]
 
 
+def record_run_values(record: RunResult) -> dict[str, float]:
+    """The run-level metrics a record measured (telemetry; skipping nulls)."""
+    telemetry = record.metrics.telemetry
+    if telemetry is None:
+        return {}
+    values = {"energy_per_token": telemetry.energy_per_token_j, "utilization": telemetry.util_pct}
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def mfu_per_token_rate(record: RunResult) -> float | None:
     metrics = record.metrics
     if metrics.mfu is None or not metrics.tokens_per_s:
@@ -119,4 +132,7 @@ def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointDa
     point.step_runs = [steps for steps in map(record_steps, ok) if steps]
     point.tokens_per_step = float(first.metrics.tokens_per_step or first.spec.tokens_per_step)
     point.mfu_per_token_rate = mfu_per_token_rate(first)
+    for values in map(record_run_values, ok):
+        for name, value in values.items():
+            point.run_values.setdefault(name, []).append(value)
     return point

@@ -14,15 +14,19 @@ from typing import Literal
 
 Better = Literal["higher", "lower", "equal"]
 Kind = Literal["timing", "counter"]
+Per = Literal["step", "run"]
 
 
 @dataclass(frozen=True)
 class MetricDef:
-    """What a metric is: a noisy timing or a deterministic counter, and which way is better."""
+    """What a metric is: a noisy measurement ("timing": compared with the statistics engine) or a
+    deterministic counter, which way is better, and whether a run gives one sample per timed step
+    (step times and what derives from them) or one per run (telemetry: energy per token, utilization)."""
 
     name: str
     kind: Kind
     better: Better
+    per: Per = "step"
 
 
 METRICS: dict[str, MetricDef] = {
@@ -31,6 +35,8 @@ METRICS: dict[str, MetricDef] = {
         MetricDef("tokens_per_s", "timing", "higher"),
         MetricDef("step_time_s", "timing", "lower"),
         MetricDef("mfu", "timing", "higher"),
+        MetricDef("energy_per_token", "timing", "lower", per="run"),
+        MetricDef("utilization", "timing", "higher", per="run"),
         MetricDef("comm_bytes_per_step.all_gather", "counter", "lower"),
         MetricDef("comm_bytes_per_step.reduce_scatter", "counter", "lower"),
         MetricDef("comm_bytes_per_step.all_reduce", "counter", "lower"),

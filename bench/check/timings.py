@@ -4,6 +4,11 @@ Step time is what the engine measures; tokens/s is tokens per step over it and M
 times a constant of the configuration. So one two-sample comparison of the step times gives all
 three: the medians, the ratio and its interval transform, and a shorter step is a faster point.
 The numbers match the report's for the same records (both come from bench.stats).
+
+Run-level metrics (energy per token, utilization: one value per run, from its telemetry) go
+through the same engine with each run as a one-sample run: the center is the median over runs,
+the interval resamples runs, and the shift test compares the runs' values. With few runs that
+interval is coarse and the test cannot reach significance (docs/checks.md says how many it takes).
 """
 
 from __future__ import annotations
@@ -11,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bench.check.points import PointData
+from bench.check.thresholds import METRICS
 from bench.stats import Comparison, compare_runs
 
 
@@ -42,15 +48,28 @@ def _scale(point: PointData, metric: str) -> float | None:
     raise ValueError(f"unknown timing metric {metric!r}")
 
 
+def is_run_level(metric: str) -> bool:
+    return METRICS[metric].per == "run"
+
+
+def timing_runs(point: PointData, metric: str) -> list[list[float]]:
+    """The samples of a metric, one list per run: the step times, or a run-level metric's value."""
+    if is_run_level(metric):
+        return [[value] for value in point.run_values.get(metric, [])]
+    return point.step_runs
+
+
 def has_timing(point: PointData, metric: str) -> bool:
+    if is_run_level(metric):
+        return bool(point.run_values.get(metric))
     return bool(point.step_runs) and (metric == "step_time_s" or _scale(point, metric) is not None)
 
 
 def compare_timing_metric(base: PointData, cur: PointData, metric: str) -> TimingComparison:
     """The comparison of one timing metric (both points must have it: `has_timing`)."""
-    steps: Comparison = compare_runs(base.step_runs, cur.step_runs)
+    steps: Comparison = compare_runs(timing_runs(base, metric), timing_runs(cur, metric))
     common = (steps.n_baseline, steps.n_current, steps.runs_baseline, steps.runs_current)
-    if metric == "step_time_s":
+    if metric == "step_time_s" or is_run_level(metric):
         return TimingComparison(
             steps.baseline_median, steps.current_median, steps.ratio, steps.ci_low, steps.ci_high,
             steps.p_greater, steps.p_less, *common,

@@ -43,7 +43,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _report(results: Path, out: Path, title: str | None) -> int:
     try:
-        records, problems = load(results)
+        records, problems, point_dirs = load(results)
     except ValueError as exc:
         print(f"results: {exc}", file=sys.stderr)
         return 2
@@ -54,24 +54,28 @@ def _report(results: Path, out: Path, title: str | None) -> int:
         return 2
     reproduce = [f"fsdp-bench report {shlex.quote(str(results))} -o {shlex.quote(str(out))}"]
     preflights = load_preflights(results)
-    page = write_report(records, out, title=title, problems=problems, reproduce=reproduce, preflights=preflights)
+    page = write_report(
+        records, out, title=title, problems=problems, reproduce=reproduce, point_dirs=point_dirs, preflights=preflights
+    )
     ok = sum(r.status == "ok" for r in records)
     print(f"report: {page} ({len(records)} points: {ok} ok, {len(records) - ok} not ok)")
     return 0
 
 
-def load(results: Path) -> tuple[list[RunResult], list[RecordProblem]]:
-    """Records from a store file or a folder of result.json files (raises ValueError if neither)."""
-    from bench.records import load_records
+def load(results: Path) -> tuple[list[RunResult], list[RecordProblem], dict[tuple[str, str], Path]]:
+    """Records from a store file or a folder of result.json files (raises ValueError if neither),
+    and each record's folder by (sweep, point id) where it has one (a store has none)."""
+    from bench.records import load_located_records
     from bench.store import ResultStore, is_store
 
     if not results.exists():
         raise ValueError(f"no such file or folder: {results}")
     if is_store(results):
-        return ResultStore(results).records()
+        return (*ResultStore(results).records(), {})
     if results.is_file() and results.suffix != ".json":
         raise ValueError(f"{results} is neither a results folder, a result.json nor an fsdp-bench store")
-    return load_records(results)
+    located, problems = load_located_records(results)
+    return [r for r, _ in located], problems, {(r.sweep, r.point_id): path.parent for r, path in located}
 
 
 def load_preflights(results: Path) -> list:
@@ -91,12 +95,14 @@ def write_report(
     title: str | None = None,
     reproduce: Sequence[str] = (),
     problems: Sequence[RecordProblem] = (),
+    point_dirs: dict[tuple[str, str], Path] | None = None,
     preflights: Sequence = (),
 ) -> Path:
     """reports.build_report of these records (the sweep calls this too).
 
     `reproduce`: the exact command lines that made these results (the sweep passes its own);
-    the page adds one `fsdp-bench run` per configuration after them.
+    the page adds one `fsdp-bench run` per configuration after them. `point_dirs`: each record's
+    folder by (sweep, point id), for the telemetry timelines (bench.execute.point_dir for a sweep).
     """
     from bench.storage import writing
     from reports import build_report
@@ -108,5 +114,6 @@ def write_report(
             title=title,
             reproduce=reproduce,
             problems=[(str(p.path), p.reason) for p in problems],
+            point_dirs=point_dirs,
             preflights=preflights,
         )

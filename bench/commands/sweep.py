@@ -134,7 +134,7 @@ def _run(points, launcher, overrides: list[str], autotuned=None) -> int:
         print(f"interrupted: {len(outcome.ran)} point(s) recorded in this run; run the same command to continue")
         return 1
     if cfg.get("report", True) and outcome.records:
-        _write_report(outcome.records, settings.results_dir / sweep_name / "report", overrides)
+        _write_report(outcome.records, settings.results_dir, sweep_name, overrides)
     n_bad = sum(r.status != "ok" for r in outcome.records)
     print(f"sweep {sweep_name}: {len(outcome.records) - n_bad} ok, {n_bad} not ok, wall {outcome.wall_s:.1f} s")
     print_overhead(outcome)
@@ -199,10 +199,18 @@ def _efficiencies(records) -> dict[str, float]:
     return {pid: float(eff) for pid, eff in pairs if eff == eff and eff is not None}
 
 
-def _write_report(records, out_dir: Path, overrides: list[str]) -> None:
+def _write_report(records, results_dir: Path, sweep_name: str, overrides: list[str]) -> None:
     from bench.commands.report import load_preflights, write_report
+    from bench.execute import point_dir
 
     command = "fsdp-bench sweep " + " ".join(shlex.quote(o) for o in overrides)
-    preflights = load_preflights(out_dir.parent)
-    path = write_report(records, out_dir, reproduce=[command.strip()], preflights=preflights)
+    dirs = {(r.sweep, r.point_id): point_dir(results_dir, r.spec) for r in records}
+    preflights = load_preflights(results_dir / sweep_name)
+    path = write_report(
+        records,
+        results_dir / sweep_name / "report",
+        reproduce=[command.strip()],
+        point_dirs=dirs,
+        preflights=preflights,
+    )
     print(f"report: {path}")

@@ -18,11 +18,19 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fsdp_core.protocol import ERRORS_DIR, PREFLIGHT_MEASUREMENTS, RESULT_FILE, STARTED_MARK, results_relative
+from fsdp_core.protocol import (
+    ERRORS_DIR,
+    PREFLIGHT_MEASUREMENTS,
+    RESULT_FILE,
+    STARTED_MARK,
+    TELEMETRY_SIDECARS,
+    results_relative,
+)
 
 INSTALL_HINT = "pip install fsspec s3fs (s3fs for s3:// URLs)"
-# What the launcher needs of a point: its start mark, its record, its ranks' failure reasons.
-_PULLED = (STARTED_MARK, RESULT_FILE, PREFLIGHT_MEASUREMENTS)
+# What the launcher needs of a point: its start mark, its record (and the record's telemetry
+# sidecar, written before it), its ranks' failure reasons; of a preflight, its measurements.
+_PULLED = (STARTED_MARK, RESULT_FILE, *TELEMETRY_SIDECARS, PREFLIGHT_MEASUREMENTS)
 
 
 def filesystem(url: str):

@@ -11,6 +11,7 @@ from bench.schemas import RunResult
 @pytest.fixture(scope="session")
 def ws2_reports(tmp_path_factory) -> list[dict]:
     """Sharding and precision reports of 2 ranks, one launch."""
+    work = tmp_path_factory.mktemp("ws2")
     jobs = {
         "full_shard": ("rank_checks:sharding_report", {"strategy": "full_shard"}),
         "shard_grad_op": ("rank_checks:sharding_report", {"strategy": "shard_grad_op"}),
@@ -18,8 +19,9 @@ def ws2_reports(tmp_path_factory) -> list[dict]:
         **{p: ("rank_checks:precision_report", {"precision": p}) for p in ("fp32", "bf16", "bf16_pure", "fp16")},
         "peak_window": ("engine_checks:peak_window_report", {}),
         "activation_checkpointing": ("rank_checks:activation_checkpointing_losses", {}),
+        "telemetry": ("engine_checks:telemetry_report", {"point_dir": str(work / "telemetry_point")}),
     }
-    return run_ranks(2, jobs, tmp_path_factory.mktemp("ws2"))
+    return run_ranks(2, jobs, work)
 
 
 @pytest.fixture(scope="session")

@@ -74,6 +74,38 @@ def peak_window_report(spike_mib: int = 512) -> dict:
     return {"peak": loop.memory["allocated"], "rss_before_spike": calls["rss_before_spike"], "spike": spike_mib * 2**20}
 
 
+def telemetry_report(point_dir: str) -> dict:
+    """run_loop with telemetry at 10 ms and off, then the gather over the real group (rank 0 writes
+    the sidecar into point_dir and summarises)."""
+    import threading
+
+    from fsdp_core.telemetry import gather_telemetry
+
+    cfg = ParallelConfig(strategy="full_shard", precision="fp32", nodes=1, gpus_per_node=dist.get_world_size())
+    model = parallelize_llama(build_model(ARGS), cfg, build_mesh(cfg, "cpu"))
+    materialize(model, CPU, seed=0)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
+    loops = {}
+    for interval in (10, None):
+        loop_cfg = LoopConfig(steps=4, warmup_steps=1, grad_accum=1, micro_batch=1, seq_len=SEQ_LEN, precision="fp32",
+                              telemetry_interval_ms=interval)  # fmt: skip
+        loops[interval] = run_loop(model, optimizer, None, SyntheticTokens(ARGS.vocab_size, seed=0), loop_cfg, CPU)
+    on, off = loops[10], loops[None]
+    summary = gather_telemetry(on.telemetry, point_dir, {"tokens": 3 * SEQ_LEN * 2, "window_s": on.timed_window_s,
+                                                         "device_type": "cpu"})  # fmt: skip
+    times = on.telemetry["columns"]["t_s"]
+    return {
+        "rank": dist.get_rank(),
+        "window_s": on.timed_window_s,
+        "first_t_s": times[0],
+        "last_t_s": times[-1],
+        "samples": len(times),
+        "sampler_threads_alive": sum(t.name == "fsdp-bench-telemetry" for t in threading.enumerate()),
+        "off": off.telemetry,
+        "summary": summary,
+    }
+
+
 def _rss_bytes() -> int:
     with open("/proc/self/status") as handle:
         for line in handle:

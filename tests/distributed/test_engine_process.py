@@ -44,3 +44,17 @@ def test_peak_memory_covers_the_timed_steps_not_the_warm_up(ws2_reports):
         assert report["peak"] > 0
         # The 512 MiB spike of the warm-up step is not in the peak: the window starts after it.
         assert report["peak"] < report["rss_before_spike"] + report["spike"] // 2, report
+
+
+def test_telemetry_samples_the_timed_window_and_rank_0_gathers_every_rank(ws2_reports):
+    for rank in ws2_reports:
+        report = rank["telemetry"]
+        # The thread starts as the window opens and takes its last sample after the window closes.
+        assert 0 <= report["first_t_s"] < report["window_s"] <= report["last_t_s"]
+        assert report["samples"] >= 2 and report["sampler_threads_alive"] == 0
+        assert report["off"] is None  # telemetry off: nothing sampled
+    summary = ws2_reports[0]["telemetry"]["summary"]
+    assert ws2_reports[1]["telemetry"]["summary"] is None  # only rank 0 summarises and writes
+    assert summary["ranks"] == 2 and [r["rank"] for r in summary["per_rank"]] == [0, 1]
+    assert summary["samples"] == sum(rank["telemetry"]["samples"] for rank in ws2_reports)
+    assert summary["sidecar"] == "telemetry.parquet" and summary["signals"]["proc_rss_bytes"]["max"] > 0

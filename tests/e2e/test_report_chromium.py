@@ -23,6 +23,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "records"))
 from record_factory import REAL_DIR, sample_sweep  # noqa: E402
 
+TELEMETRY_DIR = ROOT / "tests" / "fixtures" / "records" / "telemetry"  # real records with their sidecars
+
 pytestmark = [pytest.mark.chromium, pytest.mark.timeout(600)]
 
 CHROMIUM_FLAGS = [
@@ -36,7 +38,7 @@ CHROMIUM_FLAGS = [
     "--disable-sync",
 ]
 PAGE_STATE = """return {
-  images: Array.from(document.images).map(i => ({complete: i.complete, width: i.naturalWidth})),
+  images: Array.from(document.images).map(i => ({complete: i.complete, width: i.naturalWidth, id: i.parentElement.id})),
   scripts: document.scripts.length,
   fetched: performance.getEntriesByType('resource').map(e => e.name),
   title: document.title,
@@ -117,19 +119,24 @@ def browser(tmp_path_factory):
 
 
 def _records():
-    from bench.records import load_records
+    """Hand-made and real records, and the real telemetry sweep's records with their folders."""
+    from bench.records import load_located_records, load_records
 
     real, _ = load_records(REAL_DIR) if REAL_DIR.is_dir() else ([], [])
-    return sample_sweep() + real
+    located, _ = load_located_records(TELEMETRY_DIR)
+    dirs = {(r.sweep, r.point_id): path.parent for r, path in located}
+    return sample_sweep() + real + [r for r, _ in located], dirs
 
 
 def test_report_opens_without_console_errors_and_every_image_loads(browser, tmp_path):
     from bench.commands.report import write_report
 
-    page = write_report(_records(), tmp_path / "report", title="chromium check")
+    records, dirs = _records()
+    page = write_report(records, tmp_path / "report", title="chromium check", point_dirs=dirs)
     state = browser.open(page)
     assert state["title"] == "chromium check"
-    assert len(state["images"]) >= 5
+    assert len(state["images"]) >= 6
+    assert "fig-telemetry" in [image["id"] for image in state["images"]]  # the timelines, decoded below
     assert all(image["complete"] and image["width"] > 0 for image in state["images"]), state["images"]
     assert state["scripts"] == 0  # the failed point's "<script>" error text stayed text
     assert state["fetched"] == []  # nothing loaded from anywhere: images are data URIs

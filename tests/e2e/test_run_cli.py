@@ -73,6 +73,16 @@ def test_ok_record_metrics(ok_run):
     assert record.model_info.params == params == 156_480
 
 
+def test_ok_record_telemetry_and_its_series(ok_run):
+    run, results, sweep, _ = ok_run
+    (record,) = run.records
+    t = record.metrics.telemetry
+    assert (t.ranks, t.interval_ms, t.sidecar) == (2, 100, "telemetry.parquet")
+    assert (results / sweep / record.point_id / t.sidecar).stat().st_size > 0
+    assert [r.rank for r in t.per_rank] == [0, 1] and all(r.samples >= 2 for r in t.per_rank)
+    assert f"series in {t.sidecar}" in run.stdout
+
+
 def test_ok_record_environment(ok_run):
     env = ok_run[0].records[0].env
     assert env.torch == importlib.metadata.version("torch")
