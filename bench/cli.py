@@ -20,6 +20,8 @@ COMMANDS = {
     "ab": "bench.commands.ab",
     "plan": "bench.commands.plan",
     "calibrate": "bench.commands.calibrate",
+    "store": "bench.commands.store",
+    "history": "bench.commands.history",
 }
 
 

@@ -10,6 +10,10 @@ fingerprint, and can be rebuilt from them at any time (`rebuild`).
   BEGIN IMMEDIATE and wait up to BUSY_TIMEOUT_S, so parallel sweeps lose nothing.
 - Bad input: a record with an unknown schema version or invalid content is reported as a
   problem (file and one-line reason) and skipped, never half-ingested.
+- Records last: each row keeps the whole record's JSON, read back through bench.records
+  (migration on read). The store's own table is versioned (PRAGMA user_version): an older store
+  is migrated in place when opened (STORE_MIGRATIONS), a newer one is refused with a message to
+  rebuild it from the JSON records.
 
 Command line (no console script needed): python -m bench.store {ingest,rebuild,export,stats} ...
 """
@@ -28,10 +32,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.records import RESULT_FILE, RecordProblem, read_record
+from bench.records import RESULT_FILE, RecordProblem, parse_record, read_record
 from bench.schemas import RunResult
 
-STORE_SCHEMA_VERSION = 1
+# 2: the git sha of each run as a column, and an index by start time (history's order).
+STORE_SCHEMA_VERSION = 2
 # Parallel sweeps on one store wait for each other's short write transactions; 60 s is far
 # beyond any one batch (a few hundred small rows) yet still fails loudly on a stuck writer.
 BUSY_TIMEOUT_S = 60.0
@@ -44,7 +49,7 @@ _COLUMNS = [
     "point_id", "content_hash", "sweep", "status", "error", "model", "strategy", "precision", "cluster",
     "launcher", "nodes", "gpus_per_node", "world_size", "micro_batch", "grad_accum", "seq_len", "repeat",
     "tokens_per_s", "tokens_per_s_per_device", "mfu", "peak_mem_bytes", "env_fingerprint", "started_at",
-    "finished_at", "source", "ingested_at", "record",
+    "finished_at", "source", "ingested_at", "record", "git_sha",
 ]  # fmt: skip
 
 _SCHEMA = """
@@ -54,13 +59,25 @@ CREATE TABLE IF NOT EXISTS results (
     world_size INTEGER, micro_batch INTEGER, grad_accum INTEGER, seq_len INTEGER, repeat INTEGER,
     tokens_per_s REAL, tokens_per_s_per_device REAL, mfu REAL, peak_mem_bytes INTEGER, env_fingerprint TEXT,
     started_at TEXT, finished_at TEXT, source TEXT, ingested_at TEXT NOT NULL, record TEXT NOT NULL,
+    git_sha TEXT,
     PRIMARY KEY (point_id, content_hash)
 );
 CREATE INDEX IF NOT EXISTS results_sweep ON results (sweep, point_id);
 CREATE INDEX IF NOT EXISTS results_status ON results (status);
 CREATE INDEX IF NOT EXISTS results_config ON results (model, strategy, precision, cluster, nodes);
 CREATE INDEX IF NOT EXISTS results_env ON results (env_fingerprint);
+CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
 """
+
+# Store schema n -> n + 1, run in one write transaction when an older store is opened. Each step
+# derives new columns from the stored record JSON (the truth), so nothing is lost or re-read.
+STORE_MIGRATIONS = {
+    1: """
+ALTER TABLE results ADD COLUMN git_sha TEXT;
+UPDATE results SET git_sha = json_extract(record, '$.env.git_sha');
+CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
+""",
+}
 
 
 @dataclass
@@ -98,6 +115,15 @@ def is_store(path: Path) -> bool:
         return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
 
 
+def schema_version(path: Path) -> int:
+    """The store schema version of an existing SQLite file, read without writing (0: not a store yet)."""
+    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
 def _switch_to_wal(conn: sqlite3.Connection) -> None:
     """Put the file in WAL mode, retrying while another process holds it.
 
@@ -126,10 +152,12 @@ class ResultStore:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:  # a new file: create the table (IF NOT EXISTS: a concurrent creator may win)
                 conn.executescript(_SCHEMA + f"PRAGMA user_version = {STORE_SCHEMA_VERSION};")
+            elif version in STORE_MIGRATIONS:
+                _migrate(conn, self.path)
             elif version != STORE_SCHEMA_VERSION:
                 raise ValueError(
-                    f"store {self.path}: schema version {version}, this fsdp-bench reads "
-                    f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records"
+                    f"store {self.path}: schema version {version}, this fsdp-bench reads up to "
+                    f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records (python -m bench.store rebuild)"
                 )
 
     @contextmanager
@@ -199,14 +227,34 @@ class ResultStore:
         records, problems = [], []
         for source, blob in selected:
             try:
-                records.append(RunResult.model_validate_json(blob))
-            except ValueError as exc:
+                records.append(parse_record(json.loads(blob)))
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError too
                 problems.append(RecordProblem(Path(source or self.path), f"stored record invalid: {exc}"))
         return records, problems
 
     def clear(self) -> None:
         with self._connect() as conn:
             conn.execute("DELETE FROM results")
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring an older store up to STORE_SCHEMA_VERSION, step by step, in one write transaction.
+
+    The version is read again inside the transaction: of two processes opening the same old store,
+    the second finds it migrated and does nothing.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        while version in STORE_MIGRATIONS:
+            for statement in filter(str.strip, STORE_MIGRATIONS[version].split(";")):
+                conn.execute(statement)
+            version += 1
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    except sqlite3.DatabaseError as exc:
+        conn.execute("ROLLBACK")
+        raise ValueError(f"store {path}: migrating to store schema {STORE_SCHEMA_VERSION} failed: {exc}") from None
 
 
 def _where(filters: dict[str, object]) -> tuple[str, list[object]]:
@@ -231,6 +279,7 @@ def _row(record: RunResult, source: str | None) -> tuple:
         "mfu": metrics.mfu, "peak_mem_bytes": peak, "env_fingerprint": env_fingerprint(record),
         "started_at": record.started_at, "finished_at": record.finished_at, "source": source,
         "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+        "git_sha": record.env.git_sha,
     }  # fmt: skip
     return tuple(values[column] for column in _COLUMNS)
 

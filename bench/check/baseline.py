@@ -3,7 +3,8 @@
 A baseline is one JSON file (small enough to commit), validated by `BaselineFile`:
     {"schema_version": 2, "kind": "fsdp-bench-baseline", "created_at": ISO-8601, "source": path,
      "env": {fingerprint}, "points": [{"key", "label", "identity", "runs", "counters",
-     "step_runs": [[step times of run 1], ...], "tokens_per_step", "mfu_per_token_rate"}]}
+     "step_runs": [[step times of run 1], ...], "tokens_per_step", "mfu_per_token_rate",
+     "losses": [loss at each step of the first run] (optional: older files lack it)}]}
 Only ok points are stored: a baseline says what a good run looks like. Older versions are
 migrated on read (version 1 kept per-metric samples; its step times and the two constants that
 turn them into tokens/s and MFU are recovered exactly from them).
@@ -37,6 +38,7 @@ class BaselinePoint(BaseModel):
     step_runs: list[list[float]] = Field(default_factory=list)
     tokens_per_step: float | None = None
     mfu_per_token_rate: float | None = None
+    losses: list[float] | None = None  # the numerics guard's reference curve; absent in older files
 
 
 class BaselineFile(BaseModel):
@@ -120,6 +122,7 @@ def build_baseline(side: Side) -> dict[str, Any]:
                 "step_runs": p.step_runs,
                 "tokens_per_step": p.tokens_per_step,
                 "mfu_per_token_rate": p.mfu_per_token_rate,
+                "losses": p.loss_runs[0] if p.loss_runs else None,
             }
             for p in points
         ],
@@ -163,6 +166,7 @@ def parse_baseline(doc: Any, source: str) -> Side:
         point = PointData(key, point_label(item.identity, key), item.identity, "ok", item.runs, item.counters)
         point.step_runs, point.fingerprint = item.step_runs, dict(env or {})
         point.tokens_per_step, point.mfu_per_token_rate = item.tokens_per_step, item.mfu_per_token_rate
+        point.loss_runs = [item.losses] if item.losses else []
         points.append(point)
     return Side(points, env, source=source, kind="baseline")
 

@@ -40,6 +40,7 @@ class PointData:
     # where MFU is unknown (CPU, a device without a published peak).
     mfu_per_token_rate: float | None = None
     fingerprint: dict[str, Any] = field(default_factory=dict)
+    loss_runs: list[list[float]] = field(default_factory=list)  # one loss curve per run (bench.check.numerics)
 
 
 def match_identity(spec: RunSpec) -> dict[str, Any]:
@@ -119,4 +120,5 @@ def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointDa
     point.step_runs = [steps for steps in map(record_steps, ok) if steps]
     point.tokens_per_step = float(first.metrics.tokens_per_step or first.spec.tokens_per_step)
     point.mfu_per_token_rate = mfu_per_token_rate(first)
+    point.loss_runs = [list(r.metrics.losses) for r in ok if r.metrics.losses]
     return point
