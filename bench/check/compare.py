@@ -33,7 +33,7 @@ RUNS_HINT = "1 run per side: per-step samples miss run-to-run noise; use sweep.r
 
 # Verdicts that fail the check when the finding is gating (diverged, non-finite: the numerics guard).
 FAILING = {"regression", "missing", "diverged", "non-finite"}
-NO_CURVE_HINT = "no baseline curve: the baseline keeps no loss curves (saved by an older fsdp-bench); save it again"
+NO_CURVE_HINT = "no baseline curve (the baseline keeps no loss curves: saved by an older fsdp-bench; save it again)"
 # Statuses of points that did not run (the planner skipped them, or the sweep was interrupted):
 # listed as "not in current results", not failed; failed, timeout and oom points fail.
 NOT_RUN = {"skipped", "interrupted"}
@@ -145,15 +145,17 @@ def compare_numerics(label: str, base: PointData, cur: PointData, rtol: float = 
     (None when the current point kept no curve)."""
     if not cur.loss_runs:
         return None
-    exact = exact_rule(base.fingerprint, cur.fingerprint, cur.identity.get("cluster", {}).get("device_type", ""))
+    device_type = cur.identity.get("cluster", {}).get("device_type", "")
+    exact = exact_rule(base.fingerprint, cur.fingerprint, device_type, base.hosts, cur.hosts)
     reference = base.loss_runs[0] if base.loss_runs else None
     verdicts = [compare_curves(reference, curve, exact=exact, rtol=rtol) for curve in cur.loss_runs]
     verdict = next((v for v in verdicts if v.fails), verdicts[0])
-    hint = NO_CURVE_HINT if verdict.verdict == "no baseline curve" else ""
+    if verdict.verdict == "no baseline curve":
+        return Finding(label, "loss_curve", "numerics", None, None, None, verdict.verdict, hint=NO_CURVE_HINT)
     run = f"run {verdicts.index(verdict) + 1}/{len(verdicts)}: " if verdict.fails and len(verdicts) > 1 else ""
     return Finding(
         label, "loss_curve", "numerics", verdict.baseline, verdict.current, None, verdict.verdict,
-        run + verdict.describe(), hint=hint,
+        run + verdict.describe(),
     )  # fmt: skip
 
 

@@ -4,9 +4,11 @@ A run that got faster because a precision or sharding change silently broke trai
 regression, not a win. Every record carries its loss at every step (`metrics.losses`, warm-up
 included, the mean over ranks), so the curve can be compared step by step:
 
-- **exact** where the result must be bit-identical: the same software stack and device (equal
-  environment fingerprints) on CPU, where the engine's kernels and gloo's reductions are
-  deterministic and the matched points share their seed (it is part of the identity);
+- **exact** where the result must be bit-identical: the same software stack (equal environment
+  fingerprints) on the same CPU hosts, where the engine's kernels and gloo's reductions are
+  deterministic and the matched points share their seed (it is part of the identity). The hosts
+  must match because a CPU fingerprint does not name the CPU model, whose vector units decide how
+  a matrix product sums; a baseline file keeps no hosts, so against one the tolerance applies;
 - within a **relative tolerance** (LOSS_RTOL) otherwise: another torch or CUDA version, or a GPU,
   whose kernels may sum in another order.
 
@@ -56,9 +58,16 @@ class CurveVerdict:
         return self.verdict
 
 
-def exact_rule(baseline_env: dict[str, Any] | None, current_env: dict[str, Any] | None, device_type: str) -> bool:
-    """Whether two curves must match exactly: the same fingerprint (software, device) on CPU."""
-    return device_type == "cpu" and baseline_env is not None and baseline_env == current_env
+def exact_rule(
+    baseline_env: dict[str, Any] | None,
+    current_env: dict[str, Any] | None,
+    device_type: str,
+    baseline_hosts: Sequence[str] = (),
+    current_hosts: Sequence[str] = (),
+) -> bool:
+    """Whether two curves must match exactly: the same fingerprint (software) on the same CPU hosts."""
+    same_hosts = bool(baseline_hosts) and sorted(baseline_hosts) == sorted(current_hosts)
+    return device_type == "cpu" and same_hosts and baseline_env is not None and baseline_env == current_env
 
 
 def compare_curves(
@@ -76,7 +85,8 @@ def compare_curves(
             continue  # a broken reference says nothing about this step
         if (after != before) if exact else abs(after - before) > rtol * abs(before):
             return CurveVerdict("diverged", rule, step, before, after)
-    return CurveVerdict("ok", rule)
+    last = min(len(baseline), len(current)) - 1  # an ok verdict shows the last losses compared
+    return CurveVerdict("ok", rule, None, baseline[last], current[last])
 
 
 def _at(values: Sequence[float] | None, step: int) -> float | None:

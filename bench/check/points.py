@@ -41,6 +41,7 @@ class PointData:
     mfu_per_token_rate: float | None = None
     fingerprint: dict[str, Any] = field(default_factory=dict)
     loss_runs: list[list[float]] = field(default_factory=list)  # one loss curve per run (bench.check.numerics)
+    hosts: list[str] = field(default_factory=list)  # where the first ok run ran (none in a baseline file)
 
 
 def match_identity(spec: RunSpec) -> dict[str, Any]:
@@ -121,4 +122,5 @@ def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointDa
     point.tokens_per_step = float(first.metrics.tokens_per_step or first.spec.tokens_per_step)
     point.mfu_per_token_rate = mfu_per_token_rate(first)
     point.loss_runs = [list(r.metrics.losses) for r in ok if r.metrics.losses]
+    point.hosts = list(first.env.hostnames)
     return point

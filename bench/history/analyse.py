@@ -177,8 +177,9 @@ def numerics_along(series: Series, first_new: int, rtol: float = LOSS_RTOL) -> t
         if not curve:
             continue
         reference = previous.record.metrics.losses if previous is not None else None
-        exact = previous is not None and exact_rule(
-            previous.record.env.fingerprint(), run.record.env.fingerprint(), run.record.spec.device_type
+        before, now = (previous.record.env if previous else None), run.record.env
+        exact = before is not None and exact_rule(
+            before.fingerprint(), now.fingerprint(), run.record.spec.device_type, before.hostnames, now.hostnames
         )
         verdict = compare_curves(reference, curve, exact=exact, rtol=rtol)
         checked += reference is not None

@@ -9,60 +9,22 @@ import math
 import sqlite3
 import sys
 import xml.etree.ElementTree as ET
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
-from record_factory import make_record  # noqa: E402
+from record_factory import BASE_ENV as ENV  # noqa: E402
+from record_factory import START, WIGGLE, make_record, night, nights  # noqa: E402
 
 from bench.history.analyse import analyse, analyse_series  # noqa: E402
 from bench.history.envdiff import env_changes  # noqa: E402
 from bench.history.series import EFFICIENCY, build_series, efficiency_series  # noqa: E402
-from bench.schemas import DebugKnobs, EnvInfo, RunResult, StepTimeStats  # noqa: E402
+from bench.schemas import DebugKnobs, EnvInfo  # noqa: E402
 from bench.stats import series_key  # noqa: E402
 
 BASE = make_record(tokens_per_s=1000.0)
-START = datetime(2026, 5, 1, 2, 0, tzinfo=timezone.utc)
-ENV = {"torch": "2.12.0", "device_name": "cpu", "platform": "linux", "git_sha": "a" * 40}
-# Run-to-run wiggle of +-1 %, deterministic: the tests know every value.
-WIGGLE = [1.0, 1.01, 0.99, 1.005, 0.995, 1.0, 1.008, 0.992]
-
-
-def night(i: int, tps: float, *, record: RunResult = BASE, slow: float = 0.0, losses=None, log_dir=None, **env):
-    """Run i of a nightly series: tokens/s `tps` (three steps around its step time), its own sweep name."""
-    step = record.spec.tokens_per_step / tps
-    steps = [step * 0.99, step, step * 1.01]
-    metrics = record.metrics.model_copy(
-        update={
-            "tokens_per_s": tps,
-            "step_times_s": steps,
-            "step_time_s": StepTimeStats(median=step, mean=step, p10=steps[0], p90=steps[2], cv=0.008),
-            "losses": losses or [6.0, 5.9, 5.8],
-        }
-    )
-    return record.model_copy(
-        update={
-            "sweep": f"night{i:02d}",
-            "started_at": (START + timedelta(days=i)).isoformat(),
-            "metrics": metrics,
-            "env": EnvInfo(**{**ENV, **env}),
-            "spec": record.spec.model_copy(update={"debug": DebugKnobs(slow_fraction=slow)}),
-            "log_dir": log_dir,
-        }
-    )
-
-
-def nights(n: int, step_at: int | None = None, factor: float = 0.8, **after_env) -> list[RunResult]:
-    """n runs at ~1000 tokens/s; from run `step_at` on, x `factor` and the environment `after_env`."""
-    out = []
-    for i in range(n):
-        late = step_at is not None and i >= step_at
-        out.append(
-            night(i, 1000.0 * WIGGLE[i % len(WIGGLE)] * (factor if late else 1.0), **(after_env if late else {}))
-        )
-    return out
 
 
 def test_series_key_leaves_out_repeat_and_debug_knobs_and_keeps_what_defines_the_work():

@@ -94,13 +94,15 @@ def test_a_baseline_keeps_the_curve_and_an_older_one_without_it_says_no_baseline
     report = compare(parse_baseline(older, "old.json").points, points_from_records([record]), Thresholds())
     (finding,) = [f for f in report.findings if f.kind == "numerics"]
     assert finding.verdict == "no baseline curve" and not finding.fails and report.exit_code == 0
-    assert finding.hint.startswith("no baseline curve: ")
+    assert finding.hint.startswith("no baseline curve (the baseline keeps no loss curves")
 
 
-def test_exact_only_on_cpu_with_the_same_fingerprint():
-    env = {"torch": "2.13.0", "device_name": "cpu"}
-    assert exact_rule(env, dict(env), "cpu")
-    assert not exact_rule(env, {**env, "torch": "2.12.0"}, "cpu")
-    assert not exact_rule(env, dict(env), "cuda")
+def test_exact_only_on_cpu_with_the_same_fingerprint_and_hosts():
+    env, hosts = {"torch": "2.13.0", "device_name": "cpu"}, ["vm"]
+    assert exact_rule(env, dict(env), "cpu", hosts, ["vm"])
+    assert not exact_rule(env, {**env, "torch": "2.12.0"}, "cpu", hosts, hosts)
+    assert not exact_rule(env, dict(env), "cuda", hosts, hosts)
+    assert not exact_rule(env, dict(env), "cpu", hosts, ["other"])  # another CPU may sum differently
+    assert not exact_rule(env, dict(env), "cpu", [], hosts)  # a baseline file keeps no hosts
     assert compare_curves([1.0, 2.0], [1.0, 2.0, 3.0], exact=True).verdict == "ok"  # extra steps not compared
     assert compare_curves(None, [1.0], exact=True).verdict == "no baseline curve"
