@@ -136,22 +136,23 @@ def as_series(records: list):
     return series
 
 
-def history_alert(records: list, args: argparse.Namespace, detector) -> int | None:
-    """The first prefix length at which `history --fail-on-new-regression W` fails (None: never)."""
+def history_failures(records: list, args: argparse.Namespace, detector) -> dict[int, list[int]]:
+    """For every prefix length (a night's series so far): the first runs of the change points for the
+    worse that `history --fail-on-new-regression W` fails on (empty: it passes)."""
     from bench.history.analyse import analyse_series
     from bench.history.detect import MIN_SERIES_RUNS
 
     series = as_series(records)
+    failures = {}
     for length in range(MIN_SERIES_RUNS, len(records) + 1):
         prefix = type(series)(series.key, series.label, series.metric, series.runs[:length], series.tokens_per_step)
-        result = analyse_series(prefix, window=args.window, numerics=False, detector=detector)
-        if result.failing:
-            return length
-    return None
+        result = analyse_series(prefix, window=args.window, numerics=False, detector=detector, intervals=False)
+        failures[length] = [item.index for item in result.failing]
+    return failures
 
 
-def check_alerts(records: list, fixed: int = 0) -> int | None:
-    """The first run (index) that `fsdp-bench check`'s tokens/s verdict calls a regression.
+def check_failures(records: list, fixed: int = 0) -> list[int]:
+    """The runs (indices) that `fsdp-bench check`'s tokens/s verdict calls a regression.
 
     fixed=0: each run against the run before it (a moving baseline); fixed=K: each run from K on
     against the series' first K runs pooled. One run a side needs `--min-runs 1` to gate at all.
@@ -163,12 +164,29 @@ def check_alerts(records: list, fixed: int = 0) -> int | None:
     threshold = Thresholds()["tokens_per_s"]
     points = [points_from_records([r])[0] for r in records]
     baseline = points_from_records(records[:fixed])[0] if fixed else None
+    failing = []
     for index in range(max(1, fixed), len(records)):
-        base = baseline or points[index - 1]
-        finding = compare_timing("p", base, points[index], threshold, alpha=0.05, gating=True, min_runs=1)
+        finding = compare_timing("p", baseline or points[index - 1], points[index], threshold, alpha=0.05,
+                                 gating=True, min_runs=1)  # fmt: skip
         if finding is not None and finding.fails:
-            return index
-    return None
+            failing.append(index)
+    return failing
+
+
+# A change point counts as the injected one when it lies at most this many runs before the shift.
+LOCATION_SLACK = 2
+
+
+def history_outcome(failures: dict[int, list[int]], shift: int) -> tuple[bool, int | None]:
+    """(an alert before the shift, slow runs in the series when the shift was flagged or None)."""
+    early = any(failures[t] for t in failures if t <= shift)
+    flagged = [t - shift for t in failures if t > shift and any(i >= shift - LOCATION_SLACK for i in failures[t])]
+    return early, min(flagged, default=None)
+
+
+def check_outcome(failing: list[int], shift: int) -> tuple[bool, int | None]:
+    early = any(i < shift for i in failing)
+    return early, min((i - shift + 1 for i in failing if i >= shift), default=None)
 
 
 def spa_detector(pvalue: float, permutations: int = 100, log_scale: bool = True):
@@ -226,23 +244,13 @@ def evaluate(args: argparse.Namespace, pools: dict[float, list], design: str, rn
             )
             records = draw(pools, fraction, args.length, shift, rng, design)
             for name, detector in methods.items():
-                alert = history_alert(records, args, detector)
-                # delay: slow runs in the prefix when the gate failed (None: no alert after the shift)
-                outcomes[name].append(_outcome(alert, shift, prefix=True))
-            outcomes["check vs the run before"].append(_outcome(check_alerts(records), shift, prefix=False))
-            outcomes["check vs first 3 runs"].append(_outcome(check_alerts(records, fixed=3), shift, prefix=False))
+                outcomes[name].append(history_outcome(history_failures(records, args, detector), shift))
+            outcomes["check vs the run before"].append(check_outcome(check_failures(records), shift))
+            outcomes["check vs first 3 runs"].append(check_outcome(check_failures(records, fixed=3), shift))
         for name, results in outcomes.items():
             rows.append(_row(design, kind, name, results, args.window))
             print(_format(rows[-1]), flush=True)
     return rows
-
-
-def _outcome(alert: int | None, shift: int, *, prefix: bool) -> tuple[bool, int | None]:
-    """(alerted before the shift, slow runs seen when flagged after it or None)."""
-    if alert is None:
-        return False, None
-    seen = alert - shift if prefix else alert - shift + 1
-    return (seen <= 0), (seen if seen > 0 else None)
 
 
 def _row(design: str, kind: str, method: str, results: list, window: int) -> dict:

@@ -14,6 +14,7 @@ otherwise; NaN/inf fails), so a run that got faster because training broke is na
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -134,16 +135,23 @@ def analyse_series(
     numerics: bool = True,
     loss_rtol: float = LOSS_RTOL,
     detector: Callable[[Sequence[float]], list[Detected]] = detect,
+    intervals: bool = True,
 ) -> SeriesResult:
-    """Change points (with magnitudes) and numerics issues of one series (`detector`: another
-    implementation, for scripts/validate_history.py's comparison)."""
+    """Change points (with magnitudes) and numerics issues of one series. For
+    scripts/validate_history.py: `detector`, another implementation; `intervals=False`, each change's
+    ratio without its bootstrap (medians and bounds NaN), which is all the gate needs."""
     result = SeriesResult(series)
     first_new = len(series.runs) - window if window is not None else len(series.runs)
     detected = detector(series.values) if len(series.runs) >= MIN_SERIES_RUNS else []
     bounds = [0, *(d.index for d in detected), len(series.runs)]
     for i, found in enumerate(detected):
         before, after = series.runs[bounds[i] : found.index], series.runs[found.index : bounds[i + 2]]
-        comparison = series.compare(before, after)
+        if intervals:
+            c = series.compare(before, after)
+            levels = (c.baseline, c.current, c.ratio, c.ci_low, c.ci_high)
+        else:
+            levels = (math.nan, math.nan, series.ratio(before, after), math.nan, math.nan)
+        environment = env_changes(series.runs[found.index - 1].record, series.runs[found.index].record)
         result.changes.append(
             ChangePoint(
                 series,
@@ -151,12 +159,8 @@ def analyse_series(
                 found.pvalue,
                 len(before),
                 len(after),
-                comparison.baseline,
-                comparison.current,
-                comparison.ratio,
-                comparison.ci_low,
-                comparison.ci_high,
-                env_changes(series.runs[found.index - 1].record, series.runs[found.index].record),
+                *levels,
+                environment,
                 new=found.index >= first_new,
             )  # fmt: skip
         )

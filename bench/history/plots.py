@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from bench.history.analyse import SeriesResult
 from bench.history.series import EFFICIENCY
@@ -50,14 +51,20 @@ def series_figure(result: SeriesResult) -> Figure:
         colour = REGRESSION_COLOUR if change.regression else IMPROVEMENT_COLOUR
         position = change.index + 0.5  # between the last run before and the first run after
         ax.axvline(position, color=colour, linestyle="--", linewidth=1.5, gid=f"change:{change.index}")
+        # In the headroom above the runs (x in data, y in axes coordinates), on a white ground; to the
+        # left of a change point in the last third, so the text stays inside the figure.
+        left = change.index > len(series.runs) * 2 / 3
         ax.annotate(
-            _annotation(change), (position, top), xytext=(4, -2), textcoords="offset points", fontsize=7,
-            color=colour, va="top", ha="left", gid=f"note:{change.index}",
+            _annotation(change), (position, 0.98), xycoords=ax.get_xaxis_transform(), xytext=(-4 if left else 4, 0),
+            textcoords="offset points", fontsize=7, color=colour, va="top", ha="right" if left else "left",
+            gid=f"note:{change.index}",
+            bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.85, "pad": 1},
         )  # fmt: skip
     for issue in result.numerics:
         ax.plot(issue.index + 1, y[issue.index], marker="x", markersize=9, color="black", gid=f"numerics:{issue.index}")
     ax.set_xlim(0.3, len(series.runs) + 0.7)
-    ax.set_ylim(0, top * 1.35 if top > 0 else 1.0)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(0, top * 1.45 if top > 0 else 1.0)
     ax.set_xlabel("run, in the order they ran (first run after a change point: right of its dashed line)")
     ax.set_ylabel(YLABELS.get(series.metric, series.metric))
     ax.set_title(series.label, fontsize=9, loc="left", y=1.0)

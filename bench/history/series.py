@@ -80,6 +80,14 @@ class Series:
             )  # fmt: skip
         return compare_timing_metric(self._point(before), self._point(after), self.metric)
 
+    def ratio(self, before: Sequence[Run], after: Sequence[Run]) -> float:
+        """after / before of the pooled medians, without an interval (`compare`'s ratio, cheaply)."""
+        base = pooled_median([s for r in before for s in r.samples])
+        cur = pooled_median([s for r in after for s in r.samples])
+        if self.metric in (EFFICIENCY, "step_time_s"):
+            return cur / base
+        return base / cur  # tokens/s and MFU: a constant over the step time
+
     def _point(self, runs: Sequence[Run]) -> PointData:
         point = PointData(self.key, self.label, {}, "ok", len(runs))
         point.step_runs = [samples for run in runs for samples in run.samples]

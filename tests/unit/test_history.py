@@ -65,6 +65,7 @@ def test_a_step_is_found_at_its_first_run_with_magnitude_interval_and_environmen
     assert change.ratio == pytest.approx(0.8, rel=0.01)
     assert change.ci_low < change.ratio < change.ci_high < 1.0  # the interval excludes "no change"
     assert change.pvalue < 0.001
+    assert analyse_series(series, intervals=False).changes[0].ratio == pytest.approx(change.ratio)
     assert change.environment == [
         "torch: 2.12.0 -> 2.13.0",
         "git: aaaaaaaaaaaa..bbbbbbbbbbbb",
