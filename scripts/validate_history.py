@@ -46,7 +46,12 @@ FRACTIONS = (0.0, 0.05, 0.1, 0.2)
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pools", action="store_true", help="run the pool sweep first (else reuse --out's pools)")
-    parser.add_argument("--repeats", type=int, default=300, help="runs per pool (default 300)")
+    parser.add_argument("--repeats", type=int, default=300, help="runs per pool and chunk (default 300)")
+    parser.add_argument("--chunks", type=int, default=1, help="pool sweeps, one after the other (default 1)")
+    parser.add_argument("--quiet-below", type=float, help="start each chunk when the 1-min load average is below this")
+    parser.add_argument(
+        "--max-wait-min", type=float, default=10.0, help="longest wait for quiet per chunk (default 10)"
+    )
     parser.add_argument("--timed-steps", type=int, default=20, help="timed steps per run (default 20)")
     parser.add_argument("--warmup-steps", type=int, default=2, help="warm-up steps per run (default 2)")
     parser.add_argument("--threads-per-rank", type=int, default=1, help="train.threads_per_rank (default 1)")
@@ -65,29 +70,49 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="otava (history's detector), otava-raw, spa[:P], spa-raw[:P] (signal-processing-algorithms, "
         "p <= P, default 0.01); -raw: on the values instead of their logarithm",
     )  # fmt: skip
+    parser.add_argument(
+        "--min-after", nargs="+", type=int, default=[2],
+        help="runs a change point needs after it to be reported, one evaluation per value (default 2: history's)",
+    )  # fmt: skip
     parser.add_argument("--out", type=Path, default=REPO / "results" / "validate_history", help="output folder")
     return parser.parse_args(argv)
 
 
 def run_pools(args: argparse.Namespace) -> Path:
-    """The pool sweep: every slow fraction x --repeats runs, interleaved, in one launch."""
+    """The pool sweeps: --chunks sweeps of --repeats runs per slow fraction, each interleaved in one
+    launch; with --quiet-below L each chunk waits (up to --max-wait-min) for the machine's 1-minute
+    load average to fall below L, so the pools measure the machine, not its other users."""
     results = args.out / "pools"
     fractions = ",".join(str(f) for f in FRACTIONS)
-    argv = [
-        sys.executable, "-m", "bench", "sweep", *POINT, f"debug.slow_fraction={fractions}",
-        f"train.steps={args.timed_steps + args.warmup_steps}", f"train.warmup_steps={args.warmup_steps}",
-        f"train.threads_per_rank={args.threads_per_rank}", f"sweep.repeats={args.repeats}", "sweep.name=pools",
-        f"results_dir={results}", "report=false",
-    ]  # fmt: skip
-    start, load = time.perf_counter(), os.getloadavg()
-    proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
-    if proc.returncode != 0:
-        raise SystemExit(f"pool sweep failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
-    minutes = (time.perf_counter() - start) / 60
-    note = {"command": " ".join(argv[1:]), "minutes": minutes, "load_before": load, "load_after": os.getloadavg()}
-    (args.out / "pools.json").write_text(json.dumps(note, indent=1) + "\n")
-    print(f"pool sweep: {minutes:.1f} min, load {load[0]:.1f} -> {os.getloadavg()[0]:.1f}", flush=True)
+    notes = []
+    for chunk in range(args.chunks):
+        waited = wait_for_quiet(args.quiet_below, args.max_wait_min) if args.quiet_below else 0.0
+        name = "pools" if args.chunks == 1 else f"pools{chunk:02d}"
+        argv = [
+            sys.executable, "-m", "bench", "sweep", *POINT, f"debug.slow_fraction={fractions}",
+            f"train.steps={args.timed_steps + args.warmup_steps}", f"train.warmup_steps={args.warmup_steps}",
+            f"train.threads_per_rank={args.threads_per_rank}", f"sweep.repeats={args.repeats}", f"sweep.name={name}",
+            f"results_dir={results}", "report=false",
+        ]  # fmt: skip
+        start, load = time.perf_counter(), os.getloadavg()
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=REPO)
+        if proc.returncode != 0:
+            raise SystemExit(f"pool sweep failed (exit {proc.returncode}):\n{proc.stdout[-2000:]}{proc.stderr[-2000:]}")
+        minutes = (time.perf_counter() - start) / 60
+        notes.append({"sweep": name, "command": " ".join(argv[1:]), "waited_min": waited, "minutes": minutes,
+                      "load_before": load, "load_after": os.getloadavg()})  # fmt: skip
+        (args.out / "pools.json").write_text(json.dumps(notes, indent=1) + "\n")
+        print(f"pool sweep {name}: waited {waited:.1f} min, ran {minutes:.1f} min, load {load[0]:.1f} -> "
+              f"{os.getloadavg()[0]:.1f}", flush=True)  # fmt: skip
     return results
+
+
+def wait_for_quiet(below: float, max_minutes: float) -> float:
+    """Minutes waited until the 1-minute load average fell below `below` (or `max_minutes` passed)."""
+    start = time.monotonic()
+    while os.getloadavg()[0] >= below and time.monotonic() - start < max_minutes * 60:
+        time.sleep(5)
+    return (time.monotonic() - start) / 60
 
 
 def load_pools(args: argparse.Namespace) -> dict[float, list]:
@@ -98,7 +123,7 @@ def load_pools(args: argparse.Namespace) -> dict[float, list]:
     if problems or not records:
         raise SystemExit(f"pools: {len(records)} records, {len(problems)} unreadable in {args.out / 'pools'}")
     pools: dict[float, list] = {f: [] for f in FRACTIONS}
-    for record in sorted(records, key=lambda r: r.spec.repeat):
+    for record in sorted(records, key=lambda r: (r.sweep, r.spec.repeat)):  # the order they ran
         if record.status == "ok":
             pools[record.spec.debug.slow_fraction].append(record)
     usable = min(len(p) for p in pools.values())
@@ -189,10 +214,10 @@ def check_outcome(failing: list[int], shift: int) -> tuple[bool, int | None]:
     return early, min((i - shift + 1 for i in failing if i >= shift), default=None)
 
 
-def spa_detector(pvalue: float, permutations: int = 100, log_scale: bool = True):
-    """MongoDB's signal-processing-algorithms e_divisive as a history detector, on the same scale as
-    history's (seeded: it permutes with numpy's global generator). Its p-value is the permutation
-    test's bound; reported as `pvalue`."""
+def spa_detector(pvalue: float, permutations: int = 100, log_scale: bool = True, min_after: int = 1):
+    """MongoDB's signal-processing-algorithms e_divisive as a history detector, on the same scale and
+    with the same confirmation rule as history's (seeded: it permutes with numpy's global generator).
+    Its p-value is the permutation test's bound; reported as `pvalue`."""
     import numpy as np
     from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
 
@@ -203,13 +228,15 @@ def spa_detector(pvalue: float, permutations: int = 100, log_scale: bool = True)
             return []
         np.random.seed(0)
         series = np.log(values) if log_scale else np.asarray(values, dtype=float)
-        return [Detected(int(i), pvalue) for i in sorted(e_divisive(series, pvalue=pvalue, permutations=permutations))]
+        found = sorted(e_divisive(series, pvalue=pvalue, permutations=permutations))
+        return [Detected(int(i), pvalue) for i in found if len(values) - i >= min_after]
 
     return detect
 
 
-def detectors(names: list[str]) -> dict:
-    """otava[-raw] (history's detector; -raw: on values, not their logarithm), spa[-raw][:P]."""
+def detectors(names: list[str], min_after: list[int]) -> dict:
+    """otava[-raw] (history's detector; -raw: on values, not their logarithm), spa[-raw][:P], each
+    reporting change points with at least N runs after them, for every N of `min_after`."""
     from functools import partial
 
     from bench.history.detect import MAX_PVALUE, detect
@@ -218,20 +245,24 @@ def detectors(names: list[str]) -> dict:
     for name in names:
         kind, _, pvalue = name.partition(":")
         raw = kind.endswith("-raw")
-        scale = "values" if raw else "log values"
-        if kind.startswith("otava"):
-            found[f"history: apache-otava p<{MAX_PVALUE:g}, {scale}"] = partial(detect, log_scale=not raw)
-        elif kind.startswith("spa"):
-            p = float(pvalue or 0.01)
-            found[f"history: signal-processing-algorithms p<={p:g}, {scale}"] = spa_detector(p, log_scale=not raw)
-        else:
-            raise SystemExit(f"--detectors: unknown {name!r}; allowed: otava, otava-raw, spa[:P], spa-raw[:P]")
+        scale = "values" if raw else "log"
+        for after in min_after:
+            if kind.startswith("otava"):
+                label = f"history: otava p<{MAX_PVALUE:g} {scale} >={after} after"
+                found[label] = partial(detect, log_scale=not raw, min_after=after)
+            elif kind.startswith("spa"):
+                p = float(pvalue or 0.01)
+                found[f"history: spa p<={p:g} {scale} >={after} after"] = spa_detector(
+                    p, log_scale=not raw, min_after=after
+                )
+            else:
+                raise SystemExit(f"--detectors: unknown {name!r}; allowed: otava, otava-raw, spa[:P], spa-raw[:P]")
     return found
 
 
 def evaluate(args: argparse.Namespace, pools: dict[float, list], design: str, rng) -> list[dict]:
     """Every method on the same series: per kind (clean, +5/10/20 %), alerts and detection delays."""
-    methods = detectors(args.detectors)
+    methods = detectors(args.detectors, args.min_after)
     rows = []
     for fraction in FRACTIONS:
         kind = "clean" if fraction == 0 else f"+{fraction:.0%} step time"
@@ -272,15 +303,19 @@ def _format(row: dict) -> str:
 
 
 def pool_summary(pools: dict[float, list]) -> list[str]:
-    """Median tokens/s and run-to-run spread of each pool."""
+    """Median tokens/s and run-to-run spread of each pool, and the slowdown against the clean run
+    measured beside each slowed one (the same repeat index: the same minute of the machine)."""
     import numpy as np
 
+    clean = np.array([r.metrics.tokens_per_s for r in pools[0.0]])
     lines = []
     for fraction, records in pools.items():
         values = np.array([r.metrics.tokens_per_s for r in records])
         q10, q50, q90 = np.percentile(values, [10, 50, 90])
+        paired = np.median(values / clean) - 1
         lines.append(f"pool slow_fraction={fraction}: {len(values)} runs, median {q50:,.0f} tokens/s, "
-                     f"p10 {q10:,.0f}, p90 {q90:,.0f} (p90/p10 {q90 / q10:.2f})")  # fmt: skip
+                     f"p10 {q10:,.0f}, p90 {q90:,.0f} (p90/p10 {q90 / q10:.2f}); median change against "
+                     f"the clean run beside it {paired:+.1%}")  # fmt: skip
     return lines
 
 

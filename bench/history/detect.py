@@ -24,6 +24,10 @@ WINDOW = 30
 # Fewer runs than this cannot be tested: the t-test needs runs on both sides of a change, and with
 # a handful of runs in all, one noisy run decides. Such series are listed as too short.
 MIN_SERIES_RUNS = 6
+# A change point is reported once at least this many runs lie after it: a single slow run at the end
+# of a series (a busy night) splits off as significantly as a real step does, and the next run
+# tells them apart. The validation measured the trade (false alerts against runs to flag a change).
+MIN_RUNS_AFTER = 2
 # The detector sees log(value): run-to-run noise of throughput is multiplicative (a busy machine
 # slows a run by a factor), and a change is judged as a ratio, as its magnitude is reported.
 LOG_SCALE = True
@@ -38,16 +42,22 @@ class Detected:
 
 
 def detect(
-    values: Sequence[float], *, max_pvalue: float = MAX_PVALUE, window: int = WINDOW, log_scale: bool = LOG_SCALE
+    values: Sequence[float],
+    *,
+    max_pvalue: float = MAX_PVALUE,
+    window: int = WINDOW,
+    log_scale: bool = LOG_SCALE,
+    min_after: int = MIN_RUNS_AFTER,
 ) -> list[Detected]:
-    """Change points of a series of positive values, in index order (none below MIN_SERIES_RUNS)."""
+    """Change points of a series of positive values, in index order (none below MIN_SERIES_RUNS),
+    each with at least `min_after` runs after it."""
     if len(values) < MIN_SERIES_RUNS:
         return []
     from otava.analysis import compute_change_points
 
     series = [math.log(max(v, 1e-300)) if log_scale else float(v) for v in values]
     points, _weak = compute_change_points(series, window_len=window, max_pvalue=max_pvalue)
-    return [Detected(int(p.index), float(p.stats.pvalue)) for p in points]
+    return [Detected(int(p.index), float(p.stats.pvalue)) for p in points if len(values) - p.index >= min_after]
 
 
 def detector_name() -> str:
