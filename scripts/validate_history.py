@@ -74,6 +74,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--min-after", nargs="+", type=int, default=[2],
         help="runs a change point needs after it to be reported, one evaluation per value (default 2: history's)",
     )  # fmt: skip
+    parser.add_argument("--no-check", action="store_true", help="evaluate the detectors only, not `check`")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "validate_history", help="output folder")
     return parser.parse_args(argv)
 
@@ -266,9 +267,8 @@ def evaluate(args: argparse.Namespace, pools: dict[float, list], design: str, rn
     rows = []
     for fraction in FRACTIONS:
         kind = "clean" if fraction == 0 else f"+{fraction:.0%} step time"
-        outcomes: dict[str, list] = {
-            name: [] for name in [*methods, "check vs the run before", "check vs first 3 runs"]
-        }
+        checks = [] if args.no_check else ["check vs the run before", "check vs first 3 runs"]
+        outcomes: dict[str, list] = {name: [] for name in [*methods, *checks]}
         for _ in range(args.series):
             shift = (
                 args.length if fraction == 0 else int(rng.integers(args.min_before, args.length - args.max_after + 1))
@@ -276,8 +276,9 @@ def evaluate(args: argparse.Namespace, pools: dict[float, list], design: str, rn
             records = draw(pools, fraction, args.length, shift, rng, design)
             for name, detector in methods.items():
                 outcomes[name].append(history_outcome(history_failures(records, args, detector), shift))
-            outcomes["check vs the run before"].append(check_outcome(check_failures(records), shift))
-            outcomes["check vs first 3 runs"].append(check_outcome(check_failures(records, fixed=3), shift))
+            if checks:
+                outcomes[checks[0]].append(check_outcome(check_failures(records), shift))
+                outcomes[checks[1]].append(check_outcome(check_failures(records, fixed=3), shift))
         for name, results in outcomes.items():
             rows.append(_row(design, kind, name, results, args.window))
             print(_format(rows[-1]), flush=True)
@@ -340,7 +341,9 @@ def main(argv: list[str] | None = None) -> int:
         "rows": rows,
         "minutes": (time.perf_counter() - start) / 60,
     }
-    (args.out / f"validation-{'-'.join(args.detectors)}.json").write_text(json.dumps(doc, indent=1) + "\n")
+    (args.out / f"validation-{'-'.join(args.detectors)}-{args.series}.json").write_text(
+        json.dumps(doc, indent=1) + "\n"
+    )
     print(f"evaluation {doc['minutes']:.1f} min; command: .venv/bin/python {command}")
     return 0
 

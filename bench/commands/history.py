@@ -66,8 +66,14 @@ def parse_since(text: str) -> datetime:
 def main(args: argparse.Namespace) -> int:
     if args.metric not in HISTORY_METRICS:
         return _error(f"--metric {args.metric!r}: unknown; allowed: {', '.join(HISTORY_METRICS)}")
-    if args.fail_on_new_regression is not None and args.fail_on_new_regression < 1:
-        return _error(f"--fail-on-new-regression: must be an integer >= 1, got {args.fail_on_new_regression}")
+    # Not imported at module level: bench.history.detect is light, but `--help` should not need it.
+    from bench.history.detect import MIN_RUNS_AFTER
+
+    if args.fail_on_new_regression is not None and args.fail_on_new_regression < MIN_RUNS_AFTER:
+        return _error(
+            f"--fail-on-new-regression: must be an integer >= {MIN_RUNS_AFTER} (a change point is reported once "
+            f"{MIN_RUNS_AFTER} runs lie after it), got {args.fail_on_new_regression}"
+        )
     if numerics_problem(args):
         return _error(numerics_problem(args))
     try:

@@ -114,6 +114,7 @@ def test_clean_runs_alone_have_no_change_point(nights, tmp_path, capsys):
         (["--store", "{store}", "--series", "llama"], "--series 'llama': matches no series; series: debug 1x1"),
         (["--store", "{store}", "--since", "yesterday"], "--since 'yesterday': not a date"),
         (["--store", "{store}", "--metric", "mfu"], "measured mfu"),
+        (["--store", "{store}", "--fail-on-new-regression", "1"], "--fail-on-new-regression: must be an integer >= 2"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args, message, store, tmp_path, capsys):
