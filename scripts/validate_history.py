@@ -6,23 +6,24 @@
    four slow-downs interleaved (r0 of every fraction, then r1, ...), so drift of the machine falls
    on every pool alike. A slow fraction F makes every timed step sleep F of its own time: +5 %,
    +10 %, +20 % step time (tokens/s x 1/1.05, 1/1.1, 1/1.2).
-2. Series (`--series`): each validation series is LENGTH runs drawn at random from the clean pool;
-   a shifted series takes its runs from the first shifted position on from a slow pool. The shift
-   starts at a random run in [--min-before, LENGTH - --max-after].
-3. Evaluation, as a nightly job sees it: after every run (from the detector's minimum length on),
-   the gate is evaluated on the series so far:
-   - history: `fsdp-bench history --fail-on-new-regression N`'s rule (bench.history.gate) on the
-     chosen detector's change points of the prefix;
-   - check: `fsdp-bench check`'s timing verdict (bench.check.compare, default 5 % threshold) of the
-     newest run against the run before it (a moving baseline, `--min-runs 1`) and, second
-     protocol, against a fixed baseline of the series' first 3 runs.
-   A clean series alerts when any evaluation fails; a shifted series is detected at the first
-   evaluation at or after the shift that fails (runs after the change until flagged: 1 = the
-   first slow run), and counts as detected within W runs when that is <= W. An alert before the
-   shift in a shifted series is counted apart (a false alert).
+2. Series (`--series` per kind and design, LENGTH runs each): `contiguous` takes repeats s .. s+LENGTH-1
+   of the pools from a random s, so a slowed run replaces the clean run measured beside it and the
+   machine's drift stays in the series; `random` draws runs at random from the pools. A shifted
+   series takes its runs from a slowed pool from a random run in [--min-before, LENGTH - --max-after].
+3. Evaluation, as a nightly job sees it: after every run (from history's minimum length on), on the
+   series so far:
+   - history: `fsdp-bench history --fail-on-new-regression W`'s gate (bench.history.analyse) with
+     the chosen detector (Otava, history's; or signal-processing-algorithms where installed);
+   - check: `fsdp-bench check`'s tokens/s verdict (bench.check.compare, 5 % threshold) of the newest
+     run against the run before it (a moving baseline, `--min-runs 1`) and, a second protocol,
+     against the series' first 3 runs pooled.
+   A clean series alerts when any evaluation fails; a shift is detected at the first evaluation
+   after it that fails with a change point at most LOCATION_SLACK runs before the shift (runs to
+   flag: slowed runs in the series then, 1 = the first), within W runs when that is <= W. Alerts
+   before the shift of a shifted series are counted apart (false alerts).
 
-    .venv/bin/python scripts/validate_history.py --pools --repeats 300 --timed-steps 20
-    .venv/bin/python scripts/validate_history.py --series 200 --length 30
+    .venv/bin/python scripts/validate_history.py --pools --repeats 200 --timed-steps 20 --series 0
+    .venv/bin/python scripts/validate_history.py --series 100 --min-after 1 2 3 --detectors otava otava-raw
 """
 
 from __future__ import annotations
