@@ -10,6 +10,9 @@ fingerprint, and can be rebuilt from them at any time (`rebuild`).
   BEGIN IMMEDIATE and wait up to BUSY_TIMEOUT_S, so parallel sweeps lose nothing.
 - Bad input: a record with an unknown schema version or invalid content is reported as a
   problem (file and one-line reason) and skipped, never half-ingested.
+- Preflights: `preflight.json` records (<sweep>/_preflight/<shape>/, bench/preflight.py) found
+  under an ingested folder go to their own table, idempotently alike, so the cluster's measured
+  links can be followed over time (`fsdp-bench history` lists them).
 - Records last: each row keeps the whole record's JSON, read back through bench.records
   (migration on read). The store's own table is versioned (PRAGMA user_version): an older store
   is migrated in place when opened (STORE_MIGRATIONS), a newer one is refused with a message to
@@ -33,10 +36,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.records import RESULT_FILE, RecordProblem, parse_record, read_record
-from bench.schemas import RunResult
+from bench.schemas import PreflightResult, RunResult
+from fsdp_core.protocol import PREFLIGHT_RECORD
 
 # 2: the git sha of each run as a column, and an index by start time (history's order).
-STORE_SCHEMA_VERSION = 2
+# 3: the preflights table.
+STORE_SCHEMA_VERSION = 3
 # Parallel sweeps on one store wait for each other's short write transactions; 60 s is far
 # beyond any one batch (a few hundred small rows) yet still fails loudly on a stuck writer.
 BUSY_TIMEOUT_S = 60.0
@@ -67,7 +72,17 @@ CREATE INDEX IF NOT EXISTS results_status ON results (status);
 CREATE INDEX IF NOT EXISTS results_config ON results (model, strategy, precision, cluster, nodes);
 CREATE INDEX IF NOT EXISTS results_env ON results (env_fingerprint);
 CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
+""" + (
+    _PREFLIGHTS := """
+CREATE TABLE IF NOT EXISTS preflights (
+    sweep TEXT NOT NULL, shape TEXT NOT NULL, content_hash TEXT NOT NULL, status TEXT NOT NULL, cluster TEXT,
+    nodes INTEGER, gpus_per_node INTEGER, started_at TEXT, source TEXT, ingested_at TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (sweep, shape, content_hash)
+);
+CREATE INDEX IF NOT EXISTS preflights_time ON preflights (started_at);
 """
+)
 
 # Store schema n -> n + 1, run in one write transaction when an older store is opened. Each step
 # derives new columns from the stored record JSON (the truth), so nothing is lost or re-read.
@@ -77,6 +92,7 @@ ALTER TABLE results ADD COLUMN git_sha TEXT;
 UPDATE results SET git_sha = json_extract(record, '$.env.git_sha');
 CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
 """,
+    2: _PREFLIGHTS,
 }
 
 
@@ -87,14 +103,18 @@ class IngestReport:
     added: int = 0
     unchanged: int = 0
     problems: list[RecordProblem] = field(default_factory=list)
+    preflights_added: int = 0
+    preflights_unchanged: int = 0
 
     def merge(self, other: IngestReport) -> None:
         self.added += other.added
         self.unchanged += other.unchanged
         self.problems += other.problems
+        self.preflights_added += other.preflights_added
+        self.preflights_unchanged += other.preflights_unchanged
 
 
-def content_hash(record: RunResult) -> str:
+def content_hash(record: RunResult | PreflightResult) -> str:
     """sha256 of the record's canonical JSON: equal records, equal hash, whatever the key order on disk."""
     blob = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -176,15 +196,31 @@ class ResultStore:
         return self._insert_batches(rows, IngestReport())
 
     def ingest_paths(self, root: Path | str) -> IngestReport:
-        """Ingest every result.json under `root` (or one file); unreadable records become problems."""
+        """Ingest every result.json and preflight.json under `root` (or one file); unreadable records
+        become problems."""
+        from bench.preflight import read_preflight  # the planner's modules, only when ingesting
+
         root = Path(root)
-        paths = [root] if root.is_file() else sorted(root.rglob(RESULT_FILE))
-        report, rows = IngestReport(), []
+        if root.is_file():
+            single_preflight = root.name == PREFLIGHT_RECORD
+            paths, preflight_paths = ([], [root]) if single_preflight else ([root], [])
+        else:
+            paths, preflight_paths = sorted(root.rglob(RESULT_FILE)), sorted(root.rglob(PREFLIGHT_RECORD))
+        report, rows, preflight_rows = IngestReport(), [], []
         for path in paths:
             try:
                 rows.append(_row(read_record(path), str(path)))
             except ValueError as exc:
                 report.problems.append(RecordProblem(path, str(exc)))
+        for path in preflight_paths:
+            try:
+                preflight_rows.append(_preflight_row(read_preflight(path), str(path)))
+            except ValueError as exc:
+                report.problems.append(RecordProblem(path, str(exc)))
+        if preflight_rows:
+            added = self._insert_rows("preflights", _PREFLIGHT_COLUMNS, preflight_rows)
+            report.preflights_added += added
+            report.preflights_unchanged += len(preflight_rows) - added
         return self._insert_batches(rows, report)
 
     def _insert_batches(self, rows: Sequence[tuple], report: IngestReport) -> IngestReport:
@@ -193,8 +229,13 @@ class ResultStore:
         return report
 
     def _insert(self, rows: Sequence[tuple]) -> IngestReport:
-        placeholders = ", ".join("?" * len(_COLUMNS))
-        sql = f"INSERT OR IGNORE INTO results ({', '.join(_COLUMNS)}) VALUES ({placeholders})"
+        added = self._insert_rows("results", _COLUMNS, rows)
+        return IngestReport(added=added, unchanged=len(rows) - added)
+
+    def _insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
+        """Insert rows not yet present in one write transaction; returns how many were new."""
+        placeholders = ", ".join("?" * len(columns))
+        sql = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -205,7 +246,7 @@ class ResultStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return IngestReport(added=added, unchanged=len(rows) - added)
+        return added
 
     def count(self, **where: object) -> int:
         """Rows matching column=value filters (e.g. count(status="ok"))."""
@@ -232,9 +273,25 @@ class ResultStore:
                 problems.append(RecordProblem(Path(source or self.path), f"stored record invalid: {exc}"))
         return records, problems
 
+    def preflights(self) -> tuple[list[PreflightResult], list[RecordProblem]]:
+        """Every stored preflight record (each measurement, also a rerun of a sweep's shape), oldest first."""
+        from pydantic import ValidationError
+
+        sql = "SELECT source, record FROM preflights ORDER BY started_at, ingested_at"
+        with self._connect() as conn:
+            rows = conn.execute(sql).fetchall()
+        records, problems = [], []
+        for source, blob in rows:
+            try:
+                records.append(PreflightResult.model_validate_json(blob))
+            except ValidationError as exc:
+                problems.append(RecordProblem(Path(source or self.path), f"stored preflight invalid: {exc}"))
+        return records, problems
+
     def clear(self) -> None:
         with self._connect() as conn:
             conn.execute("DELETE FROM results")
+            conn.execute("DELETE FROM preflights")
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
@@ -284,6 +341,23 @@ def _row(record: RunResult, source: str | None) -> tuple:
     return tuple(values[column] for column in _COLUMNS)
 
 
+_PREFLIGHT_COLUMNS = [
+    "sweep", "shape", "content_hash", "status", "cluster", "nodes", "gpus_per_node", "started_at", "source",
+    "ingested_at", "record",
+]  # fmt: skip
+
+
+def _preflight_row(record: PreflightResult, source: str | None) -> tuple:
+    spec = record.spec
+    values = {
+        "sweep": record.sweep, "shape": f"{spec.nodes}x{spec.gpus_per_node}", "content_hash": content_hash(record),
+        "status": record.status, "cluster": spec.cluster.name, "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node, "started_at": record.started_at, "source": source,
+        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+    }  # fmt: skip
+    return tuple(values[column] for column in _PREFLIGHT_COLUMNS)
+
+
 def rebuild(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport:
     """Recreate the store from the JSON records under `roots` (the records are the truth)."""
     store_path = Path(store_path)
@@ -329,7 +403,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for problem in report.problems:
         print(f"store: skipped {problem.path}: {problem.reason}", file=sys.stderr)
-    print(f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped")
+    print(
+        f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped; "
+        f"preflights: {report.preflights_added} added, {report.preflights_unchanged} unchanged"
+    )
     return 1 if report.problems else 0
 
 

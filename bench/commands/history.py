@@ -78,14 +78,15 @@ def main(args: argparse.Namespace) -> int:
         return _error(numerics_problem(args))
     try:
         since = parse_since(args.since) if args.since else None
-        records = _load(Path(args.store))
+        records, preflights = _load(Path(args.store))
     except ValueError as exc:
         return _error(str(exc))
-    return _history(args, records, since)
+    return _history(args, records, preflights, since)
 
 
-def _load(store: Path) -> list:
-    """Every stored record (all measurements, not only the latest per point): ValueError when there are none."""
+def _load(store: Path) -> tuple[list, list]:
+    """Every stored record (all measurements, not only the latest per point) and preflight: ValueError
+    when there is no record."""
     import sqlite3
 
     from bench.store import ResultStore, is_store, schema_version
@@ -99,19 +100,22 @@ def _load(store: Path) -> list:
     try:
         if schema_version(store) == 0:  # opening it as a store would create the table in it
             raise ValueError(f"--store {store}: holds no readable record (an empty or foreign SQLite file)")
-        records, problems = ResultStore(store).records(latest_only=False)
+        opened = ResultStore(store)
+        records, problems = opened.records(latest_only=False)
+        preflights, preflight_problems = opened.preflights()
     except sqlite3.DatabaseError as exc:
         raise ValueError(f"--store {store}: {exc}") from None
-    for problem in problems:
+    for problem in problems + preflight_problems:
         print(f"warning: skipped {problem.path}: {problem.reason}", file=sys.stderr)
     if not records:
         raise ValueError(f"--store {store}: holds no readable record; add results with `fsdp-bench store add`")
-    return records
+    return records, preflights
 
 
-def _history(args: argparse.Namespace, records: list, since: datetime | None) -> int:
+def _history(args: argparse.Namespace, records: list, preflights: list, since: datetime | None) -> int:
     from bench.history.analyse import analyse
     from bench.history.detect import detector_name
+    from bench.history.links import link_rows
     from bench.history.page import write_history
     from bench.history.series import build_series, efficiency_series
 
@@ -132,6 +136,7 @@ def _history(args: argparse.Namespace, records: list, since: datetime | None) ->
         series, metric=args.metric, window=args.fail_on_new_regression, numerics=not args.no_numerics,
         loss_rtol=args.loss_rtol, detector=detector_name(),
     )  # fmt: skip
+    history.links = link_rows(preflights, since)
     _print(history, args.store)
     page = write_history(history, Path(args.out), store=str(args.store), command=_command(args))
     print(f"history: wrote {page}")
@@ -152,6 +157,7 @@ def _command(args: argparse.Namespace) -> str:
 def _print(history, store: str) -> None:
     from bench.check.table import text_table
     from bench.history.detect import MIN_SERIES_RUNS
+    from bench.history.links import LINK_HEADERS
     from bench.history.table import (
         CHANGE_HEADERS,
         NUMERICS_HEADERS,
@@ -175,4 +181,7 @@ def _print(history, store: str) -> None:
     if history.too_short:
         names = ", ".join(f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short)
         print(f"too short to test (fewer than {MIN_SERIES_RUNS} runs): {names}")
+    if history.links:
+        print("\nmeasured links (preflights), oldest first:")
+        print(text_table(history.links, LINK_HEADERS))
     print(verdict_line(history))

@@ -2,7 +2,9 @@
 
 The store (bench/store.py) is what `fsdp-bench history` reads: every night's results folder, from
 any cluster, added to one file. Adding is idempotent (a record already stored is left as it is);
-each stored record keeps its run time, git sha and environment. Exit 0, 1 when some records were
+each stored record keeps its run time, git sha and environment. Preflight records found under
+RESULTS (`<sweep>/_preflight/<shape>/preflight.json`) are added beside them, so history can list
+the cluster's measured links over time. Exit 0, 1 when some records were
 refused (each named on stderr, the others added), 2 on bad input (a RESULTS path that does not
 exist, a store that cannot be opened), before anything is added.
 """
@@ -49,8 +51,13 @@ def main(args: argparse.Namespace) -> int:
         return 2
     for problem in report.problems:
         print(f"store add: skipped {problem.path}: {problem.reason}", file=sys.stderr)
+    preflights = (
+        f"; preflights: {report.preflights_added} added, {report.preflights_unchanged} already stored"
+        if report.preflights_added or report.preflights_unchanged
+        else ""
+    )
     print(
         f"store {store_path}: {report.added} added, {report.unchanged} already stored, "
-        f"{len(report.problems)} refused; {total} records in all"
+        f"{len(report.problems)} refused; {total} records in all{preflights}"
     )
     return 1 if report.problems else 0

@@ -102,6 +102,8 @@ class History:
     window: int | None = None
     numerics: bool = True
     detector: str = ""
+    # The cluster's measured links over time: bench.history.links rows of the stored preflights.
+    links: list[list[str]] = field(default_factory=list)
 
     @property
     def changes(self) -> list[ChangePoint]:

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from bench.schemas import RunResult
 
-# Environment fields compared, in the order shown (driver: recorded on CUDA by newer fsdp-bench).
-ENV_FIELDS = ("torch", "cuda", "nccl", "driver", "device_name", "python", "platform")
+# Environment fields compared, in the order shown (driver: recorded on CUDA by newer fsdp-bench;
+# harness: the fsdp-bench version that ran it, e.g. a new cluster image).
+ENV_FIELDS = ("torch", "cuda", "nccl", "driver", "harness", "device_name", "python", "platform")
 # The variables that change collectives (NCCL) and the EFA/libfabric transport (FI_).
 VARIABLE_PREFIXES = ("NCCL_", "FI_")
 SHA_CHARS = 12

@@ -13,6 +13,7 @@ from bench.check.compare import CheckReport, Finding
 from bench.check.junit import write_junit
 from bench.history.analyse import ChangePoint, History, SeriesResult
 from bench.history.detect import MIN_SERIES_RUNS
+from bench.history.links import LINK_HEADERS
 from bench.history.table import (
     CHANGE_HEADERS,
     NUMERICS_HEADERS,
@@ -88,6 +89,8 @@ def markdown_summary(history: History, *, store: str = "") -> str:
     if history.too_short:
         names = ", ".join(f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short)
         lines += [f"Too short to test (fewer than {MIN_SERIES_RUNS} runs): {names}.", ""]
+    if history.links:
+        lines += ["Measured links (preflights), oldest first:", ""] + _table(LINK_HEADERS, history.links)
     return "\n".join(lines)
 
 

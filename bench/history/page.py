@@ -11,6 +11,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.history.analyse import History, SeriesResult
+from bench.history.links import LINK_HEADERS
 from bench.history.outputs import write_history_junit, write_summary
 from bench.history.plots import series_figure
 from bench.history.series import EFFICIENCY
@@ -78,6 +79,7 @@ def write_history(history: History, out: Path, *, store: str, command: str) -> P
         "series": _table(SERIES_HEADERS, series_rows(history), [bool(r.failing) for r in history.results]),
         "figures": figures["metric"],
         "efficiency_figures": figures["efficiency"],
+        "links": _table(LINK_HEADERS, history.links),
         "too_short": [f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short],
         "command": command,
     }

@@ -27,7 +27,7 @@ from bench.check.points import PointData, mfu_per_token_rate, record_steps
 from bench.check.thresholds import METRICS, TIMINGS
 from bench.check.timings import TimingComparison, compare_timing_metric
 from bench.labels import point_label
-from bench.schemas import RunResult
+from bench.schemas import PreflightResult, RunResult
 from bench.stats import compare_runs, pooled_median, scaling_efficiency, series_key
 
 EFFICIENCY = "scaling_efficiency"
@@ -95,7 +95,7 @@ class Series:
         return point
 
 
-def run_time(record: RunResult) -> datetime | None:
+def run_time(record: RunResult | PreflightResult) -> datetime | None:
     """When the run started (its end where the start is unknown), timezone-aware (UTC if unstated)."""
     for stamp in (record.started_at, record.finished_at):
         if stamp:

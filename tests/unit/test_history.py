@@ -196,10 +196,11 @@ def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
     conn.commit()
     conn.close()
     store = ResultStore(path)
-    assert schema_version(path) == STORE_SCHEMA_VERSION == 2
+    assert schema_version(path) == STORE_SCHEMA_VERSION == 3
     assert store.count(git_sha="a" * 40) == 1
     (read,), problems = store.records()
     assert problems == [] and read == record
+    assert store.preflights() == ([], [])  # schema 3: the preflights table, created by the migration
 
 
 def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
@@ -207,7 +208,7 @@ def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
 
     path = tmp_path / "v9.sqlite"
     sqlite3.connect(path).execute("PRAGMA user_version = 9").connection.close()
-    with pytest.raises(ValueError, match="schema version 9, this fsdp-bench reads up to 2; rebuild it"):
+    with pytest.raises(ValueError, match="schema version 9, this fsdp-bench reads up to 3; rebuild it"):
         ResultStore(path)
 
 
@@ -230,3 +231,42 @@ def test_store_add_command(tmp_path, capsys):
     json_file.write_text(json.dumps({}))
     assert main(["store", "add", str(tmp_path / "results"), "--store", str(json_file)]) == 2
     assert "exists and is not an SQLite store" in capsys.readouterr().err
+
+
+def test_stored_preflights_list_the_clusters_measured_links_over_time(tmp_path, capsys):
+    """Preflight records under a results folder go into the store beside the results (idempotently) and
+    history lists each one's measured links, oldest first, printed and in its outputs."""
+    import importlib.util
+
+    from bench.cli import main
+    from bench.records import write_record
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "p5_anchor_from_preflight.py"
+    spec = importlib.util.spec_from_file_location("p5_anchor", script)
+    anchor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(anchor)
+    results = tmp_path / "results"
+    for i, record in enumerate(nights(6)):
+        write_record(record, results / record.sweep / f"p{i}" / "result.json")
+    inter = {}
+    for day, busbw in ((1, 300.0), (0, 150.0)):  # written newest first: listed by start time
+        preflight = anchor.preflight_record(busbw).model_copy(
+            update={"sweep": f"night-{day}", "started_at": (START + timedelta(days=day)).isoformat()}
+        )
+        inter[day] = preflight.measured_links["inter_node_gbps"]
+        path = results / f"night-{day}" / "_preflight" / "2x8" / "preflight.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(preflight.model_dump_json())
+    store = tmp_path / "s.sqlite"
+    assert main(["store", "add", str(results), "--store", str(store)]) == 0
+    assert "6 added, 0 already stored, 0 refused; 6 records in all; preflights: 2 added" in capsys.readouterr().out
+    assert main(["store", "add", str(results), "--store", str(store)]) == 0
+    assert "preflights: 0 added, 2 already stored" in capsys.readouterr().out
+    assert main(["history", "--store", str(store), "-o", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.split("measured links (preflights), oldest first:")[1].splitlines()
+    rows = [line for line in printed if "night-" in line]
+    assert [row.split()[1] for row in rows] == ["night-0", "night-1"]
+    assert [row.split()[7] for row in rows] == [f"{inter[0]:.4g}", f"{inter[1]:.4g}"]
+    assert inter[1] == pytest.approx(2 * inter[0])  # twice the world ring's bus bandwidth
+    assert f"| {inter[0]:.4g} |" in (tmp_path / "out" / "summary.md").read_text()
+    assert 'id="links"' in (tmp_path / "out" / "history.html").read_text()
