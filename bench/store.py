@@ -403,9 +403,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for problem in report.problems:
         print(f"store: skipped {problem.path}: {problem.reason}", file=sys.stderr)
+    preflights = report.preflights_added + report.preflights_unchanged
     print(
-        f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped; "
-        f"preflights: {report.preflights_added} added, {report.preflights_unchanged} unchanged"
+        f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped"
+        + (
+            f"; preflights: {report.preflights_added} added, {report.preflights_unchanged} unchanged"
+            if preflights
+            else ""
+        )
     )
     return 1 if report.problems else 0
 
