@@ -145,6 +145,9 @@ def test_history_page_opens_without_console_errors_and_every_image_loads(browser
 
     records = nights(20, step_at=12, torch="2.13.0", env_vars={"NCCL_ALGO": "<script>alert(1)</script>"})
     history = analyse(build_series(records, "tokens_per_s"), metric="tokens_per_s", window=8, detector="apache-otava")
+    history.links = [
+        ["2026-05-01T02:00:00", "night-0", "p5.48xlarge", "2x8", "ok", "600", "2880", "<b>2506</b>", "none"]
+    ]
     page = write_history(history, tmp_path / "history", store="s.sqlite", command="fsdp-bench history")
     state = browser.open(page)
     assert state["title"] == "fsdp-bench history: tokens_per_s"
