@@ -31,7 +31,12 @@ class RegistryError(ValueError):
 
 def user_dirs() -> tuple[Path, ...]:
     """The user's config folders, in the order given (FSDP_BENCH_CONFIG_DIR)."""
-    raw = os.environ.get(CONFIG_DIR_ENV, "")
+    return _resolved(os.environ.get(CONFIG_DIR_ENV, ""), os.getcwd())
+
+
+@lru_cache(maxsize=64)
+def _resolved(raw: str, cwd: str) -> tuple[Path, ...]:
+    """(cached: composing a grid asks for the folders several times per point)"""
     return tuple(Path(p).expanduser().resolve() for p in raw.split(os.pathsep) if p.strip())
 
 

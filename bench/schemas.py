@@ -613,6 +613,22 @@ class SweepOptions(Strict):
     preflight: bool = Field(
         False, strict=True, description="measure the cluster once per world shape before its points"
     )
+    autotune: int = Field(
+        0, ge=0, strict=True, description="run the K configurations the planner ranks best (search.*), not the grid"
+    )
+
+
+Objective = Literal["tokens_per_s", "tokens_per_s_per_device", "mfu"]
+OBJECTIVES: tuple[str, ...] = Objective.__args__
+
+
+class SearchOptions(Strict):
+    """The config's `search.*`: what `plan --best` and `sweep.autotune` rank by and hold fixed."""
+
+    objective: Objective = Field("tokens_per_s", description="what the planner ranks configurations by")
+    global_batch: int | None = Field(
+        None, ge=1, strict=True, description="sequences per optimizer step held fixed (grad_accum follows); null: free"
+    )
 
 
 class Recipe(Strict):

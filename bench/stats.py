@@ -237,6 +237,18 @@ def scaling_key(identity: dict, mode: str = "weak") -> str:
     return json.dumps(key, sort_keys=True, separators=(",", ":"))
 
 
+def rank_correlation(predicted: Sequence[float], measured: Sequence[float]) -> float:
+    """Spearman's rank correlation between predicted and measured values of the same items (ties
+    share their mean rank); NaN with fewer than 3 items or when either side is constant. Used by
+    the report's autotune section and the planner's compare."""
+    from scipy.stats import spearmanr
+
+    x, y = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
+    if len(x) < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        return float("nan")
+    return float(spearmanr(x, y).statistic)
+
+
 def stragglers(values: dict, k: float = 3.0, floor: float = 0.10) -> dict:
     """Keys whose value (a time) exceeds the median by more than max(k x MAD, floor x median), as
     key -> fraction over the median (Megatron's straggler rule: robust to the outlier it looks for).

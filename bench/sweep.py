@@ -21,7 +21,7 @@ from bench.preflight import make_task, preflight_dir
 from bench.progress import SweepProgress
 from bench.records import RESULT_FILE, write_record
 from bench.schemas import PreflightResult, PreflightSettings, PreflightSummary, RunResult, RunSpec
-from fsdp_core.protocol import PREFLIGHT_RECORD, results_relative
+from fsdp_core.protocol import PREFLIGHT_RECORD, PreflightTask, results_relative
 
 
 @dataclass
@@ -48,6 +48,10 @@ class SweepSettings:
     group_launches: bool = True
     plan: bool = False
     preflight: PreflightSettings | None = None  # measure each world shape before its points
+    # point id (repeat 0) -> the prediction its records carry (sweep.autotune: the search's own)
+    predictions: dict[str, dict] = field(default_factory=dict)
+    # world shapes already measured (sweep.autotune measures before it chooses): no second preflight
+    measured: dict[tuple[int, int], PreflightSummary] = field(default_factory=dict)
 
 
 def expand_repeats(points: list[Point], repeats: int) -> list[RunSpec]:
@@ -92,10 +96,11 @@ def run_sweep(
             latest[decision.spec.point_id] = decision.previous
         ledger.log("decide", decision.spec.point_id, run=decision.run, reason=decision.reason)
     predictions = _plan(specs) if settings.plan else {}
+    predictions |= {s.point_id: settings.predictions[_first(s).point_id] for s in specs if _first(s).point_id in settings.predictions}  # fmt: skip
     pending = _skip_not_fitting(pending, predictions, settings.results_dir, latest, ledger)
     progress = progress or SweepProgress(len(pending), enabled=False)
 
-    summaries: dict[tuple[int, int], PreflightSummary] = {}
+    summaries: dict[tuple[int, int], PreflightSummary] = dict(settings.measured)
 
     def record_done(record: RunResult) -> None:
         record = _with_extra(record, "prediction", predictions.get(record.point_id), settings.results_dir)
@@ -117,7 +122,7 @@ def run_sweep(
                 task = make_task(group[0], settings.preflight, strategies, directory)
 
             def preflight_done(result: PreflightResult, shape=shape, task=task) -> None:
-                summaries[shape] = result.summary("/".join((*results_relative(task.point_dir), PREFLIGHT_RECORD)))
+                summaries[shape] = preflight_summary(result, task)
                 outcome.preflights.append(result)
                 progress.running(f"preflight {shape[0]}x{shape[1]}: {result.status}")
 
@@ -131,6 +136,27 @@ def run_sweep(
     outcome.records = [latest[s.point_id] for s in specs if s.point_id in latest]
     outcome.wall_s = time.monotonic() - started
     return outcome
+
+
+def _first(spec: RunSpec) -> RunSpec:
+    """The point's first repeat (predictions are made per configuration)."""
+    return spec if spec.repeat == 0 else spec.model_copy(update={"repeat": 0})
+
+
+def preflight_summary(result: PreflightResult, task: PreflightTask) -> PreflightSummary:
+    """What the records of a world shape keep of its preflight (the record's path relative to the results)."""
+    return result.summary("/".join((*results_relative(task.point_dir), PREFLIGHT_RECORD)))
+
+
+def preflight_first(
+    spec: RunSpec, launcher: Launcher, settings: SweepSettings, strategies: list[str], conditions: dict | None = None
+) -> tuple[PreflightResult, PreflightSummary]:
+    """Measure a world shape on its own, before any point (sweep.autotune ranks with what it measured)."""
+    task = make_task(spec, settings.preflight, strategies, preflight_dir(settings.results_dir, spec))
+    results: list[PreflightResult] = []
+    run_group([], launcher, settings.results_dir, preflight=task, on_preflight=results.append, conditions=conditions)
+    (record,) = results
+    return record, preflight_summary(record, task)
 
 
 def _plan(specs: list[RunSpec]) -> dict[str, dict]:

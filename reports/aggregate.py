@@ -46,7 +46,8 @@ STRONG_KEYS = [*GROUP_KEYS, "global_batch", "strong_key"]
 # (a fraction: 0.10 = 10 percentage points; the threshold itself lives in reports/diagnosis.py).
 PREDICTION_TOLERANCE = FLAG_POINTS / 100
 
-_MEDIAN_COLUMNS = ["pred_tokens_per_s_per_device", "pred_scaling_efficiency", "pred_step_time_s", "pred_memory_bytes"]
+_MEDIAN_COLUMNS = ["pred_tokens_per_s_per_device", "pred_scaling_efficiency", "pred_step_time_s", "pred_memory_bytes",
+                   "pred_autotune_rank", "pred_autotune_value"]  # fmt: skip
 _CELL_COLUMNS = [
     *CELL_KEYS, "per_device_batch", "global_batch", "world_size", "tokens_per_step", "repeats", "point_ids", "step_runs", "step_boot",
     "tokens_per_s", "tps_ci_low", "tps_ci_high", "tokens_per_s_per_device", "tpsd_ci_low", "tpsd_ci_high",

@@ -17,6 +17,7 @@ import pandas as pd
 from bench.schemas import PreflightResult, RunResult
 from reports import tables
 from reports.analysis import analyse
+from reports.autotune import autotune_section
 from reports.cluster_health import cluster_health
 from reports.environment import environment_lines
 from reports.export import write_csv
@@ -93,6 +94,7 @@ def _build(
         "problems": tables.problems_table(list(problems)),
         "reproduce": commands,
         "has_prediction": tables.has_prediction(points),
+        "autotune": autotune_section(analysis.cells, records),
         "health": health,
     }
     (out / "report.html").write_text(render_html(context), encoding="utf-8")

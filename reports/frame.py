@@ -33,6 +33,9 @@ PREDICTION_KEYS = {
     # Where the planner puts the step's time: reports/diagnosis.py names a flagged point's likely cause.
     "comm_time_s.exposed": "pred_comm_exposed_s",
     "comm_time_s.overlapped": "pred_comm_overlapped_s",
+    # sweep.autotune=K: the planner's rank of the configuration in its search and the objective it predicted.
+    "autotune.rank": "pred_autotune_rank",
+    "autotune.value": "pred_autotune_value",
 }
 
 

@@ -489,7 +489,7 @@ def groups_section() -> list[str]:
 
 def render() -> str:
     """The whole of docs/configuration.md."""
-    from bench.schemas import DebugKnobs, DeviceSpec, ModelSpec, PreflightSettings, TrainSpec
+    from bench.schemas import DebugKnobs, DeviceSpec, ModelSpec, PreflightSettings, SearchOptions, TrainSpec
 
     config_path = SWEEPS / "config.yaml"
     config = _load(config_path)
@@ -516,6 +516,17 @@ def render() -> str:
             "[preflight.md](preflight.md)).",
             PreflightSettings,
             "preflight.",
+            defaults,
+            comments,
+        ),
+        *schema_section(
+            "search.*",
+            "What `fsdp-bench plan --best` and `sweep.autotune=K` rank by and hold fixed "
+            "(bench.schemas.SearchOptions; [planner.md](planner.md#searching-plan---best)). The searched axes are "
+            "overrides: `strategy=...`, `precision=...`, `train.micro_batch=...`, `train.grad_accum=...`, "
+            "`train.activation_checkpointing=...`, `train.compile=...`.",
+            SearchOptions,
+            "search.",
             defaults,
             comments,
         ),

@@ -38,8 +38,6 @@ def pytest_collection_modifyitems(config, items):
 os.environ.setdefault("FSDP_BENCH_ALLOW_CONCURRENT", "1")
 
 
-
-
 @dataclass
 class CliRun:
     """What one `fsdp-bench` invocation left: unpacks as (rc, stdout, stderr, records)."""

@@ -1,5 +1,10 @@
 """`fsdp-bench plan [OVERRIDES] [--json]`: predicted memory, fit, step time and scaling per point.
 
+`--best [--top K] [--objective ...]` searches instead: every configuration of the setup
+(strategy x precision x micro-batch x grad_accum x checkpointing x compile, constrained by the
+overrides; bench/planner/search.py), ranked by the planner, the top K printed with the reason each
+of the next ones loses.
+
 No GPU and no torch: the planner (bench/planner) works from the model's shapes, the cluster
 preset and its calibration. Exit 0, or 2 on invalid input.
 """
@@ -22,8 +27,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="plan with the links and rates a preflight measured (a preflight.json, or a folder holding one)",
     )
 
+    parser.add_argument(
+        "--best",
+        action="store_true",
+        help="search strategy x precision x micro-batch x grad_accum x checkpointing x compile and rank "
+        "what fits (overrides of those keys constrain the search)",
+    )
+    parser.add_argument("--top", default="3", metavar="K", help="with --best: how many configurations to show (3)")
+    parser.add_argument(
+        "--objective",
+        help="with --best: tokens_per_s (default, search.objective), tokens_per_s_per_device or mfu",
+    )
+
 
 def main(args: argparse.Namespace) -> int:
+    if args.best:
+        return best(args)
     from bench.config import ConfigError, load_grid
     from bench.planner import predict, with_scaling_efficiency
     from bench.planner.from_preflight import compatibility_problem
@@ -36,7 +55,8 @@ def main(args: argparse.Namespace) -> int:
             problems = {p for point in points if (p := compatibility_problem(point.spec, preflight))}
             if problems:
                 raise ConfigError(sorted(problems))
-        predictions = with_scaling_efficiency([predict(point.spec, preflight) for point in points])
+        specs = [point.spec for point in points]
+        predictions = with_scaling_efficiency([predict(spec, preflight) for spec in specs], specs)
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
@@ -51,3 +71,41 @@ def main(args: argparse.Namespace) -> int:
 
         print_plan(predictions)
     return 0
+
+
+def best(args: argparse.Namespace) -> int:
+    """`--best`: search, rank, print the top K (exit 2 on an empty space or bad flags)."""
+    from bench.config import ConfigError
+    from bench.planner.search import as_json, search
+    from bench.preflight import read_preflight
+
+    try:
+        top = top_count(args.top)
+        preflight = read_preflight(args.preflight) if args.preflight else None
+        result = search(args.overrides, args.objective, preflight)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except ValueError as exc:  # the planner's own refusals (unknown device, missing peak)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(as_json(result, top), indent=2))
+    else:
+        from bench.planner.render import print_search
+
+        print_search(result, top)
+    return 0
+
+
+def top_count(raw: str) -> int:
+    from bench.config import ConfigError
+
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError([f"--top: must be a whole number of at least 1, got {raw}"])
+    return value

@@ -23,18 +23,26 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def with_default_experiment(overrides: list[str]) -> list[str]:
     from bench.config import is_grid_override
 
-    if any(o.startswith("experiment=") for o in overrides) or any(is_grid_override(o) for o in overrides):
+    if any(o.startswith(("experiment=", "sweep.autotune=")) for o in overrides) or any(
+        is_grid_override(o) for o in overrides
+    ):
         return overrides
     return [f"experiment={DEFAULT_EXPERIMENT}", *overrides]
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.autotune import autotune_count, choose
     from bench.config import ConfigError, load_grid
     from bench.launch import get_launcher
 
     overrides = with_default_experiment(list(args.overrides))
+    autotuned = None
     try:
-        points = load_grid(overrides)
+        if autotune_count(overrides):
+            autotuned = choose(overrides, autotune_count(overrides))
+            points = autotuned.points
+        else:
+            points = load_grid(overrides)
         check_sweep_settings(points[0].config["sweep"])
         launcher = get_launcher(points[0].spec.launcher, points[0].config.get("launcher"))
         for spec in {p.spec.launcher: p.spec for p in points}.values():
@@ -49,7 +57,7 @@ def main(args: argparse.Namespace) -> int:
     if len({p.spec.launcher for p in points}) > 1:
         print("error: launcher: one sweep uses one launcher; split the grid", file=sys.stderr)
         return 2
-    return _run(points, launcher, overrides)
+    return _run(points, launcher, overrides, autotuned)
 
 
 def check_sweep_settings(sweep: dict) -> None:
@@ -59,8 +67,9 @@ def check_sweep_settings(sweep: dict) -> None:
     sweep_options({"sweep": sweep})
 
 
-def _run(points, launcher, overrides: list[str]) -> int:
+def _run(points, launcher, overrides: list[str], autotuned=None) -> int:
     from bench.config import ConfigError, preflight_settings, sweep_options
+    from bench.execute import Interrupted
     from bench.locks import LockBusy, MeasurementLocks, allow_concurrent
     from bench.progress import SweepProgress
     from bench.signals import sigterm_as_interrupt
@@ -82,8 +91,13 @@ def _run(points, launcher, overrides: list[str]) -> int:
         group_launches=options.group_launches,
         plan=options.plan,
         preflight=preflight,
+        predictions=autotuned.predictions if autotuned else {},
     )
     sweep_name = points[0].spec.sweep.name
+    if autotuned:
+        from bench.autotune import describe
+
+        print("\n".join(describe(autotuned)), flush=True)
     print(
         f"sweep {sweep_name}: {len(points)} point(s) x {settings.repeats} repeat(s) -> "
         f"{settings.results_dir / sweep_name}",
@@ -97,12 +111,14 @@ def _run(points, launcher, overrides: list[str]) -> int:
     )
     try:
         with sigterm_as_interrupt(), locks, SweepProgress(len(points) * max(1, settings.repeats)) as progress:
+            if autotuned and preflight is not None:
+                points, settings = _autotune_measured(overrides, autotuned, launcher, settings, locks.conditions)
             outcome = run_sweep(points, launcher, settings, progress=progress, conditions=locks.conditions)
     except LockBusy as exc:
         print(f"error: {exc} (sweep.wait=false)", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
-        print("interrupted while waiting for a lock: nothing ran", file=sys.stderr)
+    except (KeyboardInterrupt, Interrupted):
+        print("interrupted before any point ran (waiting for a lock, or in the preflight)", file=sys.stderr)
         return 1
     for decision in outcome.skipped:
         print(f"  skipped {decision.spec.point_id}: {decision.reason}")
@@ -120,6 +136,25 @@ def _run(points, launcher, overrides: list[str]) -> int:
     print(f"sweep {sweep_name}: {len(outcome.records) - n_bad} ok, {n_bad} not ok, wall {outcome.wall_s:.1f} s")
     print_overhead(outcome)
     return 0 if outcome.all_ok else 1
+
+
+def _autotune_measured(overrides, autotuned, launcher, settings, conditions):
+    """sweep.autotune with sweep.preflight: measure the world shape, then rank again with what it measured."""
+    from dataclasses import replace
+
+    from bench.autotune import choose, describe
+    from bench.sweep import preflight_first
+
+    spec = autotuned.points[0].spec
+    record, summary = preflight_first(spec, launcher, settings, autotuned.result.axes["strategy"], conditions)
+    shape = (spec.nodes, spec.gpus_per_node)
+    if record.status != "ok":
+        print(f"preflight {shape[0]}x{shape[1]}: {record.status} ({record.error}); ranking with nominal links")
+        return autotuned.points, replace(settings, measured={shape: summary})
+    measured = choose(overrides, len(autotuned.points), preflight=record)
+    print(f"preflight {shape[0]}x{shape[1]}: ok; ranked again with its measured links", flush=True)
+    print("\n".join(describe(measured)), flush=True)
+    return measured.points, replace(settings, predictions=measured.predictions, measured={shape: summary})
 
 
 def print_summary(records) -> None:

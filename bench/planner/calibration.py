@@ -111,8 +111,10 @@ def calibrated_cluster(base: ClusterSpec, path: Path | None = None) -> tuple[Clu
 
     An explicit `cluster.device_memory_gib` override wins over the measured memory.
     """
+    if base.device_type != "cpu":
+        return base, {}
     path = path or calibration_path()
-    if base.device_type != "cpu" or not path.exists():
+    if not path.exists():
         return base, {}
     data = json.loads(path.read_text())
     links = {}

@@ -16,6 +16,7 @@ from typing import Any
 
 from bench.labels import point_label
 from bench.planner.predict import predict
+from bench.stats import rank_correlation
 from reports.diagnosis import diagnose, predicted_comm_s
 
 
@@ -98,6 +99,8 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         )
     if rows:
         lines.append(f"\nmedian absolute error: {100 * statistics.median(abs(r['error']) for r in rows):.1f}%")
+        rho = rank_correlation([r["predicted"] for r in rows], [r["measured"] for r in rows])
+        lines.append(f"Spearman rank correlation, predicted vs measured tokens/s per device: {rho:.2f}")
     return "\n".join(lines)
 
 

@@ -32,6 +32,7 @@ from bench.planner.published import (
     anchor_table,
     load_rows,
     median_abs_error,
+    published_ranks,
     scaling_table,
     throughput_table,
 )
@@ -129,6 +130,17 @@ def report(rows: list[PublishedRow]) -> str:
         f"{a['tokens_per_s_per_gpu']:,.0f} | {100 * a['mfu']:.1f}% | {100 * a['exposed_comm_share']:.1f}% |"
         for a in anchor_table()
     ]
+    lines += [
+        "\n| published setup | GPUs | published configuration | rank among those that fit | "
+        "rank, compile as published | the planner's #1 | #1 vs published |",
+        "|---|---:|---|---:|---:|---|---:|",
+    ]
+    for r in published_ranks(rows):
+        fit_note = "" if r["fits"] else f" (predicted not to fit: {r['memory_gib']:.1f} GiB)"
+        lines.append(
+            f"| {r['series']} | {r['gpus']} | {r['published']}{fit_note} | {r['rank']} of {r['of']} | "
+            f"{r['rank_same_compile']} of {r['of_same_compile']} | {r['best']} | {100 * r['best_gain']:+.1f}% |"
+        )
     return "\n".join(lines)
 
 

@@ -22,6 +22,8 @@ Components (bytes per device):
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from bench.planner.shapes import padded_numel
 from bench.planner.workload import Workload
 from fsdp_core.flops import checkpointed_blocks
@@ -55,12 +57,16 @@ def state_bytes(w: Workload) -> dict[str, int]:
 
 def gather_bytes(shapes: tuple[tuple[int, int], ...], w: Workload, fp8_linears: bool) -> int:
     """Bytes of one module's all-gathered (unsharded, padded) parameters in param dtype."""
-    shards = w.shard_degree
+    return _gather_bytes(shapes, w.shard_degree, w.param_bytes, fp8_linears)
+
+
+@lru_cache(maxsize=4096)
+def _gather_bytes(shapes: tuple[tuple[int, int], ...], shards: int, param_bytes: int, fp8_linears: bool) -> int:
     total = 0
     for dim0, numel in shapes:
         size = padded_numel(((dim0, numel),), shards)
         is_matrix = numel != dim0
-        total += size * (FP8_LINEAR_BYTES if fp8_linears and is_matrix else w.param_bytes)
+        total += size * (FP8_LINEAR_BYTES if fp8_linears and is_matrix else param_bytes)
     return total
 
 
@@ -141,18 +147,29 @@ def ranks_sharing_memory(w: Workload) -> int:
 
 
 def fits(w: Workload) -> bool:
-    return memory_breakdown(w)["total"] * ranks_sharing_memory(w) <= device_memory_bytes(w)
+    return _needed_bytes(w) <= device_memory_bytes(w)
 
 
 def max_micro_batch(w: Workload, limit: int = 1 << 16) -> int:
-    """The largest micro-batch that fits (memory grows with it), 0 when even one sequence does not."""
+    """The largest micro-batch that fits (memory grows with it), 0 when even one sequence does not.
+
+    Memory is affine in the micro-batch (activations and logits grow with it, their headroom
+    share too) up to integer rounding, so the line through micro-batches 1 and 2 lands within a
+    step or two of the answer, and `fits` (monotone in the micro-batch) settles it exactly.
+    """
     if not fits(w.with_micro_batch(1)):
         return 0
-    low, high = 1, 2
-    while high <= limit and fits(w.with_micro_batch(high)):
-        low, high = high, high * 2
-    high = min(high, limit + 1)
-    while high - low > 1:
-        mid = (low + high) // 2
-        low, high = (mid, high) if fits(w.with_micro_batch(mid)) else (low, mid)
-    return low
+    need_1, need_2 = (_needed_bytes(w.with_micro_batch(m)) for m in (1, 2))
+    slope = need_2 - need_1
+    guess = limit if slope <= 0 else 1 + (device_memory_bytes(w) - need_1) // slope
+    guess = max(1, min(limit, guess))
+    while guess < limit and fits(w.with_micro_batch(guess + 1)):
+        guess += 1
+    while guess > 1 and not fits(w.with_micro_batch(guess)):
+        guess -= 1
+    return guess
+
+
+def _needed_bytes(w: Workload) -> int:
+    """What `fits` compares with the device's memory."""
+    return memory_breakdown(w)["total"] * ranks_sharing_memory(w)

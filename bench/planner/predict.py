@@ -111,14 +111,18 @@ def predict(spec, preflight=None) -> dict[str, Any]:
     return out
 
 
-def with_scaling_efficiency(predictions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def with_scaling_efficiency(
+    predictions: Sequence[dict[str, Any]], specs: Sequence | None = None
+) -> list[dict[str, Any]]:
     """Fill scaling efficiency against the smallest node count of each weak-scaling series
-    (bench.stats: the same series and formula as the report's)."""
+    (bench.stats: the same series and formula as the report's). `specs`: the predictions' RunSpecs,
+    when the caller has them (else they are validated again from the predictions)."""
     from bench.schemas import RunSpec
 
+    specs = specs if specs is not None else [RunSpec.model_validate(p["spec"]) for p in predictions]
     groups: dict[str, list[dict[str, Any]]] = {}
-    for p in predictions:
-        groups.setdefault(scaling_key(RunSpec.model_validate(p["spec"]).identity()), []).append(p)
+    for p, spec in zip(predictions, specs, strict=True):
+        groups.setdefault(scaling_key(spec.identity()), []).append(p)
     for members in groups.values():
         base = min(members, key=lambda p: p["spec"]["nodes"])
         for p in members:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import csv
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from bench.planner.shapes import MPT_DIMS, llama_shape, mpt_shape
@@ -181,3 +181,58 @@ def anchor_table(
                 }
             )
     return table
+
+
+# The configuration axes a published setup's rank is taken over (bench/planner/search.py's, on a
+# Workload: the MPT rows are calibration-only shapes `fsdp-bench run` cannot compose). Precision
+# stays the published bf16: fp8 is modelled but not calibrated.
+def rank_space(row: PublishedRow) -> list[Workload]:
+    """Every configuration of the row's setup: strategy x micro-batch x checkpointing x compile."""
+    from bench.planner.search import DEFAULT_MICRO_BATCHES
+    from bench.schemas import CHECKPOINTING
+    from fsdp_core.recipes import STRATEGIES
+
+    base = row_workload(row)
+    micro_batches = sorted({row.micro_batch, *map(int, DEFAULT_MICRO_BATCHES)})
+    return [
+        replace(base, strategy=s, micro_batch=m, activation_checkpointing=ac, compile=c)
+        for s in STRATEGIES
+        for m in micro_batches
+        for ac in CHECKPOINTING
+        for c in (False, True)
+    ]
+
+
+def published_ranks(rows: list[PublishedRow]) -> list[dict[str, object]]:
+    """Per published row: the rank the planner gives the published configuration among the
+    configurations of its setup that fit (by predicted tokens/s), over the whole space and with
+    compile held as published, and the planner's best of the whole space."""
+    from bench.planner.memory import GIB, fits, memory_breakdown
+
+    table = []
+    for row in rows:
+        published = row_workload(row)
+        mine = tokens_per_s_per_device(published)
+        fitting = [(w, tokens_per_s_per_device(w)) for w in rank_space(row) if fits(w)]
+        same_compile = [speed for w, speed in fitting if w.compile == row.compile]
+        best, best_speed = max(fitting, key=lambda pair: pair[1])
+        table.append(
+            {
+                "series": row.series,
+                "gpus": row.gpus,
+                "published": _describe(published),
+                "fits": fits(published),
+                "memory_gib": memory_breakdown(published)["total"] / GIB,
+                "rank": 1 + sum(speed > mine for _, speed in fitting),
+                "of": len(fitting),
+                "rank_same_compile": 1 + sum(speed > mine for speed in same_compile),
+                "of_same_compile": len(same_compile),
+                "best": _describe(best),
+                "best_gain": best_speed / mine - 1,
+            }
+        )
+    return table
+
+
+def _describe(w: Workload) -> str:
+    return f"{w.strategy} mb={w.micro_batch} ac={w.activation_checkpointing}{' compile' if w.compile else ''}"

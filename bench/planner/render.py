@@ -115,3 +115,75 @@ def print_plan(predictions: Sequence[dict[str, Any]]) -> None:
         "precision, cluster and per-device batch (weak scaling: the global batch grows with the nodes)",
         highlight=False,
     )
+
+
+def search_tables(result, top: int):
+    """`plan --best`: the top K configurations, then the next K and why each loses to #1."""
+    from rich.table import Table
+
+    from bench.planner.search import candidate_label, loss_reason
+
+    objective, winner = result.objective, result.ranked[0]
+    best = winner.value(objective)
+    ranked = Table(title=f"top {min(top, len(result.ranked))} by predicted {objective}", title_justify="left")
+    for name in ("#", "configuration", "tok/s", "tok/s/dev", "MFU", "mem GiB", "step s", "compute", "exposed comm", "other"):  # fmt: skip
+        ranked.add_column(name, justify="left" if name == "configuration" else "right")
+    for i, c in enumerate(result.ranked[:top], 1):
+        p = c.prediction
+        split = p["step_time_split_s"]
+        ranked.add_row(
+            str(i), candidate_label(c), f"{p['tokens_per_s']:,.0f}", f"{p['tokens_per_s_per_device']:,.0f}",
+            _pct(p["mfu"]), f"{p['memory_bytes_per_device']['total'] / GIB:.1f}/{p['device_memory_bytes'] / GIB:.0f}",
+            f"{p['step_time_s']:.3f}", f"{split['compute']:.3f}", f"{split['exposed_comm']:.3f}", f"{split['other']:.3f}",
+        )  # fmt: skip
+    following = result.ranked[top : 2 * top]
+    losers = Table(title=f"the next {len(following)} and why each loses to #1", title_justify="left")
+    for name in ("#", "configuration", objective, "vs #1", "main reason"):
+        losers.add_column(name, justify="left" if name in ("configuration", "main reason") else "right")
+    for i, c in enumerate(following, top + 1):
+        value = c.value(objective)
+        shown = _pct(value) if objective == "mfu" else f"{value:,.0f}"
+        losers.add_row(str(i), candidate_label(c), shown, f"{value / best - 1:+.1%}", loss_reason(c, winner))
+    return ranked, losers if following else None
+
+
+def search_header(result) -> list[str]:
+    s = result.setup
+    excluded = sum(result.excluded.values())
+    lines = [
+        f"fsdp-bench plan --best: {s['model']['name']} on {s['nodes']} x {s['gpus_per_node']} {s['cluster']['name']} "
+        f"({s['cluster']['device']['name']}), sequence {s['train']['seq_len']}, ranked by predicted {result.objective}",
+        f"searched {result.searched:,} configurations: {len(result.ranked):,} fit, {len(result.not_fitting):,} do not fit, "
+        f"{excluded:,} break a launch rule",
+    ]
+    lines += [
+        f"  excluded {count:,}: {problem}" for problem, count in sorted(result.excluded.items(), key=lambda i: -i[1])
+    ]
+    lines.append("searched: " + "; ".join(f"{axis}={','.join(values)}" for axis, values in result.axes.items()))
+    return lines
+
+
+def print_search(result, top: int) -> None:
+    import sys
+
+    from rich.console import Console
+
+    from bench.planner.search import does_not_fit
+
+    console = Console(width=None if sys.stdout.isatty() else 220)
+    for line in search_header(result):
+        console.print(line, highlight=False)
+    ranked, losers = search_tables(result, top)
+    console.print(ranked)
+    if losers is not None:
+        console.print(losers)
+    misfits = result.beaten_by_misfits()
+    if misfits:
+        console.print(
+            f"{len(misfits):,} configuration(s) predicted above #1 do not fit; the nearest to fitting, "
+            f"{does_not_fit(misfits[0]).removeprefix('does not fit: ')} "
+            f"(it would give {misfits[0].value(result.objective) / result.ranked[0].value(result.objective) - 1:+.1%})",
+            highlight=False,
+        )
+    for line in assumption_lines([c.prediction for c in result.ranked[:top]]):
+        console.print(f"assumes {line}", highlight=False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 from fsdp_core.model_args import ModelArgs
 
@@ -41,19 +42,19 @@ class ModelShape:
     # and the attention output is copied (transpose + reshape) before the out-projection saves it.
     engine_layout: bool = True
 
-    @property
+    @cached_property
     def block_params(self) -> int:
         return sum(numel for _, numel in self.block_shapes)
 
-    @property
+    @cached_property
     def root_params(self) -> int:
         return sum(numel for _, numel in self.root_shapes)
 
-    @property
+    @cached_property
     def params(self) -> int:
         return self.n_layers * self.block_params + self.root_params
 
-    @property
+    @cached_property
     def non_embedding_params(self) -> int:
         return self.params - self.lookup_params
 
@@ -68,6 +69,7 @@ class ModelShape:
         return {name: getattr(self, name) for name in ModelInfo.model_fields}
 
 
+@lru_cache(maxsize=256)
 def llama_shape(args: ModelArgs) -> ModelShape:
     """The engine's Llama model (fsdp_core/model.py), parameter by parameter."""
     d, hd, f, v = args.dim, args.head_dim, args.ffn_dim, args.vocab_size
@@ -152,8 +154,10 @@ def mpt_shape(name: str, seq_len: int) -> ModelShape:
     )
 
 
+@lru_cache(maxsize=4096)
 def padded_numel(shapes: tuple[tuple[int, int], ...], shards: int) -> int:
-    """Unsharded element count after FSDP2 pads each parameter's dim 0 to a multiple of `shards`."""
+    """Unsharded element count after FSDP2 pads each parameter's dim 0 to a multiple of `shards`
+    (cached: a grid asks the same few shapes and shard counts thousands of times)."""
     total = 0
     for dim0, numel in shapes:
         total += math.ceil(dim0 / shards) * shards * (numel // dim0)

@@ -26,7 +26,7 @@ def skip_reason(prediction: dict) -> str:
 
 def plan_points(specs: list[RunSpec]) -> dict[str, dict]:
     """point_id -> prediction for a sweep's points, scaling efficiency filled within each group."""
-    predictions = with_scaling_efficiency([predict(spec) for spec in specs])
+    predictions = with_scaling_efficiency([predict(spec) for spec in specs], specs)
     return {spec.point_id: prediction for spec, prediction in zip(specs, predictions)}
 
 
