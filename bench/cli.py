@@ -22,6 +22,8 @@ COMMANDS = {
     "plan": "bench.commands.plan",
     "calibrate": "bench.commands.calibrate",
     "cancel": "bench.commands.cancel",
+    "store": "bench.commands.store",
+    "history": "bench.commands.history",
 }
 
 

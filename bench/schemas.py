@@ -564,6 +564,7 @@ class EnvInfo(Strict):
     torch: str | None = None
     cuda: str | None = None
     nccl: str | None = None
+    driver: str | None = None  # the NVIDIA kernel driver (CUDA only); not in the fingerprint, history shows it
     device_name: str | None = None
     device_count: int | None = None
     hostnames: list[str] = Field(default_factory=list)

@@ -206,6 +206,20 @@ def scaling_efficiency(tokens_per_s, baseline_tokens_per_s, nodes, baseline_node
     return tokens_per_s / baseline_tokens_per_s / (nodes / baseline_nodes)
 
 
+def series_key(identity: dict, *, across_nodes: bool = False) -> str:
+    """The key of a history series: a point's identity without its repeat index and its `debug`
+    knobs, so runs of one workload configuration across sweeps, dates and software versions form one
+    series, and a slowdown injected with `debug.slow_fraction` stays in it (history shows changed knobs
+    like an environment change). `across_nodes`: also without what scales (the scaling_key rule), the
+    family whose efficiency at its largest node count history follows."""
+    import json
+
+    key = {k: v for k, v in identity.items() if k not in ("repeat", "debug")}
+    if across_nodes:
+        return scaling_key(key)
+    return json.dumps(key, sort_keys=True, separators=(",", ":"))
+
+
 def scaling_key(identity: dict, mode: str = "weak") -> str:
     """The key of a scaling series: a point's identity without what scales (nodes, world size) and
     its repeat index. Weak scaling keeps the per-device batch (micro-batch, accumulation); strong

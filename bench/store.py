@@ -10,6 +10,13 @@ fingerprint, and can be rebuilt from them at any time (`rebuild`).
   BEGIN IMMEDIATE and wait up to BUSY_TIMEOUT_S, so parallel sweeps lose nothing.
 - Bad input: a record with an unknown schema version or invalid content is reported as a
   problem (file and one-line reason) and skipped, never half-ingested.
+- Preflights: `preflight.json` records (<sweep>/_preflight/<shape>/, bench/preflight.py) found
+  under an ingested folder go to their own table, idempotently alike, so the cluster's measured
+  links can be followed over time (`fsdp-bench history` lists them).
+- Records last: each row keeps the whole record's JSON, read back through bench.records
+  (migration on read). The store's own table is versioned (PRAGMA user_version): an older store
+  is migrated in place when opened (STORE_MIGRATIONS), a newer one is refused with a message to
+  rebuild it from the JSON records.
 
 Command line (no console script needed): python -m bench.store {ingest,rebuild,export,stats} ...
 """
@@ -29,9 +36,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.records import RESULT_FILE, RecordProblem, parse_record, read_record
-from bench.schemas import RunResult
+from bench.schemas import PreflightResult, RunResult
+from fsdp_core.protocol import PREFLIGHT_RECORD
 
-STORE_SCHEMA_VERSION = 1
+# 2: the git sha of each run as a column, and an index by start time (history's order).
+# 3: the preflights table.
+STORE_SCHEMA_VERSION = 3
 # Parallel sweeps on one store wait for each other's short write transactions; 60 s is far
 # beyond any one batch (a few hundred small rows) yet still fails loudly on a stuck writer.
 BUSY_TIMEOUT_S = 60.0
@@ -44,7 +54,7 @@ _COLUMNS = [
     "point_id", "content_hash", "sweep", "status", "error", "model", "strategy", "precision", "cluster",
     "launcher", "nodes", "gpus_per_node", "world_size", "micro_batch", "grad_accum", "seq_len", "repeat",
     "tokens_per_s", "tokens_per_s_per_device", "mfu", "peak_mem_bytes", "env_fingerprint", "started_at",
-    "finished_at", "source", "ingested_at", "record",
+    "finished_at", "source", "ingested_at", "record", "git_sha",
 ]  # fmt: skip
 
 _SCHEMA = """
@@ -54,13 +64,36 @@ CREATE TABLE IF NOT EXISTS results (
     world_size INTEGER, micro_batch INTEGER, grad_accum INTEGER, seq_len INTEGER, repeat INTEGER,
     tokens_per_s REAL, tokens_per_s_per_device REAL, mfu REAL, peak_mem_bytes INTEGER, env_fingerprint TEXT,
     started_at TEXT, finished_at TEXT, source TEXT, ingested_at TEXT NOT NULL, record TEXT NOT NULL,
+    git_sha TEXT,
     PRIMARY KEY (point_id, content_hash)
 );
 CREATE INDEX IF NOT EXISTS results_sweep ON results (sweep, point_id);
 CREATE INDEX IF NOT EXISTS results_status ON results (status);
 CREATE INDEX IF NOT EXISTS results_config ON results (model, strategy, precision, cluster, nodes);
 CREATE INDEX IF NOT EXISTS results_env ON results (env_fingerprint);
+CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
+""" + (
+    _PREFLIGHTS := """
+CREATE TABLE IF NOT EXISTS preflights (
+    sweep TEXT NOT NULL, shape TEXT NOT NULL, content_hash TEXT NOT NULL, status TEXT NOT NULL, cluster TEXT,
+    nodes INTEGER, gpus_per_node INTEGER, started_at TEXT, source TEXT, ingested_at TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (sweep, shape, content_hash)
+);
+CREATE INDEX IF NOT EXISTS preflights_time ON preflights (started_at);
 """
+)
+
+# Store schema n -> n + 1, run in one write transaction when an older store is opened. Each step
+# derives new columns from the stored record JSON (the truth), so nothing is lost or re-read.
+STORE_MIGRATIONS = {
+    1: """
+ALTER TABLE results ADD COLUMN git_sha TEXT;
+UPDATE results SET git_sha = json_extract(record, '$.env.git_sha');
+CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
+""",
+    2: _PREFLIGHTS,
+}
 
 
 @dataclass
@@ -70,14 +103,18 @@ class IngestReport:
     added: int = 0
     unchanged: int = 0
     problems: list[RecordProblem] = field(default_factory=list)
+    preflights_added: int = 0
+    preflights_unchanged: int = 0
 
     def merge(self, other: IngestReport) -> None:
         self.added += other.added
         self.unchanged += other.unchanged
         self.problems += other.problems
+        self.preflights_added += other.preflights_added
+        self.preflights_unchanged += other.preflights_unchanged
 
 
-def content_hash(record: RunResult) -> str:
+def content_hash(record: RunResult | PreflightResult) -> str:
     """sha256 of the record's canonical JSON: equal records, equal hash, whatever the key order on disk."""
     blob = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(blob.encode()).hexdigest()
@@ -96,6 +133,15 @@ def is_store(path: Path) -> bool:
         return False
     with path.open("rb") as handle:
         return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
+def schema_version(path: Path) -> int:
+    """The store schema version of an existing SQLite file, read without writing (0: not a store yet)."""
+    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
 
 
 def _switch_to_wal(conn: sqlite3.Connection) -> None:
@@ -126,10 +172,12 @@ class ResultStore:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:  # a new file: create the table (IF NOT EXISTS: a concurrent creator may win)
                 conn.executescript(_SCHEMA + f"PRAGMA user_version = {STORE_SCHEMA_VERSION};")
+            elif version in STORE_MIGRATIONS:
+                _migrate(conn, self.path)
             elif version != STORE_SCHEMA_VERSION:
                 raise ValueError(
-                    f"store {self.path}: schema version {version}, this fsdp-bench reads "
-                    f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records"
+                    f"store {self.path}: schema version {version}, this fsdp-bench reads up to "
+                    f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records (python -m bench.store rebuild)"
                 )
 
     @contextmanager
@@ -148,15 +196,31 @@ class ResultStore:
         return self._insert_batches(rows, IngestReport())
 
     def ingest_paths(self, root: Path | str) -> IngestReport:
-        """Ingest every result.json under `root` (or one file); unreadable records become problems."""
+        """Ingest every result.json and preflight.json under `root` (or one file); unreadable records
+        become problems."""
+        from bench.preflight import read_preflight  # the planner's modules, only when ingesting
+
         root = Path(root)
-        paths = [root] if root.is_file() else sorted(root.rglob(RESULT_FILE))
-        report, rows = IngestReport(), []
+        if root.is_file():
+            single_preflight = root.name == PREFLIGHT_RECORD
+            paths, preflight_paths = ([], [root]) if single_preflight else ([root], [])
+        else:
+            paths, preflight_paths = sorted(root.rglob(RESULT_FILE)), sorted(root.rglob(PREFLIGHT_RECORD))
+        report, rows, preflight_rows = IngestReport(), [], []
         for path in paths:
             try:
                 rows.append(_row(read_record(path), str(path)))
             except ValueError as exc:
                 report.problems.append(RecordProblem(path, str(exc)))
+        for path in preflight_paths:
+            try:
+                preflight_rows.append(_preflight_row(read_preflight(path), str(path)))
+            except ValueError as exc:
+                report.problems.append(RecordProblem(path, str(exc)))
+        if preflight_rows:
+            added = self._insert_rows("preflights", _PREFLIGHT_COLUMNS, preflight_rows)
+            report.preflights_added += added
+            report.preflights_unchanged += len(preflight_rows) - added
         return self._insert_batches(rows, report)
 
     def _insert_batches(self, rows: Sequence[tuple], report: IngestReport) -> IngestReport:
@@ -165,8 +229,13 @@ class ResultStore:
         return report
 
     def _insert(self, rows: Sequence[tuple]) -> IngestReport:
-        placeholders = ", ".join("?" * len(_COLUMNS))
-        sql = f"INSERT OR IGNORE INTO results ({', '.join(_COLUMNS)}) VALUES ({placeholders})"
+        added = self._insert_rows("results", _COLUMNS, rows)
+        return IngestReport(added=added, unchanged=len(rows) - added)
+
+    def _insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
+        """Insert rows not yet present in one write transaction; returns how many were new."""
+        placeholders = ", ".join("?" * len(columns))
+        sql = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
         with self._connect() as conn:
             conn.execute("BEGIN IMMEDIATE")
             try:
@@ -177,7 +246,7 @@ class ResultStore:
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-        return IngestReport(added=added, unchanged=len(rows) - added)
+        return added
 
     def count(self, **where: object) -> int:
         """Rows matching column=value filters (e.g. count(status="ok"))."""
@@ -200,13 +269,49 @@ class ResultStore:
         for source, blob in selected:
             try:
                 records.append(parse_record(json.loads(blob)))
-            except ValueError as exc:
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError too
                 problems.append(RecordProblem(Path(source or self.path), f"stored record invalid: {exc}"))
+        return records, problems
+
+    def preflights(self) -> tuple[list[PreflightResult], list[RecordProblem]]:
+        """Every stored preflight record (each measurement, also a rerun of a sweep's shape), oldest first."""
+        from pydantic import ValidationError
+
+        sql = "SELECT source, record FROM preflights ORDER BY started_at, ingested_at"
+        with self._connect() as conn:
+            rows = conn.execute(sql).fetchall()
+        records, problems = [], []
+        for source, blob in rows:
+            try:
+                records.append(PreflightResult.model_validate_json(blob))
+            except ValidationError as exc:
+                problems.append(RecordProblem(Path(source or self.path), f"stored preflight invalid: {exc}"))
         return records, problems
 
     def clear(self) -> None:
         with self._connect() as conn:
             conn.execute("DELETE FROM results")
+            conn.execute("DELETE FROM preflights")
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring an older store up to STORE_SCHEMA_VERSION, step by step, in one write transaction.
+
+    The version is read again inside the transaction: of two processes opening the same old store,
+    the second finds it migrated and does nothing.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        while version in STORE_MIGRATIONS:
+            for statement in filter(str.strip, STORE_MIGRATIONS[version].split(";")):
+                conn.execute(statement)
+            version += 1
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    except sqlite3.DatabaseError as exc:
+        conn.execute("ROLLBACK")
+        raise ValueError(f"store {path}: migrating to store schema {STORE_SCHEMA_VERSION} failed: {exc}") from None
 
 
 def _where(filters: dict[str, object]) -> tuple[str, list[object]]:
@@ -231,8 +336,26 @@ def _row(record: RunResult, source: str | None) -> tuple:
         "mfu": metrics.mfu, "peak_mem_bytes": peak, "env_fingerprint": env_fingerprint(record),
         "started_at": record.started_at, "finished_at": record.finished_at, "source": source,
         "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+        "git_sha": record.env.git_sha,
     }  # fmt: skip
     return tuple(values[column] for column in _COLUMNS)
+
+
+_PREFLIGHT_COLUMNS = [
+    "sweep", "shape", "content_hash", "status", "cluster", "nodes", "gpus_per_node", "started_at", "source",
+    "ingested_at", "record",
+]  # fmt: skip
+
+
+def _preflight_row(record: PreflightResult, source: str | None) -> tuple:
+    spec = record.spec
+    values = {
+        "sweep": record.sweep, "shape": f"{spec.nodes}x{spec.gpus_per_node}", "content_hash": content_hash(record),
+        "status": record.status, "cluster": spec.cluster.name, "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node, "started_at": record.started_at, "source": source,
+        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+    }  # fmt: skip
+    return tuple(values[column] for column in _PREFLIGHT_COLUMNS)
 
 
 def rebuild(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport:
@@ -280,7 +403,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     for problem in report.problems:
         print(f"store: skipped {problem.path}: {problem.reason}", file=sys.stderr)
-    print(f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped")
+    preflights = report.preflights_added + report.preflights_unchanged
+    print(
+        f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped"
+        + (
+            f"; preflights: {report.preflights_added} added, {report.preflights_unchanged} unchanged"
+            if preflights
+            else ""
+        )
+    )
     return 1 if report.problems else 0
 
 

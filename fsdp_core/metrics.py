@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import platform
+import re
 import resource
 import socket
 import statistics
@@ -17,6 +18,8 @@ from fsdp_core.protocol import NODE_NAME_ENV
 
 # Variables that change collective or kernel behaviour: recorded so two results can be told apart.
 ENV_PREFIXES = ("NCCL_", "FI_", "TORCH_", "CUDA_", "OMP_", "KMP_", "GOMP_", "MKL_", "FSDP_BENCH_")
+# The NVIDIA kernel driver states its version here (containers see the host's file).
+NVIDIA_DRIVER_FILE = "/proc/driver/nvidia/version"
 
 
 class StepTimer:
@@ -181,6 +184,22 @@ def node_name() -> str:
     return os.environ.get("SLURMD_NODENAME") or os.environ.get(NODE_NAME_ENV) or socket.gethostname()
 
 
+def nvidia_driver_version(path: str = NVIDIA_DRIVER_FILE) -> str | None:
+    """The NVIDIA kernel driver's version (`550.54.15`), from its /proc file; None where unreadable.
+
+    torch reports the CUDA runtime, not the driver, and NVML would be one more dependency. The
+    file's first line reads `NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  <date>` (the
+    open modules: `... Open Kernel Module for x86_64  550.54.15  Release Build ...`).
+    """
+    try:
+        with open(path) as handle:
+            line = handle.readline()
+    except OSError:
+        return None
+    match = re.search(r"Kernel Module.*?\s(\d+\.\d+(?:\.\d+)?)\s", line)
+    return match[1] if match else None
+
+
 def capture_env(device: torch.device, git: dict | None = None, harness: str | None = None) -> dict:
     """Versions (the harness's from the launching parent), devices, hosts, communication-relevant variables."""
     hostnames: list[str] = [""] * dist.get_world_size()
@@ -193,6 +212,7 @@ def capture_env(device: torch.device, git: dict | None = None, harness: str | No
         "torch": torch.__version__,
         "cuda": torch.version.cuda if cuda else None,
         "nccl": nccl,
+        "driver": nvidia_driver_version() if cuda else None,
         "device_name": torch.cuda.get_device_name(device)
         if cuda
         else f"cpu ({platform.processor() or platform.machine()})",

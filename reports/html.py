@@ -43,9 +43,10 @@ def render_figure(name: str, caption: str, fig: Figure) -> RenderedFigure:
     return RenderedFigure(name, caption, buffer.getvalue(), width, height)
 
 
-def render_html(context: dict[str, Any]) -> str:
-    """The page from reports/templates/report.html.j2; a missing context key is an error, not blank."""
+def render_html(context: dict[str, Any], template: str = "report.html.j2") -> str:
+    """A page from reports/templates/ (the report; `history.html.j2` for `fsdp-bench history`);
+    a missing context key is an error, not blank."""
     env = Environment(
         loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True
     )
-    return env.get_template("report.html.j2").render(**context)
+    return env.get_template(template).render(**context)

@@ -4,7 +4,8 @@ A baseline is one JSON file (small enough to commit), validated by `BaselineFile
     {"schema_version": 2, "kind": "fsdp-bench-baseline", "created_at": ISO-8601, "source": path,
      "env": {fingerprint}, "points": [{"key", "label", "identity", "runs", "counters",
      "step_runs": [[step times of run 1], ...], "tokens_per_step", "mfu_per_token_rate",
-     "run_values": {metric: [one value per run]}}]}
+     "run_values": {metric: [one value per run]},
+     "losses": [loss at each step of the first run] (optional: older files lack it)}]}
 Only ok points are stored: a baseline says what a good run looks like. Older versions are
 migrated on read (version 1 kept per-metric samples; its step times and the two constants that
 turn them into tokens/s and MFU are recovered exactly from them).
@@ -39,6 +40,7 @@ class BaselinePoint(BaseModel):
     tokens_per_step: float | None = None
     mfu_per_token_rate: float | None = None
     run_values: dict[str, list[float]] = Field(default_factory=dict)  # run-level metrics (telemetry)
+    losses: list[float] | None = None  # the numerics guard's reference curve; absent in older files
 
 
 class BaselineFile(BaseModel):
@@ -124,6 +126,7 @@ def build_baseline(side: Side) -> dict[str, Any]:
                 "tokens_per_step": p.tokens_per_step,
                 "mfu_per_token_rate": p.mfu_per_token_rate,
                 "run_values": p.run_values,
+                "losses": p.loss_runs[0] if p.loss_runs else None,
             }
             for p in points
         ],
@@ -168,6 +171,7 @@ def parse_baseline(doc: Any, source: str) -> Side:
         point.step_runs, point.fingerprint = item.step_runs, dict(env or {})
         point.tokens_per_step, point.mfu_per_token_rate = item.tokens_per_step, item.mfu_per_token_rate
         point.run_values = {name: list(values) for name, values in item.run_values.items()}
+        point.loss_runs = [item.losses] if item.losses else []
         points.append(point)
     return Side(points, env, source=source, kind="baseline")
 

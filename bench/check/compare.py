@@ -7,13 +7,15 @@ significant (one-sided Mann-Whitney U p < alpha and the bootstrap CI of the medi
 excludes 1). A timing with fewer than `min_runs` runs on either side is `insufficient` and never
 gates: per-step samples of one run cannot show run-to-run noise (two back-to-back cpu_smoke sweeps
 of 1 run each gave a false alarm 4 times in 20). A point that ran ok in the baseline but not now
-fails on its status.
+fails on its status. The numerics guard (bench/check/numerics.py) compares every run's loss curve
+with the baseline's: a curve that diverged or a non-finite loss fails.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bench.check.numerics import LOSS_RTOL, compare_curves, exact_rule
 from bench.check.points import PointData
 from bench.check.thresholds import COUNTERS, METRICS, TIMINGS, Threshold, Thresholds
 from bench.check.timings import TimingComparison, compare_timing_metric, has_timing, timing_runs
@@ -29,8 +31,9 @@ MIN_SAMPLES = 3
 # one run's per-step samples miss run-to-run spread, so two quiet runs of the same code "differ").
 RUNS_HINT = "1 run per side: per-step samples miss run-to-run noise; use sweep.repeats>=2 or fsdp-bench ab"
 
-# Verdicts that fail the check when the finding is gating.
-FAILING = {"regression", "missing"}
+# Verdicts that fail the check when the finding is gating (diverged, non-finite: the numerics guard).
+FAILING = {"regression", "missing", "diverged", "non-finite"}
+NO_CURVE_HINT = "no baseline curve (the baseline keeps no loss curves: saved by an older fsdp-bench; save it again)"
 # Statuses of points that did not run (the planner skipped them, or the sweep was interrupted):
 # listed as "not in current results", not failed; failed, timeout and oom points fail.
 NOT_RUN = {"skipped", "interrupted"}
@@ -92,8 +95,10 @@ def compare(
     gate_timings: bool = True,
     alpha: float = ALPHA,
     min_runs: int = MIN_RUNS,
+    numerics: bool = True,
+    loss_rtol: float = LOSS_RTOL,
 ) -> CheckReport:
-    """Match points by identity and compare every counter and timing of each matched pair."""
+    """Match points by identity and compare every counter and timing (and loss curve) of each matched pair."""
     thresholds = thresholds or Thresholds()
     base_by_key = {p.key: p for p in baseline}
     report = CheckReport(thresholds=thresholds.describe())
@@ -110,6 +115,8 @@ def compare(
         report.findings.extend(
             compare_point(base, point, thresholds, gate_timings=gate_timings, alpha=alpha, min_runs=min_runs)
         )
+        if numerics and point.status == "ok":
+            report.findings.extend(filter(None, [compare_numerics(point.label, base, point, loss_rtol)]))
     return report
 
 
@@ -131,6 +138,25 @@ def compare_point(
         for name in TIMINGS
     ]
     return [f for f in findings if f is not None]
+
+
+def compare_numerics(label: str, base: PointData, cur: PointData, rtol: float = LOSS_RTOL) -> Finding | None:
+    """Every current run's loss curve against the baseline's first; the first failing run decides
+    (None when the current point kept no curve)."""
+    if not cur.loss_runs:
+        return None
+    device_type = cur.identity.get("cluster", {}).get("device_type", "")
+    exact = exact_rule(base.fingerprint, cur.fingerprint, device_type, base.hosts, cur.hosts)
+    reference = base.loss_runs[0] if base.loss_runs else None
+    verdicts = [compare_curves(reference, curve, exact=exact, rtol=rtol) for curve in cur.loss_runs]
+    verdict = next((v for v in verdicts if v.fails), verdicts[0])
+    if verdict.verdict == "no baseline curve":
+        return Finding(label, "loss_curve", "numerics", None, None, None, verdict.verdict, hint=NO_CURVE_HINT)
+    run = f"run {verdicts.index(verdict) + 1}/{len(verdicts)}: " if verdict.fails and len(verdicts) > 1 else ""
+    return Finding(
+        label, "loss_curve", "numerics", verdict.baseline, verdict.current, None, verdict.verdict,
+        run + verdict.describe(),
+    )  # fmt: skip
 
 
 def compare_counter(label: str, base: PointData, cur: PointData, threshold: Threshold) -> Finding | None:

@@ -13,7 +13,7 @@ from bench.check.compare import CheckReport, Finding
 from bench.check.table import finding_row
 
 SUITE_NAME = "fsdp-bench check"
-_SKIPPED = {"insufficient", "new"}
+_SKIPPED = {"insufficient", "new", "no baseline curve"}
 
 
 def _testcase(finding: Finding) -> ET.Element:
@@ -32,8 +32,8 @@ def _testcase(finding: Finding) -> ET.Element:
     return case
 
 
-def build_junit(report: CheckReport) -> ET.ElementTree:
-    """The report as a <testsuites> tree with one <testsuite>."""
+def build_junit(report: CheckReport, suite_name: str = SUITE_NAME) -> ET.ElementTree:
+    """The report as a <testsuites> tree with one <testsuite> (`fsdp-bench history` names its own)."""
     cases = [_testcase(f) for f in report.findings]
     for label in report.only_in_baseline:
         case = ET.Element("testcase", classname=label, name="point")
@@ -41,11 +41,11 @@ def build_junit(report: CheckReport) -> ET.ElementTree:
         cases.append(case)
     failures = sum(1 for c in cases if c.find("failure") is not None)
     skipped = sum(1 for c in cases if c.find("skipped") is not None)
-    root = ET.Element("testsuites", name=SUITE_NAME, tests=str(len(cases)), failures=str(failures))
+    root = ET.Element("testsuites", name=suite_name, tests=str(len(cases)), failures=str(failures))
     suite = ET.SubElement(
         root,
         "testsuite",
-        name=SUITE_NAME,
+        name=suite_name,
         tests=str(len(cases)),
         failures=str(failures),
         errors="0",
@@ -57,10 +57,10 @@ def build_junit(report: CheckReport) -> ET.ElementTree:
     return ET.ElementTree(root)
 
 
-def write_junit(report: CheckReport, path: Path) -> None:
+def write_junit(report: CheckReport, path: Path, suite_name: str = SUITE_NAME) -> None:
     """Write the JUnit XML file (parents created)."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tree = build_junit(report)
+    tree = build_junit(report, suite_name)
     ET.indent(tree)
     tree.write(path, encoding="utf-8", xml_declaration=True)

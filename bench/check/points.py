@@ -44,6 +44,8 @@ class PointData:
     # One value per run of each run-level metric (bench/check/thresholds.py: per="run"), e.g. the
     # run's energy per token and mean device utilization from its telemetry.
     run_values: dict[str, list[float]] = field(default_factory=dict)
+    loss_runs: list[list[float]] = field(default_factory=list)  # one loss curve per run (bench.check.numerics)
+    hosts: list[str] = field(default_factory=list)  # where the first ok run ran (none in a baseline file)
 
 
 def match_identity(spec: RunSpec) -> dict[str, Any]:
@@ -135,4 +137,6 @@ def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointDa
     for values in map(record_run_values, ok):
         for name, value in values.items():
             point.run_values.setdefault(name, []).append(value)
+    point.loss_runs = [list(r.metrics.losses) for r in ok if r.metrics.losses]
+    point.hosts = list(first.env.hostnames)
     return point

@@ -22,6 +22,8 @@ def format_value(metric: str, value: float | str | None) -> str:
         return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.6g}"
     if metric == "tokens_per_s":
         return f"{value:,.1f}"
+    if metric == "loss_curve":
+        return f"{value:.6g}"
     return f"{value:.4g}"
 
 
@@ -48,8 +50,8 @@ def finding_row(finding: Finding) -> list[str]:
 
 
 def is_routine(finding: Finding) -> bool:
-    """An unchanged counter: left out of the compact table (JUnit keeps every finding)."""
-    return finding.kind == "counter" and finding.verdict == "ok"
+    """An unchanged counter or a matching loss curve: left out of the compact table (JUnit keeps every finding)."""
+    return finding.kind in ("counter", "numerics") and finding.verdict == "ok"
 
 
 def report_rows(report: CheckReport, *, compact: bool = False) -> list[list[str]]:
@@ -61,8 +63,11 @@ def report_rows(report: CheckReport, *, compact: bool = False) -> list[list[str]
 
 def hidden_line(report: CheckReport) -> str | None:
     """What the compact table left out, in one line (None when nothing was)."""
-    hidden = sum(1 for f in report.findings if is_routine(f))
-    return f"{hidden} counter(s) identical to the baseline (not listed)" if hidden else None
+    counters = sum(1 for f in report.findings if is_routine(f) and f.kind == "counter")
+    curves = sum(1 for f in report.findings if is_routine(f) and f.kind == "numerics")
+    parts = [f"{counters} counter(s) identical to the baseline"] if counters else []
+    parts += [f"{curves} loss curve(s) matching it"] if curves else []
+    return " and ".join(parts) + " (not listed)" if parts else None
 
 
 def text_table(rows: list[list[str]], headers: tuple[str, ...] = HEADERS) -> str:

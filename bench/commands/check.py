@@ -42,6 +42,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--alpha", type=float, default=0.05, help="significance level of the timing tests (default 0.05)"
     )
+    add_numerics_arguments(parser)
     parser.add_argument(
         "--min-runs",
         type=int,
@@ -50,6 +51,32 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="runs (repeats) per side a timing needs to gate; below it the verdict is `insufficient` "
         "(default 2; 1 gates on a single run's per-step samples, which miss run-to-run noise)",
     )
+
+
+def add_numerics_arguments(parser: argparse.ArgumentParser) -> None:
+    """`--no-numerics` and `--loss-rtol`: the numerics guard's options (check and history)."""
+    from bench.check.numerics import LOSS_RTOL
+
+    parser.add_argument(
+        "--no-numerics",
+        action="store_true",
+        help="skip the numerics guard (each run's loss curve against its baseline's: exact on CPU with an "
+        "identical software stack, within --loss-rtol otherwise; NaN/inf fails)",
+    )
+    parser.add_argument(
+        "--loss-rtol",
+        type=float,
+        default=LOSS_RTOL,
+        metavar="R",
+        help=f"the numerics guard's relative tolerance where exact equality is not expected (default {LOSS_RTOL:g})",
+    )
+
+
+def numerics_problem(args: argparse.Namespace) -> str | None:
+    """The one-line complaint about the numerics options (None when they are fine)."""
+    if not 0.0 <= args.loss_rtol < 1.0:
+        return f"--loss-rtol: must be >= 0 and < 1, got {args.loss_rtol:g}"
+    return None
 
 
 def _error(message: str) -> int:
@@ -68,6 +95,8 @@ def main(args: argparse.Namespace) -> int:
         return _error(f"--alpha: must be between 0 and 1, got {args.alpha}")
     if args.min_runs < 1:
         return _error(f"--min-runs: must be an integer >= 1, got {args.min_runs}")
+    if numerics_problem(args):
+        return _error(numerics_problem(args))
     try:
         thresholds = Thresholds.parse(args.threshold)
         base, cur = load_side(args.baseline), load_side(args.results)
@@ -82,8 +111,9 @@ def main(args: argparse.Namespace) -> int:
     if env.refused:
         return 2
     report = compare(
-        base.points, cur.points, thresholds, gate_timings=gate_timings, alpha=args.alpha, min_runs=args.min_runs
-    )
+        base.points, cur.points, thresholds, gate_timings=gate_timings, alpha=args.alpha, min_runs=args.min_runs,
+        numerics=not args.no_numerics, loss_rtol=args.loss_rtol,
+    )  # fmt: skip
     report.env_lines = env.lines
     print(f"baseline: {base.source}  current: {cur.source}")
     print(f"thresholds: {report.thresholds}" + ("" if gate_timings else " (timings not gating)"))

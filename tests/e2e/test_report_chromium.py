@@ -21,7 +21,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "records"))
-from record_factory import REAL_DIR, sample_sweep  # noqa: E402
+from record_factory import REAL_DIR, nights, sample_sweep  # noqa: E402
 
 TELEMETRY_DIR = ROOT / "tests" / "fixtures" / "records" / "telemetry"  # real records with their sidecars
 
@@ -142,6 +142,27 @@ def test_report_opens_without_console_errors_and_every_image_loads(browser, tmp_
     assert state["fetched"] == []  # nothing loaded from anywhere: images are data URIs
     errors = [entry for entry in state["console"] if entry.get("level") == "SEVERE"]
     assert errors == []
+
+
+def test_history_page_opens_without_console_errors_and_every_image_loads(browser, tmp_path):
+    """history.html of a series with a step (and an environment change): the same checks as the report."""
+    from bench.history.analyse import analyse
+    from bench.history.page import write_history
+    from bench.history.series import build_series
+
+    records = nights(20, step_at=12, torch="2.13.0", env_vars={"NCCL_ALGO": "<script>alert(1)</script>"})
+    history = analyse(build_series(records, "tokens_per_s"), metric="tokens_per_s", window=8, detector="apache-otava")
+    history.links = [
+        ["2026-05-01T02:00:00", "night-0", "p5.48xlarge", "2x8", "ok", "600", "2880", "<b>2506</b>", "none"]
+    ]
+    page = write_history(history, tmp_path / "history", store="s.sqlite", command="fsdp-bench history")
+    state = browser.open(page)
+    assert state["title"] == "fsdp-bench history: tokens_per_s"
+    assert len(state["images"]) == 1
+    assert all(image["complete"] and image["width"] > 0 for image in state["images"]), state["images"]
+    assert state["scripts"] == 0  # the variable's "<script>" value stayed text
+    assert state["fetched"] == []
+    assert [entry for entry in state["console"] if entry.get("level") == "SEVERE"] == []
 
 
 def test_the_checks_catch_a_broken_page(browser, tmp_path):

@@ -1,0 +1,131 @@
+"""`fsdp-bench store add` + `fsdp-bench history` on real runs: three small sweeps of one `debug` point
+(real torchrun ranks), the third slowed with `debug.slow_fraction`; history must find exactly that
+change, at the third sweep's first run, as a regression, and nothing in the clean sweeps alone.
+
+The slowdown is large (slow_fraction=9: every timed step sleeps nine times its own compute time)
+so that it stands far above the run-to-run noise of a shared 2-core machine.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import xml.etree.ElementTree as ET
+
+import pytest
+
+POINT = [
+    "experiment=cpu_smoke", "nodes=1", "strategy=full_shard", "precision=fp32", "train.steps=4",
+    "train.warmup_steps=1", "train.seq_len=32", "train.threads_per_rank=1", "sweep.repeats=3", "report=false",
+]  # fmt: skip
+SWEEPS = {"night1": 0.0, "night2": 0.0, "night3": 9.0}
+
+
+def in_process(capsys, *args) -> tuple[int, str, str]:
+    """`fsdp-bench ARGS` in this process (the CLI's own code, without a new interpreter's start-up)."""
+    from bench.cli import main
+
+    capsys.readouterr()
+    code = main([str(a) for a in args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+@pytest.fixture(scope="module")
+def nights(tmp_path_factory, fsdp_bench):
+    """Three sweeps, one after the other, each in its own results folder (as nightly jobs write them)."""
+    root = tmp_path_factory.mktemp("nights")
+    for name, fraction in SWEEPS.items():
+        run = fsdp_bench(
+            "sweep", *POINT, f"sweep.name={name}", f"debug.slow_fraction={fraction}", f"results_dir={root / name}"
+        )
+        assert run.rc == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    return root
+
+
+@pytest.fixture(scope="module")
+def store(nights, tmp_path_factory, fsdp_bench):
+    path = tmp_path_factory.mktemp("store") / "history.sqlite"
+    run = fsdp_bench("store", "add", *(nights / name for name in SWEEPS), "--store", path)
+    assert run.rc == 0, run.stderr
+    assert "9 added, 0 already stored, 0 refused; 9 records in all" in run.stdout
+    return path
+
+
+def test_store_add_is_idempotent_and_keeps_time_git_and_environment(store, nights, fsdp_bench):
+    again = fsdp_bench("store", "add", nights, "--store", store)
+    assert again.rc == 0
+    assert "0 added, 9 already stored" in again.stdout
+    with sqlite3.connect(store) as conn:
+        rows = conn.execute("SELECT started_at, git_sha, record FROM results").fetchall()
+    assert len(rows) == 9
+    for started_at, git_sha, record in rows:
+        env = json.loads(record)["env"]
+        assert started_at and env["torch"] and git_sha == env["git_sha"]
+
+
+def test_history_finds_exactly_the_slowdown_with_its_run_and_direction(store, tmp_path, fsdp_bench):
+    out = tmp_path / "history"
+    run = fsdp_bench("history", "--store", store, "-o", out, "--fail-on-new-regression", "3")
+    assert run.rc == 1, run.stdout + run.stderr  # the slowdown is among the last 3 runs: the gate fails
+    rows = [line for line in run.stdout.splitlines() if line.startswith("night")]
+    assert len(rows) == 1, run.stdout  # exactly one change point
+    first_run, change = rows[0], rows[0].split("  ")
+    assert first_run.startswith("night3 ")  # the first run after it is the slowed sweep's first run
+    assert "REGRESSION (new)" in first_run and "debug.slow_fraction: 0.0 -> 9.0" in first_run
+    percent = float(re.search(r"  ([+-]\d+\.\d)% \[", first_run)[1])
+    assert percent < -50, change  # tokens/s fell (to about a tenth)
+    assert "6/3" in first_run  # runs before / after
+    assert run.stdout.splitlines()[-2].startswith("FAIL: 1 new regression(s) in the last 3 run(s)")
+    suite = ET.parse(out / "history.xml").getroot().find("testsuite")
+    assert (suite.get("tests"), suite.get("failures")) == ("1", "1")
+    assert "night3" in (out / "summary.md").read_text()
+    assert (out / "history.html").is_file() and (out / "series001.png").is_file()
+
+
+def test_a_change_older_than_the_window_passes_the_gate(store, tmp_path, capsys):
+    code, out, _ = in_process(capsys, "history", "--store", store, "-o", tmp_path, "--fail-on-new-regression", "2")
+    assert code == 0, out  # 3 runs after the change: not among the last 2
+    assert out.splitlines()[-2].startswith("PASS (1 series (1 tested, 0 too short), 1 change point(s)")
+
+
+def test_clean_runs_alone_have_no_change_point(nights, tmp_path, capsys):
+    store = tmp_path / "clean.sqlite"
+    assert in_process(capsys, "store", "add", nights / "night1", nights / "night2", "--store", store)[0] == 0
+    code, out, _ = in_process(
+        capsys, "history", "--store", store, "-o", tmp_path / "out", "--fail-on-new-regression", "6"
+    )
+    assert code == 0, out
+    assert "no change point" in out
+    assert "numerics: 5 loss curve(s) compared with the run before, 0 failed" in out
+    assert out.splitlines()[-2].startswith("PASS (1 series (1 tested, 0 too short), 0 change point(s)")
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--store", "{missing}"], "no such store"),
+        (["--store", "{empty}"], "holds no readable record"),
+        (
+            ["--store", "{store}", "--metric", "bogus"],
+            "--metric 'bogus': unknown; allowed: tokens_per_s, step_time_s, mfu",
+        ),
+        (["--store", "{store}", "--series", "llama"], "--series 'llama': matches no series; series: debug 1x1"),
+        (["--store", "{store}", "--since", "yesterday"], "--since 'yesterday': not a date"),
+        (["--store", "{store}", "--metric", "mfu"], "measured mfu"),
+        (["--store", "{store}", "--fail-on-new-regression", "1"], "--fail-on-new-regression: must be an integer >= 2"),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args, message, store, tmp_path, capsys):
+    empty = tmp_path / "empty.sqlite"
+    conn = sqlite3.connect(empty)
+    conn.execute("CREATE TABLE t (x)")
+    conn.close()
+    paths = {"missing": tmp_path / "none.sqlite", "empty": empty, "store": store}
+    code, out, err = in_process(capsys, "history", *(a.format(**paths) for a in args), "-o", tmp_path / "out")
+    assert code == 2, out + err
+    assert err.count("\n") == 1 and message in err, err
+    assert not (tmp_path / "out").exists()  # nothing written
+    with sqlite3.connect(empty) as conn:  # a foreign SQLite file is left as it was
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]

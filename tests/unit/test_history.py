@@ -1,0 +1,272 @@
+"""History's logic on hand-made records whose numbers the tests choose: series keys and order, change
+points with their magnitude, interval and environment change, the gate's window, too-short series,
+the numerics guard along a series, the efficiency series, the outputs and the store's migration."""
+
+from __future__ import annotations
+
+import json
+import math
+import sqlite3
+import sys
+import xml.etree.ElementTree as ET
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+from record_factory import BASE_ENV as ENV  # noqa: E402
+from record_factory import START, WIGGLE, make_record, night, nights  # noqa: E402
+
+from bench.history.analyse import analyse, analyse_series  # noqa: E402
+from bench.history.envdiff import env_changes  # noqa: E402
+from bench.history.series import EFFICIENCY, build_series, efficiency_series  # noqa: E402
+from bench.schemas import DebugKnobs, EnvInfo  # noqa: E402
+from bench.stats import series_key  # noqa: E402
+
+BASE = make_record(tokens_per_s=1000.0)
+
+
+def test_series_key_leaves_out_repeat_and_debug_knobs_and_keeps_what_defines_the_work():
+    identity = BASE.spec.identity()
+    slowed = BASE.spec.model_copy(update={"repeat": 3, "debug": DebugKnobs(slow_fraction=0.5)}).identity()
+    assert identity != slowed and series_key(identity) == series_key(slowed)
+    two_nodes = {**identity, "nodes": 2, "world_size": 2}
+    assert series_key(two_nodes) != series_key(identity)
+    assert series_key(two_nodes, across_nodes=True) == series_key(identity, across_nodes=True)
+
+
+def test_series_are_ordered_by_run_time_and_split_by_configuration():
+    other = make_record(tokens_per_s=500.0, strategy="no_shard")
+    records = nights(6) + [night(i, 500.0, record=other) for i in range(3)]
+    series = build_series(list(reversed(records)), "tokens_per_s")
+    assert [len(s.runs) for s in series] == [3, 6]  # in order of each series' first run (ties: sweep name)
+    six = series[1]
+    assert [r.sweep for r in six.runs] == [f"night{i:02d}" for i in range(6)]
+    assert six.label.startswith("debug 1x1 full_shard fp32") and " no_shard " in series[0].label
+    assert build_series(records, "tokens_per_s", since=START + timedelta(days=4))[0].values == pytest.approx(
+        [1000.0 * WIGGLE[4], 1000.0 * WIGGLE[5]]
+    )
+
+
+def test_a_step_is_found_at_its_first_run_with_magnitude_interval_and_environment_change():
+    env_after = {"torch": "2.13.0", "git_sha": "b" * 40, "env_vars": {"NCCL_ALGO": "Tree", "FI_PROVIDER": "efa"}}
+    records = nights(12) + [
+        night(i, 800.0 * WIGGLE[i % 8], torch="2.13.0", git_sha="b" * 40, env_vars=env_after["env_vars"])
+        for i in range(12, 20)
+    ]
+    records[11] = records[11].model_copy(update={"env": EnvInfo(**{**ENV, "env_vars": {"NCCL_ALGO": "Ring"}})})
+    (series,) = build_series(records, "tokens_per_s")
+    result = analyse_series(series, window=8)
+    (change,) = result.changes
+    assert change.index == 12 and change.run.sweep == "night12" and change.previous.sweep == "night11"
+    assert change.regression and change.direction == "regression" and change.new
+    assert (change.runs_before, change.runs_after) == (12, 8)
+    assert change.ratio == pytest.approx(0.8, rel=0.01)
+    assert change.ci_low < change.ratio < change.ci_high < 1.0  # the interval excludes "no change"
+    assert change.pvalue < 0.001
+    assert analyse_series(series, intervals=False).changes[0].ratio == pytest.approx(change.ratio)
+    assert change.environment == [
+        "torch: 2.12.0 -> 2.13.0",
+        "git: aaaaaaaaaaaa..bbbbbbbbbbbb",
+        "FI_PROVIDER: (unset) -> efa",
+        "NCCL_ALGO: Ring -> Tree",
+    ]
+    assert result.failing == [change]
+
+
+@pytest.mark.parametrize(("window", "factor", "fails"), [(8, 0.8, True), (5, 0.8, False), (8, 1.25, False)])
+def test_the_gate_fails_only_on_a_change_for_the_worse_within_the_last_n_runs(window, factor, fails):
+    history = analyse(
+        build_series(nights(20, step_at=12, factor=factor), "tokens_per_s"), metric="tokens_per_s", window=window
+    )
+    assert len(history.changes) == 1 and history.changes[0].regression == (factor < 1)
+    assert history.exit_code == (1 if fails else 0)
+    report_only = analyse(build_series(nights(20, step_at=12), "tokens_per_s"), metric="tokens_per_s")
+    assert report_only.exit_code == 0  # no --fail-on-new-regression: report only
+
+
+def test_step_time_up_is_the_worse_way():
+    records = nights(20, step_at=12, factor=0.8)
+    (series,) = build_series(records, "step_time_s")
+    (change,) = analyse_series(series).changes
+    assert change.ratio == pytest.approx(1.25, rel=0.02) and change.regression
+
+
+def test_a_debug_knob_stays_in_its_series_and_is_shown_like_an_environment_change():
+    records = nights(10) + [night(i, 500.0, slow=1.0) for i in range(10, 14)]
+    (series,) = build_series(records, "tokens_per_s")
+    (change,) = analyse_series(series).changes
+    assert change.index == 10 and change.environment == ["debug.slow_fraction: 0.0 -> 1.0"]
+
+
+def test_too_short_series_are_listed_and_never_silently_passed(tmp_path):
+    from bench.history.outputs import write_history_junit
+    from bench.history.table import verdict_line
+
+    history = analyse(build_series(nights(4), "tokens_per_s"), metric="tokens_per_s", window=2)
+    assert history.exit_code == 0 and len(history.too_short) == 1 and history.changes == []
+    assert verdict_line(history) == "PASS (1 series (0 tested, 1 too short), 0 change point(s), 0 numerics failure(s))"
+    write_history_junit(history, tmp_path / "h.xml")
+    case = ET.parse(tmp_path / "h.xml").getroot().find("testsuite/testcase")
+    assert case.find("skipped").get("message").startswith("insufficient: ")
+    assert "4 run(s) < 6: too short to test" in case.find("skipped").get("message")
+
+
+def test_numerics_guard_names_the_run_and_step_where_the_curve_left_its_rule():
+    curve = [6.0, 5.9, 5.8, 5.7]
+    records = [night(i, 1000.0, losses=list(curve)) for i in range(8)]
+    records[3] = night(3, 1000.0, losses=[6.0, 5.9, math.nan, 5.7])  # NaN: fails wherever it is
+    records[5] = night(5, 1000.0, losses=[6.0, 5.9, 5.8 + 1e-6, 5.7])  # same stack on CPU: exact rule
+    records[6] = night(6, 1000.0, losses=[6.0, 5.9, 5.8 + 1e-6, 5.7], torch="2.13.0")  # new torch: 1 % rule
+    records[7] = night(7, 1000.0, losses=[6.0, 6.2, 5.8, 5.7], torch="2.14.0")  # 3 % off at step 1
+    (series,) = build_series(records, "tokens_per_s")
+    result = analyse_series(series, window=1)
+    found = [(issue.index, issue.verdict.verdict, issue.verdict.step, issue.new) for issue in result.numerics]
+    assert found == [(3, "non-finite", 2, False), (5, "diverged", 2, False), (7, "diverged", 1, True)]
+    assert result.numerics[2].verdict.describe() == "loss diverged at step 1: 5.9 -> 6.2 (rtol 0.01)"
+    assert result.numerics_checked == 7
+    assert analyse_series(series, window=1, numerics=False).numerics == []
+
+
+def test_efficiency_at_the_largest_node_count_per_sweep_run():
+    two = make_record(nodes=2, tokens_per_s=1000.0)
+    records = []
+    for i in range(8):
+        tps1, tps2 = 1000.0, (1800.0 if i < 5 else 1200.0) * WIGGLE[i]
+        folder = f"/results/night{i:02d}/sweep"
+        records.append(night(i, tps1, log_dir=f"{folder}/a"))
+        records.append(night(i, tps2, record=two, log_dir=f"{folder}/b"))
+    (series,) = efficiency_series(records)
+    assert series.metric == EFFICIENCY and len(series.runs) == 8
+    assert series.runs[0].value == pytest.approx(0.9) and series.runs[6].value == pytest.approx(0.6 * WIGGLE[6])
+    assert series.label.startswith("debug 2x1 full_shard") and series.label.endswith("efficiency vs 1 node(s)")
+    (change,) = analyse_series(series).changes
+    assert change.index == 5 and change.regression
+
+
+def test_env_changes_lists_only_what_changed():
+    before, after = (
+        night(0, 1000.0),
+        night(1, 1000.0, cuda="12.4", driver="550.54.15", env_vars={"OMP_NUM_THREADS": "4"}),
+    )
+    assert env_changes(before, after) == ["cuda: None -> 12.4", "driver: None -> 550.54.15"]  # OMP_*: not NCCL/FI
+    assert env_changes(before, night(1, 1000.0, git_dirty=True)) == ["git: aaaaaaaaaaaa..aaaaaaaaaaaa+dirty"]
+
+
+def test_outputs_show_the_change_newest_first_and_mark_it_in_the_plot(tmp_path):
+    from bench.history.page import write_history
+    from bench.history.plots import series_figure
+
+    history = analyse(
+        build_series(nights(20, step_at=12, torch="2.13.0"), "tokens_per_s"),
+        metric="tokens_per_s",
+        window=8,
+        detector="d",
+    )
+    page = write_history(history, tmp_path, store="s.sqlite", command="fsdp-bench history")
+    html = page.read_text()
+    assert "night12 2026-05-13 02:00:00" in html and "torch: 2.12.0 -&gt; 2.13.0" in html
+    assert "FAIL: 1 new regression(s) in the last 8 run(s)" in html
+    assert (tmp_path / "series001.png").read_bytes().startswith(b"\x89PNG")
+    summary = (tmp_path / "summary.md").read_text()
+    assert summary.startswith("## fsdp-bench history: FAIL: 1 new regression(s)") and "| night12 " in summary
+    suite = ET.parse(tmp_path / "history.xml").getroot().find("testsuite")
+    assert (suite.get("name"), suite.get("tests"), suite.get("failures")) == ("fsdp-bench history", "1", "1")
+    fig = series_figure(history.results[0])
+    gids = {artist.get_gid() for artist in fig.axes[0].get_children()}
+    assert {"runs", "change:12", "note:12", "segment:0", "segment:12"} <= gids
+
+
+def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
+    from bench.store import STORE_SCHEMA_VERSION, ResultStore, schema_version
+
+    path = tmp_path / "v1.sqlite"
+    record = night(0, 1000.0)
+    conn = sqlite3.connect(path)
+    conn.executescript(
+        """CREATE TABLE results (point_id TEXT NOT NULL, content_hash TEXT NOT NULL, sweep TEXT NOT NULL,
+        status TEXT NOT NULL, started_at TEXT, finished_at TEXT, source TEXT, ingested_at TEXT NOT NULL,
+        record TEXT NOT NULL, PRIMARY KEY (point_id, content_hash)); PRAGMA user_version = 1;"""
+    )
+    conn.execute(
+        "INSERT INTO results VALUES (?, 'h', ?, 'ok', ?, NULL, NULL, 'now', ?)",
+        (record.point_id, record.sweep, record.started_at, record.model_dump_json()),
+    )
+    conn.commit()
+    conn.close()
+    store = ResultStore(path)
+    assert schema_version(path) == STORE_SCHEMA_VERSION == 3
+    assert store.count(git_sha="a" * 40) == 1
+    (read,), problems = store.records()
+    assert problems == [] and read == record
+    assert store.preflights() == ([], [])  # schema 3: the preflights table, created by the migration
+
+
+def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
+    from bench.store import ResultStore
+
+    path = tmp_path / "v9.sqlite"
+    sqlite3.connect(path).execute("PRAGMA user_version = 9").connection.close()
+    with pytest.raises(ValueError, match="schema version 9, this fsdp-bench reads up to 3; rebuild it"):
+        ResultStore(path)
+
+
+def test_store_add_command(tmp_path, capsys):
+    from bench.cli import main
+    from bench.records import write_record
+
+    for i, record in enumerate(nights(3)):
+        write_record(record, tmp_path / "results" / f"p{i}" / "result.json")
+    (tmp_path / "results" / "bad").mkdir()
+    (tmp_path / "results" / "bad" / "result.json").write_text("{")
+    store = tmp_path / "s.sqlite"
+    assert main(["store", "add", str(tmp_path / "results"), "--store", str(store)]) == 1  # one refused
+    assert "3 added, 0 already stored, 1 refused; 3 records in all" in capsys.readouterr().out
+    assert main(["store", "add", str(tmp_path / "results"), "--store", str(store)]) == 1
+    assert "0 added, 3 already stored" in capsys.readouterr().out
+    assert main(["store", "add", str(tmp_path / "nowhere"), "--store", str(store)]) == 2
+    assert capsys.readouterr().err == f"store add: no such file or folder: {tmp_path / 'nowhere'}\n"
+    json_file = tmp_path / "not-a-store.json"
+    json_file.write_text(json.dumps({}))
+    assert main(["store", "add", str(tmp_path / "results"), "--store", str(json_file)]) == 2
+    assert "exists and is not an SQLite store" in capsys.readouterr().err
+
+
+def test_stored_preflights_list_the_clusters_measured_links_over_time(tmp_path, capsys):
+    """Preflight records under a results folder go into the store beside the results (idempotently) and
+    history lists each one's measured links, oldest first, printed and in its outputs."""
+    import importlib.util
+
+    from bench.cli import main
+    from bench.records import write_record
+
+    script = Path(__file__).resolve().parents[2] / "scripts" / "p5_anchor_from_preflight.py"
+    spec = importlib.util.spec_from_file_location("p5_anchor", script)
+    anchor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(anchor)
+    results = tmp_path / "results"
+    for i, record in enumerate(nights(6)):
+        write_record(record, results / record.sweep / f"p{i}" / "result.json")
+    inter = {}
+    for day, busbw in ((1, 300.0), (0, 150.0)):  # written newest first: listed by start time
+        preflight = anchor.preflight_record(busbw).model_copy(
+            update={"sweep": f"night-{day}", "started_at": (START + timedelta(days=day)).isoformat()}
+        )
+        inter[day] = preflight.measured_links["inter_node_gbps"]
+        path = results / f"night-{day}" / "_preflight" / "2x8" / "preflight.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(preflight.model_dump_json())
+    store = tmp_path / "s.sqlite"
+    assert main(["store", "add", str(results), "--store", str(store)]) == 0
+    assert "6 added, 0 already stored, 0 refused; 6 records in all; preflights: 2 added" in capsys.readouterr().out
+    assert main(["store", "add", str(results), "--store", str(store)]) == 0
+    assert "preflights: 0 added, 2 already stored" in capsys.readouterr().out
+    assert main(["history", "--store", str(store), "-o", str(tmp_path / "out")]) == 0
+    printed = capsys.readouterr().out.split("measured links (preflights), oldest first:")[1].splitlines()
+    rows = [line for line in printed if "night-" in line]
+    assert [row.split()[1] for row in rows] == ["night-0", "night-1"]
+    assert [row.split()[7] for row in rows] == [f"{inter[0]:.4g}", f"{inter[1]:.4g}"]
+    assert inter[1] == pytest.approx(2 * inter[0])  # twice the world ring's bus bandwidth
+    assert f"| {inter[0]:.4g} |" in (tmp_path / "out" / "summary.md").read_text()
+    assert 'id="links"' in (tmp_path / "out" / "history.html").read_text()
