@@ -4,12 +4,15 @@ Nothing in the timed region reads a value back to the host (no `loss.item()`): l
 on the device and are read after the loop, so timing is not distorted by per-step syncs.
 Communication is counted on the last warm-up step: the counts are the same every step, and
 the counting dispatch mode adds Python overhead that must stay out of the timed steps.
+A `StepHook` (fsdp_core/checkpoint.py's Checkpointer) runs after each step, outside the step's
+time but inside the timed window, and closes before the window does.
 """
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
@@ -34,6 +37,13 @@ class LoopConfig:
     hang: bool = False
     oom: bool = False
     slow_fraction: float = 0.0
+    start_step: int = 0  # a resumed run starts after its checkpoint's step
+
+
+class StepHook(Protocol):
+    def after_step(self, step: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -79,13 +89,15 @@ def train_step(model, optimizer, scaler, source, cfg: LoopConfig, step: int, dev
     return total
 
 
-def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.device) -> LoopResult:
+def run_loop(
+    model, optimizer, scaler, source, cfg: LoopConfig, device: torch.device, hook: StepHook | None = None
+) -> LoopResult:
     """Warm-up steps (the last one counted), then timed steps bounded by device syncs."""
     timer, counter = StepTimer(device), CommCounter()
     losses: list[torch.Tensor] = []
     rank = dist.get_rank()
     window_start = None
-    for step in range(cfg.steps):
+    for step in range(cfg.start_step, cfg.steps):
         inject_fault(cfg, step, rank)
         counted = step == cfg.warmup_steps - 1
         timed = step >= cfg.warmup_steps
@@ -103,13 +115,17 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
         if timed:
             _slow_down(cfg, timer)
             timer.stop()
+        if hook is not None:
+            hook.after_step(step)
+    if hook is not None:
+        hook.close()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     window = time.perf_counter() - window_start if window_start is not None else 0.0
     return LoopResult(
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
-        comm_bytes=counter.snapshot() if cfg.warmup_steps >= 1 else None,
+        comm_bytes=counter.snapshot() if cfg.start_step < cfg.warmup_steps else None,  # the counted step ran
         timed_window_s=window,
         memory=memory_snapshot(device),
     )

@@ -17,6 +17,7 @@ import pandas as pd
 from bench.schemas import RunResult
 from reports import tables
 from reports.analysis import analyse
+from reports.checkpoint import checkpoint_table
 from reports.environment import environment_lines
 from reports.export import write_csv
 from reports.html import RenderedFigure, render_html
@@ -84,6 +85,7 @@ def _build(
         "figures": figures,
         "plot_notes": _plot_notes(figures, points),
         "results": tables.results_table(points),
+        "checkpoints": checkpoint_table(points),
         "failed": failed,
         "problems": tables.problems_table(list(problems)),
         "reproduce": commands,

@@ -24,13 +24,13 @@ def main(args: argparse.Namespace) -> int:
         point = load_point(args.overrides)
         launcher = get_launcher(point.spec.launcher, point.config.get("launcher"))
         launcher.check_available(point.spec)
-        if problems := launcher.check_point(point.spec):
+        results_dir = Path(point.config.get("results_dir") or "results")
+        if problems := launcher.check_point(point.spec, results_dir):
             raise ConfigError(problems)
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
         return 2
-    results_dir = Path(point.config.get("results_dir") or "results")
     rendered: list[Path] = []
     with sigterm_as_interrupt():
         try:

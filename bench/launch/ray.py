@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.launch.base import LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
+from bench.launch.checkpoint_dir import checkpoint_problems
 from bench.launch.options import ConfiguredLauncher
 from fsdp_core.protocol import collective_timeout_s
 
@@ -42,6 +43,7 @@ class RayOptions:
     runtime_env: dict = field(default_factory=dict)
     storage_path: str | None = None
     startup_grace_s: float = 300.0
+    max_failures: int = 0
 
 
 class RayLauncher(ConfiguredLauncher):
@@ -53,6 +55,10 @@ class RayLauncher(ConfiguredLauncher):
 
         if importlib.util.find_spec("ray") is None:
             raise ConfigError(["launcher: ray needs Ray Train, which is not installed: pip install 'fsdp-bench[ray]'"])
+
+    def check_point(self, spec, results_dir: Path | None = None) -> list[str]:
+        """The checkpoint folder, as the driver's host sees it (a multi-node cluster shares it)."""
+        return checkpoint_problems(spec, Path(results_dir or "results"))
 
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
         job_file = request.work_dir / "ray_job.json"
@@ -144,5 +150,6 @@ def ray_job(request: LaunchRequest, opts: RayOptions) -> dict:
         "timeout_s": int(collective_timeout_s(max(p.sweep.point_timeout_s for p in request.points))),
         "runtime_env": opts.runtime_env,
         "storage_path": str(Path(opts.storage_path or request.work_dir / "ray").resolve()),
+        "max_failures": opts.max_failures,
         "name": request.work_dir.name,
     }
