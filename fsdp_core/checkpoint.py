@@ -29,6 +29,7 @@ from typing import Protocol
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.metadata import Metadata, TensorStorageMetadata
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
@@ -326,7 +327,10 @@ class Checkpointer:
     def _save_sync(self, step: int) -> None:
         location = join(self.cfg.directory, checkpoint_folder(step))
         started = time.perf_counter()
-        metadata = dcp.save(self.state(), storage_writer=writer(location), process_group=self.group)
+        try:
+            metadata = dcp.save(self.state(), storage_writer=writer(location), process_group=self.group)
+        except CheckpointException as exc:
+            raise save_failed(step, location, exc) from None
         durable = time.perf_counter() - started
         if self.rank == 0:
             self._mark(step)
@@ -358,7 +362,10 @@ class Checkpointer:
         flight, self._in_flight = self._in_flight, None
         if flight is None:
             return
-        metadata = flight.future.result()
+        try:
+            metadata = flight.future.result()
+        except CheckpointException as exc:
+            raise save_failed(flight.step, join(self.cfg.directory, checkpoint_folder(flight.step)), exc) from None
         flight.marked.wait()
         self._record(
             flight.step,
@@ -461,6 +468,19 @@ class Checkpointer:
             "load": _load_dict(self.load, load_s),
             "resumed": _load_dict(self.resumed, resume_s),
         }
+
+
+def save_failed(step: int, location: str, exc: CheckpointException) -> RuntimeError:
+    """One line for a failed save: DCP raises a CheckpointException holding each failing rank's exception."""
+    failures = getattr(exc, "failures", None) or {}
+    if failures:
+        rank, error = min(failures.items())
+        error = error[0] if isinstance(error, tuple) else error  # DCP keeps (exception, stack)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        reason = f"rank {rank}: {type(error).__name__}: {first}"
+    else:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return RuntimeError(f"train.checkpoint: the save after step {step} to {location} failed ({reason})")
 
 
 def _load_dict(record: LoadRecord | None, seconds: float) -> dict | None:
