@@ -166,12 +166,23 @@ class TrainSpec(Strict):
     threads_per_rank: int = Field(0, ge=0, description="CPU threads per rank; 0 = cores // ranks on the host")
     checkpoint: CheckpointMode = Field("none", description="DCP checkpoints of model and optimizer: none, sync, async")
     checkpoint_every: int | None = Field(
-        None, ge=1, strict=True, description="save after every K-th timed step; null: once, after the last step"
+        None,
+        ge=1,
+        strict=True,
+        description="save after every K-th timed step; null: once, after the last step (ignored with checkpoint=none)",
     )
     checkpoint_dir: str | None = Field(
         None, description="a path or fsspec URL; null: <results_dir>/<sweep>/<point_id>/checkpoint"
     )
     resume: bool = Field(False, description="start from the latest complete checkpoint in checkpoint_dir")
+
+    @model_validator(mode="after")
+    def _no_interval_without_saves(self) -> TrainSpec:
+        """An interval means nothing without saves: dropped, so a grid over modes x intervals gives one
+        checkpoint=none point, not one per interval."""
+        if self.checkpoint == "none":
+            self.checkpoint_every = None
+        return self
 
 
 class DebugKnobs(Strict):
@@ -339,8 +350,6 @@ def _checkpoint_rule(spec: RunSpec) -> str | None:
     timed = train.steps - train.warmup_steps
     if train.checkpoint_every is None:
         return None
-    if train.checkpoint == "none":
-        return "train.checkpoint_every: needs train.checkpoint=sync or async; allowed with checkpoint=none: null"
     if train.checkpoint_every > timed:
         return (
             f"train.checkpoint_every: {train.checkpoint_every} is beyond the {timed} timed steps "
