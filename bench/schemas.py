@@ -444,6 +444,7 @@ class CheckpointMetrics(Strict):
     resumed: CheckpointLoad | None = Field(None, description="the load a resumed run started from")
     tokens_per_s_with_checkpoints: float | None = Field(None, description="over the timed window, saves included")
     goodput: float | None = Field(None, description="tokens_per_s_with_checkpoints / tokens_per_s")
+    blocked_fraction: float | None = Field(None, description="blocked_s / the timed window")
 
 
 class Metrics(Strict):

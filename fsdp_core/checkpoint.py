@@ -425,13 +425,16 @@ class Checkpointer:
         """The record's `metrics.checkpoint` (every rank calls it: times are reduced to the slowest rank).
 
         Goodput: tokens/s over the timed window, saves included, against the point's tokens/s from
-        its step-time median (which no save touches: saves run between the timed steps).
+        its step-time median (which no save touches: saves run between the timed steps). The
+        blocked fraction: the saves' blocked time over the window.
         """
         section = self.summary(device)
         window, timed = metrics.get("timed_window_s") or 0.0, len(metrics.get("step_times_s") or [])
         with_checkpoints = metrics["tokens_per_step"] * timed / window if window > 0 and timed else None
         section["tokens_per_s_with_checkpoints"] = with_checkpoints
         section["goodput"] = with_checkpoints / metrics["tokens_per_s"] if with_checkpoints else None
+        # What the saves alone took from the window: robust where step times themselves vary.
+        section["blocked_fraction"] = section["blocked_s"] / window if window > 0 else None
         return section
 
     def summary(self, device: torch.device) -> dict:

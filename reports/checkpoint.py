@@ -105,7 +105,8 @@ def _bandwidth_panel(ax, data: pd.DataFrame) -> None:
 
 
 CHECKPOINT_HEADERS = ["sweep", "point", "model", "configuration", "nodes", "mode", "every", "saves", "state (GB)",
-                      "blocked s/save", "durable s/save", "write GB/s", "load s", "read GB/s", "goodput"]  # fmt: skip
+                      "blocked s/save", "durable s/save", "write GB/s", "load s", "read GB/s", "goodput",
+                      "blocked"]  # fmt: skip
 PREDICTED_HEADERS = ["predicted state (GB)", "predicted durable s", "predicted goodput"]
 
 
@@ -120,7 +121,7 @@ def checkpoint_table(points: pd.DataFrame) -> Table:
                  _gb(row["ckpt_state_bytes"]), fmt.significant(row["ckpt_blocked_s"]),
                  fmt.significant(row["ckpt_durable_s"]), _gb(row["ckpt_write_bytes_per_s"]),
                  fmt.significant(row["ckpt_load_s"]), _gb(row["ckpt_read_bytes_per_s"]),
-                 fmt.percent(row["ckpt_goodput"])]  # fmt: skip
+                 fmt.percent(row["ckpt_goodput"]), fmt.percent(row["ckpt_blocked_fraction"])]  # fmt: skip
         if predicted:
             cells += [_gb(row["pred_ckpt_state_bytes"]), fmt.significant(row["pred_ckpt_write_s"]),
                       fmt.percent(row["pred_ckpt_goodput"])]  # fmt: skip

@@ -43,7 +43,7 @@ PREDICTION_KEYS = {
 # metrics.checkpoint as columns (the medians over the point's saves; reports/checkpoint.py reads them).
 CHECKPOINT_COLUMNS = [
     "ckpt_mode", "ckpt_every", "ckpt_saves", "ckpt_state_bytes", "ckpt_bytes", "ckpt_blocked_s", "ckpt_durable_s",
-    "ckpt_write_bytes_per_s", "ckpt_load_s", "ckpt_read_bytes_per_s", "ckpt_goodput",
+    "ckpt_write_bytes_per_s", "ckpt_load_s", "ckpt_read_bytes_per_s", "ckpt_goodput", "ckpt_blocked_fraction",
 ]  # fmt: skip
 
 
@@ -128,7 +128,7 @@ def _checkpoint(record: RunResult) -> dict[str, Any]:
         return {}
     saves, load = ckpt.saves, ckpt.load
     row: dict[str, Any] = {"ckpt_mode": ckpt.mode, "ckpt_every": ckpt.every, "ckpt_saves": len(saves),
-                           "ckpt_goodput": ckpt.goodput}  # fmt: skip
+                           "ckpt_goodput": ckpt.goodput, "ckpt_blocked_fraction": ckpt.blocked_fraction}  # fmt: skip
     if saves:
         row.update(
             ckpt_state_bytes=sum(saves[-1].state_bytes_per_rank),

@@ -156,6 +156,8 @@ def test_engine_saves_record_the_closed_form_bytes_load_and_goodput(engine, labe
     window_tokens_per_s = rec.metrics.tokens_per_step * timed / rec.metrics.timed_window_s
     assert ckpt.tokens_per_s_with_checkpoints == pytest.approx(window_tokens_per_s)
     assert 0 < ckpt.goodput == pytest.approx(window_tokens_per_s / rec.metrics.tokens_per_s)
+    assert ckpt.blocked_s == pytest.approx(sum(s.blocked_s for s in ckpt.saves))
+    assert 0 < ckpt.blocked_fraction == pytest.approx(ckpt.blocked_s / rec.metrics.timed_window_s) < 1
     assert ckpt.resumed is None
     if label == "ref":
         assert ckpt.dir.startswith("file://")  # DCP's fsspec writer

@@ -123,7 +123,7 @@ def checkpointed_record(nodes: int, durable: list[float], prediction: dict | Non
              for i, d in enumerate(durable)]  # fmt: skip
     section = CheckpointMetrics(mode="sync", every=1, dir="/ckpt", saves=saves, blocked_s=sum(s.blocked_s for s in saves),
                                 load=CheckpointLoad(step=3, load_s=0.5, bytes=2_000_000, read_bytes_per_s=4e6),
-                                tokens_per_s_with_checkpoints=800.0, goodput=0.8)  # fmt: skip
+                                tokens_per_s_with_checkpoints=800.0, goodput=0.8, blocked_fraction=0.1)  # fmt: skip
     record.metrics.checkpoint = section
     return record
 
