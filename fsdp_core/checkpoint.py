@@ -102,10 +102,13 @@ _GROUP: dist.ProcessGroup | None = None
 
 
 def checkpoint_group(timeout) -> dist.ProcessGroup:
-    """The gloo group DCP coordinates on, built once per process (every rank calls this in the same order)."""
+    """The gloo group DCP coordinates on, built once per process (every rank calls this in the same
+    order), with this point's collective timeout (a launch's points may have different ones)."""
     global _GROUP
     if _GROUP is None:
         _GROUP = dist.new_group(backend="gloo", timeout=timeout)
+    elif hasattr(_GROUP, "set_timeout"):
+        _GROUP.set_timeout(timeout)
     return _GROUP
 
 
