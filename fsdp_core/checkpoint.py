@@ -282,13 +282,20 @@ class Checkpointer:
             self.scaler.load_state_dict(state["scaler"])
         return time.perf_counter() - started
 
+    def agreed_marker(self) -> CheckpointMarker | None:
+        """The marker as rank 0 reads it, on every rank. Rank 0 writes the marker; another rank could
+        read it a moment before rank 0 marks the last save, and load (or list) a different step."""
+        box = [read_marker(self.cfg.directory) if self.rank == 0 else None]
+        dist.broadcast_object_list(box, src=0, group=self.group)
+        return box[0]
+
     # -- before the loop --
 
     def start(self) -> int:
         """The first step to run: after the restored checkpoint, or 0 (a fresh run drops a stale marker)."""
         location = _LISTENER.restore_location(self.cfg.point_id) if _LISTENER else None
         if location is None and self.cfg.resume:
-            marker = read_marker(self.cfg.directory)
+            marker = self.agreed_marker()
             if marker is None:
                 raise RuntimeError(
                     f"train.resume: no complete checkpoint in {self.cfg.directory} "
@@ -408,11 +415,10 @@ class Checkpointer:
         """Load the latest checkpoint back into the model (after the window): load time and read bandwidth."""
         if self.cfg.mode == "none":
             return
-        marker = read_marker(self.cfg.directory)
+        marker = self.agreed_marker()
         if marker is None:
             raise RuntimeError(f"train.checkpoint: no complete checkpoint in {self.cfg.directory} after the run")
         location = join(self.cfg.directory, marker.folder)
-        dist.barrier(group=self.group)
         load_s = self.load_from(location)
         self.load = LoadRecord(marker.step, load_s, folder_bytes(location))
 

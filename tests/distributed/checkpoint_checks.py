@@ -18,7 +18,7 @@ from torch.distributed.tensor import DTensor
 
 from bench.config import flavors
 from fsdp_core import checkpoint
-from fsdp_core.checkpoint import CheckpointConfig, Checkpointer, read_marker
+from fsdp_core.checkpoint import CheckpointConfig, Checkpointer
 from fsdp_core.data import SyntheticTokens
 from fsdp_core.model import build_model
 from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
@@ -74,11 +74,13 @@ def continuity_report(mode: str, directory: str) -> dict:
     uninterrupted = run_steps(model, optimizer, range(2, 4))
     ckpt.close()
     fresh, fresh_optimizer, loader = trainer(mode="none", directory=directory)
-    marker = read_marker(directory)
+    marker = loader.agreed_marker()  # rank 0 writes the marker: every rank must read rank 0's view
     loader.load_from(checkpoint.join(directory, marker.folder))
     continued = run_steps(fresh, fresh_optimizer, range(2, 4))
+    ckpt.finish()  # the worker's end of a point: every rank loads the step rank 0 marked, then rank 0 prunes
     save = ckpt.summary(CPU)["saves"][0]
-    return {"uninterrupted": uninterrupted, "continued": continued, "marker_step": marker.step, "save": save}
+    return {"uninterrupted": uninterrupted, "continued": continued, "marker_step": marker.step, "save": save,
+            "end_load_step": ckpt.load.step}  # fmt: skip
 
 
 def bytes_report(mode: str, directory: str, model_name: str = "tiny") -> dict:
@@ -90,7 +92,7 @@ def bytes_report(mode: str, directory: str, model_name: str = "tiny") -> dict:
     ckpt.after_step(0)
     ckpt.close()
     save = ckpt.summary(CPU)["saves"][0]
-    folder = Path(directory) / read_marker(directory).folder
+    folder = Path(directory) / ckpt.agreed_marker().folder
     return {
         "local_param_numel": sum(local(p).numel() for p in model.parameters()),
         "param_tensors": len(list(model.parameters())),
@@ -109,7 +111,7 @@ def reshard_report(directory: str) -> dict:
     ckpt.after_step(0)
     saved = full_state(model, optimizer)
     fresh, fresh_optimizer, loader = trainer("full_shard", directory=directory)
-    loader.load_from(checkpoint.join(directory, read_marker(directory).folder))
+    loader.load_from(checkpoint.join(directory, loader.agreed_marker().folder))
     loaded = full_state(fresh, fresh_optimizer)
     placements = {str(p.placements) for p in fresh.parameters()}
     return {
@@ -147,8 +149,8 @@ def failed_save_report(directory: str) -> dict:
     finally:
         checkpoint.writer = real_writer
     dist.barrier()
-    marker = read_marker(directory)
     fresh, fresh_optimizer, loader = trainer(mode="none", directory=directory)
+    marker = loader.agreed_marker()
     loader.load_from(checkpoint.join(directory, marker.folder))
     loaded = full_state(fresh, fresh_optimizer)
     return {
