@@ -179,6 +179,13 @@ def remove_marker(directory: str) -> None:
     (Path(directory) / CHECKPOINT_MARKER).unlink(missing_ok=True)
 
 
+def file_size(location: str) -> int:
+    if is_url(location):
+        fs, path = _fs(location)
+        return int(fs.size(path))
+    return os.path.getsize(location)
+
+
 def folder_bytes(location: str) -> int:
     """Bytes of every file in a step folder (what a load reads)."""
     if is_url(location):
@@ -318,7 +325,8 @@ class Checkpointer:
 
     def _prepare_fresh_dir(self) -> None:
         if is_url(self.cfg.directory):
-            _fs(self.cfg.directory)[0].makedirs(_fs(self.cfg.directory)[1], exist_ok=True)
+            fs, path = _fs(self.cfg.directory)
+            fs.makedirs(path, exist_ok=True)
         else:
             Path(self.cfg.directory).mkdir(parents=True, exist_ok=True)
         # A new run's checkpoints replace an earlier run's: its marker must not name a folder this run overwrites.
@@ -396,8 +404,7 @@ class Checkpointer:
 
     def _record(self, step: int, metadata: Metadata, blocked: float, durable: float, staging: float | None) -> None:
         files, tensors = written_bytes(metadata, self.world)
-        meta_path = join(join(self.cfg.directory, checkpoint_folder(step)), DCP_METADATA_FILE)
-        meta_bytes = _fs(meta_path)[0].size(_fs(meta_path)[1]) if is_url(meta_path) else os.path.getsize(meta_path)
+        meta_bytes = file_size(join(join(self.cfg.directory, checkpoint_folder(step)), DCP_METADATA_FILE))
         self.saves.append(SaveRecord(step, blocked, durable, staging, files, int(meta_bytes), tensors))
 
     def _announce(self, step: int) -> None:

@@ -55,6 +55,8 @@ class RayLauncher(ConfiguredLauncher):
 
         if importlib.util.find_spec("ray") is None:
             raise ConfigError(["launcher: ray needs Ray Train, which is not installed: pip install 'fsdp-bench[ray]'"])
+        if self.opts.max_failures < 0:  # Ray reads -1 as "retry forever"
+            raise ConfigError([f"launcher.max_failures: must be >= 0, got {self.opts.max_failures}"])
 
     def check_point(self, spec, results_dir: Path | None = None) -> list[str]:
         """The checkpoint folder, as the driver's host sees it (a multi-node cluster shares it)."""

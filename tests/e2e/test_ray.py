@@ -87,3 +87,14 @@ def test_unknown_ray_option_is_invalid_input():
     with pytest.raises(ConfigError) as err:
         get_launcher("ray", {"name": "ray", "adress": "auto"})
     assert err.value.lines[0].startswith("launcher.adress: unknown field for launcher=ray; allowed: address, ")
+
+
+def test_negative_ray_max_failures_is_invalid_input():
+    from bench.launch import get_launcher
+
+    launcher = get_launcher("ray", {"name": "ray", "max_failures": -1})
+    if importlib.util.find_spec("ray") is None:
+        pytest.skip("ray is not installed (pip install 'fsdp-bench[ray]')")
+    with pytest.raises(ConfigError) as err:
+        launcher.check_available(None)
+    assert err.value.lines == ["launcher.max_failures: must be >= 0, got -1"]
