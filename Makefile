@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, plus helpers. Each installs what it needs.
-.PHONY: sweep test test-fast bench lint setup
+.PHONY: sweep test test-fast bench lint setup image
 
 setup:
 	scripts/setup.sh
@@ -27,3 +27,8 @@ bench:
 lint:
 	scripts/setup.sh dev
 	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+
+# The cluster image (Dockerfile, docs/containers.md) with docker or podman, whichever answers; says
+# so and builds nothing when neither does. IMAGE=<tag> BASE_IMAGE=<image> FSDP_BENCH_EXTRAS=ray.
+image:
+	scripts/build_image.sh

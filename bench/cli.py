@@ -13,6 +13,7 @@ import sys
 # command -> module; a module that does not exist yet is simply not offered.
 COMMANDS = {
     "run": "bench.commands.run",
+    "preflight": "bench.commands.preflight",
     "sweep": "bench.commands.sweep",
     "report": "bench.commands.report",
     "check": "bench.commands.check",
@@ -38,8 +39,27 @@ def _config_dir_options() -> argparse.ArgumentParser:
     return common
 
 
+class _VersionAction(argparse.Action):
+    """`--version`: the package version, plus the commit when run from a checkout (bench/version.py).
+
+    Resolved only when asked (it may run git), unlike argparse's own version action.
+    """
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from bench.version import harness_version
+
+        print(f"fsdp-bench {harness_version()}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="fsdp-bench", description="Scaling benchmarks for PyTorch FSDP2.")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the version (with the git commit in a checkout) and exit"
+    )
     subparsers = parser.add_subparsers(dest="command", required=True)
     common = _config_dir_options()
     for name, module_name in COMMANDS.items():

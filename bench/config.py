@@ -352,3 +352,39 @@ def flavors() -> dict[str, Any]:
     from bench.schemas import ModelSpec
 
     return {name: ModelSpec.model_validate(load_plain("model", name)).args() for name in group_options("model")}
+
+
+def sweep_options(cfg: dict[str, Any]):
+    """The config's `sweep.*` validated (bench.schemas.SweepOptions); ConfigError naming the key."""
+    from bench.schemas import SweepOptions
+
+    try:
+        return SweepOptions.model_validate(cfg.get("sweep") or {})
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, "sweep.")) from None
+
+
+# A preflight's largest message may take at most this share of a device's memory (an all-gather
+# holds its output and its input at once, and the allocator needs room).
+PREFLIGHT_MEMORY_SHARE = 0.25
+
+
+def preflight_settings(cfg: dict[str, Any], spec: RunSpec):
+    """The config's `preflight.*` validated for this point's devices; ConfigError naming the key."""
+    from bench.schemas import PreflightSettings
+
+    try:
+        settings = PreflightSettings.model_validate(cfg.get("preflight") or {})
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, "preflight.")) from None
+    memory = spec.cluster.device_memory_gib * 2**30
+    if settings.max_bytes is not None and 2 * settings.max_bytes > PREFLIGHT_MEMORY_SHARE * memory:
+        allowed = int(PREFLIGHT_MEMORY_SHARE * memory / 2)
+        raise ConfigError(
+            [
+                f"preflight.max_bytes: {settings.max_bytes:,} bytes needs about twice that on each device, beyond "
+                f"{PREFLIGHT_MEMORY_SHARE:.0%} of {spec.cluster.name}'s {spec.cluster.device_memory_gib:g} GiB; allowed: "
+                f"<= {allowed:,}"
+            ]
+        )
+    return settings

@@ -11,20 +11,31 @@ from __future__ import annotations
 import datetime as dt
 import re
 import signal
-import subprocess
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 
 from bench.launch import LaunchOutcome, LaunchRequest
 from bench.launch.base import Launcher
+from bench.preflight import collect as collect_preflight
 from bench.records import read_record, write_record
 from bench.registry import peak_table
-from bench.schemas import RunResult, RunSpec, model_info, recipe_of
-from fsdp_core.protocol import LAUNCH_FILE, RESULT_FILE, STARTED_MARK, LaunchFile, LaunchPoint, error_files, read_errors
+from bench.schemas import EnvInfo, PreflightResult, RunResult, RunSpec, model_info, recipe_of
+from bench.version import git_info, harness_version
+from fsdp_core.protocol import (
+    LAUNCH_FILE,
+    PREFLIGHT_MEASUREMENTS,
+    PREFLIGHT_RECORD,
+    RESULT_FILE,
+    STARTED_MARK,
+    LaunchFile,
+    LaunchPoint,
+    PreflightTask,
+    error_files,
+    read_errors,
+)
 from fsdp_core.recipes import PRECISIONS
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
 # Messages a rank prints when a *peer* died: never the root cause of a failure.
 _SECONDARY = (
     "connection closed by peer",
@@ -44,23 +55,11 @@ def point_dir(results_dir: Path, spec: RunSpec) -> Path:
     return Path(results_dir) / spec.sweep.name / spec.point_id
 
 
-def git_info() -> dict:
-    """The checkout's commit and dirty flag, captured in the parent (cluster images may lack .git)."""
-
-    def git(*args: str) -> str | None:
-        try:
-            out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
-        except (OSError, subprocess.TimeoutExpired):
-            return None
-        return out.stdout.strip() if out.returncode == 0 else None
-
-    sha = git("rev-parse", "HEAD")
-    status = git("status", "--porcelain", "--untracked-files=no")
-    return {"sha": sha, "dirty": bool(status) if status is not None else None}
-
-
-def launch_file(specs: list[RunSpec], dirs: list[Path]) -> LaunchFile:
-    """What the ranks read: resolved specs with their recipes, every device's peaks, git info."""
+def launch_file(
+    specs: list[RunSpec], dirs: list[Path], preflight: PreflightTask | None = None, conditions: dict | None = None
+) -> LaunchFile:
+    """What the ranks read: resolved specs with their recipes, every device's peaks, which harness
+    launched them, a preflight to run first, and what the parent knows of the measurement's conditions."""
     points = []
     for spec, directory in zip(specs, dirs):
         recipe = PRECISIONS[spec.precision]
@@ -75,22 +74,39 @@ def launch_file(specs: list[RunSpec], dirs: list[Path]) -> LaunchFile:
                 fp8_peak_dtype=recipe.peak_dtype if recipe.peak_dtype != recipe.mfu_peak_dtype else None,
             )
         )
-    return LaunchFile(points=points, peak_table=peak_table(), git=git_info())
+    git = git_info()
+    return LaunchFile(
+        points=points, peak_table=peak_table(), git=git, harness=harness_version(git), preflight=preflight,
+        conditions=dict(conditions or {}),
+    )  # fmt: skip
 
 
-def prepare_launch(specs: list[RunSpec], results_dir: Path) -> LaunchRequest:
-    """Clear stale files of the points, write the launch file, return the request."""
+def prepare_launch(
+    specs: list[RunSpec],
+    results_dir: Path,
+    preflight: PreflightTask | None = None,
+    conditions: dict | None = None,
+) -> LaunchRequest:
+    """Clear stale files of the points (and the preflight), write the launch file, return the request."""
     dirs = [point_dir(results_dir, spec) for spec in specs]
-    for directory in dirs:
+    stale_names = (RESULT_FILE, STARTED_MARK, PREFLIGHT_MEASUREMENTS, PREFLIGHT_RECORD)
+    for directory in [*dirs, *([Path(preflight.point_dir)] if preflight else [])]:
         directory.mkdir(parents=True, exist_ok=True)
-        for stale in (directory / RESULT_FILE, directory / STARTED_MARK, *error_files(directory)):
+        for stale in (*(directory / name for name in stale_names), *error_files(directory)):
             stale.unlink(missing_ok=True)
+    shape = specs[0] if specs else RunSpec.model_validate(preflight.spec)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
-    work_dir = Path(results_dir) / specs[0].sweep.name / "_launches" / f"{stamp}-{specs[0].point_id}"
+    label = specs[0].point_id if specs else f"preflight-{shape.nodes}x{shape.gpus_per_node}"
+    work_dir = Path(results_dir) / shape.sweep.name / "_launches" / f"{stamp}-{label}"
     work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / LAUNCH_FILE
-    launch_file(specs, dirs).write(path)
-    return LaunchRequest(points=specs, point_dirs=dirs, launch_file=path, work_dir=work_dir)
+    launch_file(specs, dirs, preflight, conditions).write(path)
+    preflight_item = (
+        (shape if not specs else RunSpec.model_validate(preflight.spec), Path(preflight.point_dir))
+        if preflight
+        else None
+    )
+    return LaunchRequest(points=specs, point_dirs=dirs, launch_file=path, work_dir=work_dir, preflight=preflight_item)
 
 
 def run_group(
@@ -99,26 +115,39 @@ def run_group(
     results_dir: Path,
     on_record: Callable[[RunResult], None] | None = None,
     on_rendered: Callable[[list[Path]], None] | None = None,
+    preflight: PreflightTask | None = None,
+    on_preflight: Callable[[PreflightResult], None] | None = None,
+    conditions: dict | None = None,
 ) -> list[RunResult]:
     """Run points of one world shape, relaunching after a failed point; one record per point.
 
-    A launcher that only renders job files (kubeflow, launcher.apply=false) yields no records:
-    `on_rendered` gets the files and the points stay unrun (nothing fake is stored).
+    A `preflight` runs first, inside the first launch; its record goes to `on_preflight`. If it
+    fails, the points run anyway, in a launch of their own. A launcher that only renders job files
+    (kubeflow, launcher.apply=false) yields no records: `on_rendered` gets the files and the points
+    stay unrun (nothing fake is stored).
     """
     records: dict[str, RunResult] = {}
     pending = list(specs)
-    while pending:
-        request = prepare_launch(pending, results_dir)
+    while pending or preflight:
+        request = prepare_launch(pending, results_dir, preflight, conditions)
         started = dt.datetime.now(dt.timezone.utc)
         outcome = launcher.launch(request)
         if outcome.rendered:
             if on_rendered:
                 on_rendered(outcome.log_files)
             break
-        for record in collect_launch(request, outcome, started):
-            records[record.point_id] = record
-            if on_record:
-                on_record(record)
+        preflight_ok = True
+        if preflight:
+            status, reason = classify(Path(preflight.point_dir), outcome)
+            result = collect_preflight(preflight, status, reason)
+            preflight_ok, preflight = result.status == "ok", None
+            if on_preflight:
+                on_preflight(result)
+        if preflight_ok:  # a failed preflight ended the launch before any point started
+            for record in collect_launch(request, outcome, started):
+                records[record.point_id] = record
+                if on_record:
+                    on_record(record)
         if outcome.interrupted:
             raise Interrupted(next(reversed(records), ""))
         pending = [s for s in pending if s.point_id not in records]
@@ -133,6 +162,7 @@ def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.d
     settles at least one point and the loop always ends.
     """
     records = []
+    env = launched_by(request)
     for spec, directory in zip(request.points, request.point_dirs):
         result_path = directory / RESULT_FILE
         if result_path.exists():
@@ -140,12 +170,23 @@ def collect_launch(request: LaunchRequest, outcome: LaunchOutcome, started: dt.d
                 records.append(read_record(result_path))
                 continue
             except ValueError as exc:
-                records.append(_failure(spec, directory, "failed", f"invalid record written: {exc}", started, outcome))
+                records.append(
+                    _failure(spec, directory, "failed", f"invalid record written: {exc}", started, outcome, env)
+                )
                 continue
         status, reason = classify(directory, outcome)
-        records.append(_failure(spec, directory, status, reason, started, outcome))
+        records.append(_failure(spec, directory, status, reason, started, outcome, env))
         break
     return records
+
+
+def launched_by(request: LaunchRequest) -> EnvInfo:
+    """A failure record's environment: the harness and commit that launched it (from its launch file)."""
+    try:
+        launch = LaunchFile.read(request.launch_file)
+    except (OSError, ValueError, KeyError, TypeError):
+        return EnvInfo()
+    return EnvInfo(harness=launch.harness, git_sha=launch.git.get("sha"), git_dirty=launch.git.get("dirty"))
 
 
 def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:
@@ -204,7 +245,13 @@ def _launch_reason(outcome: LaunchOutcome) -> str:
 
 
 def _failure(
-    spec: RunSpec, directory: Path, status: str, reason: str, started: dt.datetime, outcome: LaunchOutcome
+    spec: RunSpec,
+    directory: Path,
+    status: str,
+    reason: str,
+    started: dt.datetime,
+    outcome: LaunchOutcome,
+    env: EnvInfo,
 ) -> RunResult:
     finished = dt.datetime.now(dt.timezone.utc)
     record = RunResult(
@@ -218,6 +265,7 @@ def _failure(
         spec=spec,
         recipe=recipe_of(spec),
         model_info=model_info(spec),
+        env=env,
         log_dir=str(outcome.log_files[0].parent) if outcome.log_files else str(directory),
     )
     write_record(record, directory / RESULT_FILE)

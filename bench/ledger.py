@@ -21,6 +21,9 @@ from bench.schemas import RunResult, RunSpec
 
 RETRYABLE = ("failed", "timeout", "oom")
 
+# Every decision of a sweep, one JSON line each, in its sweep folder.
+LEDGER_FILE = "ledger.jsonl"
+
 
 @dataclass(frozen=True)
 class Decision:
@@ -79,5 +82,5 @@ class Ledger:
             "point_id": point_id,
             **fields,
         }
-        with open(self.sweep_dir / "ledger.jsonl", "a") as handle:
+        with open(self.sweep_dir / LEDGER_FILE, "a") as handle:
             handle.write(json.dumps(entry) + "\n")

@@ -193,6 +193,12 @@ class DebugKnobs(Strict):
     hang: bool = Field(False, description="fail_rank sleeps forever at fail_step instead of raising")
     oom: bool = Field(False, description="fail_rank raises an out-of-memory error at fail_step")
     slow_fraction: float = Field(0.0, ge=0.0, lt=10.0, description="sleep this fraction of each step's compute time")
+    slow_rank: int | None = Field(
+        None,
+        ge=0,
+        description="only this rank is slowed (a straggler), by slow_fraction or, when that is 0, by half its own "
+        "step and matmul time",
+    )
 
 
 class PointSweep(Strict):
@@ -218,7 +224,11 @@ _IDENTITY_EXCLUDE = {
 }  # fmt: skip
 # Fields added after schema version 2, as (section, field): they enter a point's identity only when
 # set away from their default, so every point measured before they existed keeps its id.
-LATER_FIELDS: tuple[tuple[str, str], ...] = (("train", "checkpoint"), ("train", "checkpoint_every"))
+LATER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("debug", "slow_rank"),
+    ("train", "checkpoint"),
+    ("train", "checkpoint_every"),
+)
 
 
 class RunSpec(Strict):
@@ -277,6 +287,12 @@ class RunSpec(Strict):
     def tokens_per_step(self) -> int:
         """Tokens of the global batch in one optimizer step."""
         return self.world_size * self.train.micro_batch * self.train.grad_accum * self.train.seq_len
+
+    @property
+    def matmul_peak_tflops(self) -> float | None:
+        """The device's dense peak at the rate this point's matmuls run (the precision's tensor-core
+        dtype); None where the cluster has none (CPUs)."""
+        return self.cluster.peak_tflops.get(PRECISIONS[self.precision].peak_dtype)
 
     def identity(self) -> dict[str, Any]:
         """The fields that define what is measured (the point id and check's matching)."""
@@ -341,6 +357,8 @@ def _debug_rule(spec: RunSpec) -> str | None:
         return f"debug.fail_rank: {knobs.fail_rank} is not a rank of this point; allowed: 0..{spec.world_size - 1}"
     if knobs.fail_step is not None and knobs.fail_step >= spec.train.steps:
         return f"debug.fail_step: {knobs.fail_step} is not a step of this point; allowed: 0..{spec.train.steps - 1}"
+    if knobs.slow_rank is not None and knobs.slow_rank >= spec.world_size:
+        return f"debug.slow_rank: {knobs.slow_rank} is not a rank of this point; allowed: 0..{spec.world_size - 1}"
     return None
 
 
@@ -403,6 +421,22 @@ class CompileInfo(Strict):
     graphs: int
     cache_entries: int
     graph_breaks: int
+
+
+class HostLoad(Strict):
+    """A host's 1-minute load average when the timed window opened and closed, and the cores the
+    point's ranks on it used (CPU threads; one per rank on GPU)."""
+
+    host: str
+    cores: int
+    ranks_cores: int
+    before: float
+    after: float
+
+    @property
+    def loaded(self) -> bool:
+        """Other work used cores beyond the ones this point's ranks use."""
+        return max(self.before, self.after) > self.ranks_cores + 0.5
 
 
 class CommBytes(Strict):
@@ -469,6 +503,12 @@ class Metrics(Strict):
     timed_window_s: float | None = None
     compile: CompileInfo | None = None
     checkpoint: CheckpointMetrics | None = None
+    # Each rank's median busy time per step (up to the step's closing synchronisation: on CPU the
+    # time before the barrier, so a straggler shows; on GPU CUDA-event time, which includes waits
+    # inside collectives) and the slowest of them.
+    rank_step_time_medians_s: list[float] = Field(default_factory=list)
+    slowest_rank: int | None = None
+    host_load: list[HostLoad] = Field(default_factory=list)
 
 
 class EnvInfo(Strict):
@@ -478,11 +518,18 @@ class EnvInfo(Strict):
     device_name: str | None = None
     device_count: int | None = None
     hostnames: list[str] = Field(default_factory=list)
+    rank_hosts: list[str] = Field(default_factory=list)  # each rank's node, in rank order (names stragglers)
     python: str | None = None
     platform: str | None = None
     git_sha: str | None = None
     git_dirty: bool | None = None
+    # The fsdp-bench that launched the point (bench/version.py): package version, plus "+g<commit>"
+    # (".dirty") when run from a checkout. Not in the fingerprint: a harness upgrade keeps baselines comparable.
+    harness: str | None = None
     env_vars: dict[str, str] = Field(default_factory=dict)
+    # Whether the point ran holding the host lock (bench/locks.py): True held, False skipped
+    # (sweep.allow_concurrent=true), None not applicable (a cluster launcher).
+    exclusive_host: bool | None = None
 
     def fingerprint(self) -> dict[str, Any]:
         """What must match for two results to be comparable: software and hardware, not hosts."""
@@ -493,6 +540,159 @@ class EnvInfo(Strict):
             "device_name": self.device_name,
             "platform": self.platform,
         }
+
+
+Collective = Literal["all_gather", "reduce_scatter", "all_reduce"]
+# The process groups a preflight measures: the whole world, the mesh's shard and replicate groups of
+# each strategy, and each node's own ranks (to compare nodes with each other).
+ProcessGroupKind = Literal["world", "shard", "replicate", "node"]
+
+
+class PreflightSettings(Strict):
+    """What `fsdp-bench preflight` and `sweep.preflight=true` measure (the config's `preflight.*`)."""
+
+    collectives: list[Collective] = Field(
+        default_factory=lambda: ["all_gather", "reduce_scatter", "all_reduce"], description="collectives to time"
+    )
+    groups: list[ProcessGroupKind] = Field(
+        default_factory=lambda: ["world", "shard", "replicate", "node"], description="process groups to time them on"
+    )
+    min_bytes: int = Field(1024, ge=1, strict=True, description="smallest message, bytes")
+    max_bytes: int | None = Field(
+        None, ge=1, strict=True, description="largest message, bytes; null: the model's largest FSDP unit"
+    )
+    iters: int = Field(5, ge=1, strict=True, description="timed repetitions per collective and size")
+    matmul_iters: int = Field(10, ge=1, strict=True, description="timed repetitions per GEMM shape")
+    # Megatron-style straggler rule: slower than the median by more than max(k x MAD, floor x median).
+    straggler_k: float = Field(3.0, gt=0, description="MADs beyond the median a straggler must be")
+    straggler_floor: float = Field(0.10, ge=0, description="and at least this fraction slower than the median")
+
+    @model_validator(mode="after")
+    def _sizes(self) -> PreflightSettings:
+        if self.max_bytes is not None and self.max_bytes < self.min_bytes:
+            raise ValueError(f"max_bytes: {self.max_bytes} is smaller than min_bytes {self.min_bytes}")
+        return self
+
+
+class RankDevice(Strict):
+    """One rank's own device: matmul throughput at the model's GEMM shapes and memory bandwidth."""
+
+    rank: int
+    host: str
+    local_rank: int
+    node: int
+    matmul_s: float  # seconds for one pass over every GEMM shape (medians per shape)
+    matmul_best_s: float  # the same from each shape's fastest repetition (the straggler measure)
+    matmul_tflops: float
+    matmul_tflops_by_shape: dict[str, float] = Field(default_factory=dict)
+    memory_gbps: float | None = None
+
+    @property
+    def matmul_best_tflops(self) -> float:
+        """The rate of the fastest repetitions: what the straggler rule compares."""
+        return self.matmul_tflops * self.matmul_s / self.matmul_best_s
+
+
+class CollectiveSample(Strict):
+    """One collective on one process group at one message size (nccl-tests' conventions)."""
+
+    op: Collective
+    group: ProcessGroupKind
+    group_size: int
+    bytes: int  # all-gather: the gathered output; reduce-scatter: the input; all-reduce: the buffer
+    time_s: float  # median over repetitions of the slowest rank's time
+    best_s: float  # the fastest repetition's (the node straggler measure)
+    algbw_gbps: float  # bytes / time, GB/s
+    busbw_gbps: float  # algbw x (n-1)/n (all-gather, reduce-scatter) or 2(n-1)/n (all-reduce)
+    node: int | None = None  # for group "node": which node's ranks
+
+
+class Straggler(Strict):
+    """A rank (or a node) slower than the median by more than the rule allows."""
+
+    # "matmul" (a rank) or "node all_reduce" (a node's own ranks), each compared on its fastest
+    # repetition: interference only ever adds time, so what is slow even at its best is slow.
+    measure: str
+    rank: int | None = None
+    host: str
+    local_rank: int | None = None
+    node: int | None = None
+    value_s: float
+    median_s: float
+    slower_by: float  # fraction over the median
+
+
+class PreflightSummary(Strict):
+    """What a point's record keeps of its world shape's preflight."""
+
+    path: str  # relative to the results folder: <sweep>/_preflight/<shape>/preflight.json
+    matmul_tflops_median: float
+    busbw_gbps: dict[str, float] = Field(default_factory=dict)  # "<op>/<group>" -> bus bandwidth at the largest size
+    stragglers: list[Straggler] = Field(default_factory=list)
+    measured_links: dict[str, float] = Field(default_factory=dict)  # PreflightResult.measured_links
+
+
+class PreflightResult(Strict):
+    """A preflight's record: `<results>/<sweep>/_preflight/<shape>/preflight.json`."""
+
+    kind: Literal["preflight"] = "preflight"
+    schema_version: Literal[1] = 1
+    sweep: str
+    status: Status
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    spec: RunSpec
+    settings: PreflightSettings
+    strategies: list[str] = Field(default_factory=list)
+    ranks: list[RankDevice] = Field(default_factory=list)
+    collectives: list[CollectiveSample] = Field(default_factory=list)
+    stragglers: list[Straggler] = Field(default_factory=list)
+    # Links the planner can use instead of the cluster's nominal ones: Gbit/s as the cluster fields
+    # mean them (intra: one GPU's link; inter: the whole node's network), latency per ring hop.
+    measured_links: dict[str, float] = Field(default_factory=dict)
+    host_load: list[HostLoad] = Field(default_factory=list)  # around the whole measurement
+    env: EnvInfo = Field(default_factory=EnvInfo)
+    notes: dict[str, str] = Field(default_factory=dict)
+
+    def summary(self, path: str) -> PreflightSummary:
+        largest = {}
+        for sample in self.collectives:
+            if sample.group == "node":
+                continue
+            key = f"{sample.op}/{sample.group}"
+            if key not in largest or sample.bytes > largest[key].bytes:
+                largest[key] = sample
+        tflops = sorted(r.matmul_tflops for r in self.ranks)
+        return PreflightSummary(
+            path=path,
+            matmul_tflops_median=tflops[len(tflops) // 2] if tflops else 0.0,
+            busbw_gbps={k: v.busbw_gbps for k, v in sorted(largest.items())},
+            stragglers=self.stragglers,
+            measured_links=self.measured_links,
+        )
+
+
+class SweepOptions(Strict):
+    """The config's `sweep.*`: how a sweep runs its points (the point's own part is PointSweep)."""
+
+    name: str | None = Field(None, description="default: the experiment's name, or adhoc")
+    force: bool = Field(False, strict=True, description="rerun points that already have an ok result")
+    retry_failed: bool = Field(False, strict=True, description="rerun failed, timed-out and out-of-memory points")
+    point_timeout_s: float = Field(600.0, gt=0, description="seconds a started point may run")
+    repeats: int = Field(1, ge=1, strict=True, description="runs of every point, interleaved")
+    plan: bool = Field(False, strict=True, description="skip points the planner predicts will not fit")
+    group_launches: bool = Field(True, strict=True, description="points that share a world shape run inside one launch")
+    grid: dict[str, Any] = Field(default_factory=dict, description="key -> comma-separated values")
+    wait: bool = Field(
+        True, strict=True, description="wait for another sweep holding the folder or host (false: exit 2)"
+    )
+    allow_concurrent: bool = Field(
+        False, strict=True, description="run local launches without the host lock (recorded in each record)"
+    )
+    preflight: bool = Field(
+        False, strict=True, description="measure the cluster once per world shape before its points"
+    )
 
 
 class Recipe(Strict):
@@ -520,6 +720,9 @@ class RunResult(Strict):
     env: EnvInfo = Field(default_factory=EnvInfo)
     notes: dict[str, str] = Field(default_factory=dict)
     prediction: dict[str, Any] | None = None
+    # The preflight of this point's world shape, when the sweep ran one (sweep.preflight=true):
+    # what it measured, in brief, and where its record is.
+    preflight: PreflightSummary | None = None
     log_dir: str | None = None
 
 
@@ -545,6 +748,8 @@ def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[st
         if err["type"] == "literal_error":
             allowed = err.get("ctx", {}).get("expected", "")
             msg = f"got {err.get('input')!r}; allowed: {allowed}"
+        elif err["type"] in ("bool_type", "bool_parsing"):
+            msg = f"got {err.get('input')!r}; allowed: true, false"
         elif err["type"] == "missing":
             msg = "missing"
         lines.extend(f"{loc}: {part}" if loc else part for part in msg.splitlines())

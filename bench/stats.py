@@ -221,3 +221,19 @@ def scaling_key(identity: dict, mode: str = "weak") -> str:
     elif mode != "weak":
         raise ValueError(f"scaling mode: {mode!r}; allowed: weak, strong")
     return json.dumps(key, sort_keys=True, separators=(",", ":"))
+
+
+def stragglers(values: dict, k: float = 3.0, floor: float = 0.10) -> dict:
+    """Keys whose value (a time) exceeds the median by more than max(k x MAD, floor x median), as
+    key -> fraction over the median (Megatron's straggler rule: robust to the outlier it looks for).
+
+    With two values the median absolute deviation cannot tell which one is off, so the floor alone
+    decides; with one there is nothing to compare.
+    """
+    if len(values) < 2:
+        return {}
+    data = np.asarray(list(values.values()), dtype=float)
+    median = float(np.median(data))
+    mad = float(np.median(np.abs(data - median))) if len(values) >= 3 else 0.0
+    limit = max(k * mad, floor * median)
+    return {key: value / median - 1 for key, value in values.items() if value - median > limit}

@@ -17,9 +17,11 @@ from bench.config import Point
 from bench.execute import Interrupted, point_dir, run_group
 from bench.launch import Launcher
 from bench.ledger import Decision, Ledger
+from bench.preflight import make_task, preflight_dir
 from bench.progress import SweepProgress
 from bench.records import RESULT_FILE, write_record
-from bench.schemas import RunResult, RunSpec
+from bench.schemas import PreflightResult, PreflightSettings, PreflightSummary, RunResult, RunSpec
+from fsdp_core.protocol import PREFLIGHT_RECORD, results_relative
 
 
 @dataclass
@@ -28,6 +30,7 @@ class SweepOutcome:
     ran: list[str] = field(default_factory=list)  # point ids run in this invocation
     skipped: list[Decision] = field(default_factory=list)
     rendered: list[Path] = field(default_factory=list)  # job files written instead of run (apply=false)
+    preflights: list[PreflightResult] = field(default_factory=list)
     interrupted: bool = False
     wall_s: float = 0.0
 
@@ -44,6 +47,7 @@ class SweepSettings:
     repeats: int = 1
     group_launches: bool = True
     plan: bool = False
+    preflight: PreflightSettings | None = None  # measure each world shape before its points
 
 
 def expand_repeats(points: list[Point], repeats: int) -> list[RunSpec]:
@@ -66,8 +70,13 @@ def run_sweep(
     launcher: Launcher,
     settings: SweepSettings,
     progress: SweepProgress | None = None,
+    conditions: dict | None = None,
 ) -> SweepOutcome:
-    """Run every point that the ledger says is pending; return all of the grid's records."""
+    """Run every point that the ledger says is pending; return all of the grid's records.
+
+    With `settings.preflight`, each world shape's first launch measures the cluster first, and the
+    shape's records carry what it measured (`RunResult.preflight`).
+    """
     started = time.monotonic()
     specs = expand_repeats(points, settings.repeats)
     sweep_name = specs[0].sweep.name
@@ -86,8 +95,12 @@ def run_sweep(
     pending = _skip_not_fitting(pending, predictions, settings.results_dir, latest, ledger)
     progress = progress or SweepProgress(len(pending), enabled=False)
 
+    summaries: dict[tuple[int, int], PreflightSummary] = {}
+
     def record_done(record: RunResult) -> None:
-        record = _with_prediction(record, predictions.get(record.point_id), settings.results_dir)
+        record = _with_extra(record, "prediction", predictions.get(record.point_id), settings.results_dir)
+        shape = (record.spec.nodes, record.spec.gpus_per_node)
+        record = _with_extra(record, "preflight", summaries.get(shape), settings.results_dir)
         latest[record.point_id] = record
         outcome.ran.append(record.point_id)
         ledger.log("finished", record.point_id, status=record.status, error=record.error)
@@ -95,8 +108,23 @@ def run_sweep(
 
     try:
         for group in group_by_world_shape(pending, settings.group_launches):
-            progress.running(f"{len(group)} point(s) at {group[0].nodes}x{group[0].gpus_per_node}")
-            run_group(group, launcher, settings.results_dir, on_record=record_done, on_rendered=outcome.rendered.extend)
+            shape = (group[0].nodes, group[0].gpus_per_node)
+            progress.running(f"{len(group)} point(s) at {shape[0]}x{shape[1]}")
+            task = None
+            if settings.preflight is not None and shape not in summaries:
+                strategies = [s.strategy for s in pending if (s.nodes, s.gpus_per_node) == shape]
+                directory = preflight_dir(settings.results_dir, group[0])
+                task = make_task(group[0], settings.preflight, strategies, directory)
+
+            def preflight_done(result: PreflightResult, shape=shape, task=task) -> None:
+                summaries[shape] = result.summary("/".join((*results_relative(task.point_dir), PREFLIGHT_RECORD)))
+                outcome.preflights.append(result)
+                progress.running(f"preflight {shape[0]}x{shape[1]}: {result.status}")
+
+            run_group(
+                group, launcher, settings.results_dir, on_record=record_done, on_rendered=outcome.rendered.extend,
+                preflight=task, on_preflight=preflight_done, conditions=conditions,
+            )  # fmt: skip
     except (Interrupted, KeyboardInterrupt):
         # A signal outside a launch (between points) lands here too: nothing was running to record.
         outcome.interrupted = True
@@ -133,10 +161,11 @@ def _skip_not_fitting(
     return kept
 
 
-def _with_prediction(record: RunResult, prediction: dict | None, results_dir: Path) -> RunResult:
-    """Store the prediction beside the measurement so reports show predicted next to measured."""
-    if prediction is None or record.prediction is not None:
+def _with_extra(record: RunResult, field: str, value: object, results_dir: Path) -> RunResult:
+    """Store what the sweep knows beside the measurement (the prediction, the world shape's
+    preflight) so reports show it next to what was measured; a value already there stays."""
+    if value is None or getattr(record, field) is not None:
         return record
-    record = record.model_copy(update={"prediction": prediction})
+    record = record.model_copy(update={field: value})
     write_record(record, point_dir(results_dir, record.spec) / RESULT_FILE)
     return record

@@ -23,13 +23,15 @@ class StepTimer:
     """Times steps bounded by device synchronisation: CUDA events on GPU, a barrier on CPU.
 
     On GPU no host sync happens per step (events are read after the loop); on CPU each step
-    ends with a barrier, so its time already includes waiting for the slowest rank.
+    ends with a barrier, so its time already includes waiting for the slowest rank. `busy_s`
+    keeps this rank's own part (on CPU, up to the closing barrier), where a straggler shows.
     """
 
     def __init__(self, device: torch.device) -> None:
         self.device = device
         self._pending: list[tuple[object, object]] = []
         self._host_times: list[float] = []
+        self._busy: list[float] = []
         self._start: object = None
         self.host_start = 0.0
 
@@ -48,6 +50,7 @@ class StepTimer:
             end.record()
             self._pending.append((self._start, end))
         else:
+            self._busy.append(time.perf_counter() - self._start)
             dist.barrier()
             self._host_times.append(time.perf_counter() - self._start)
 
@@ -62,6 +65,11 @@ class StepTimer:
             torch.cuda.synchronize(self.device)
             return [start.elapsed_time(end) / 1000.0 for start, end in self._pending]
         return list(self._host_times)
+
+    def busy_s(self) -> list[float]:
+        """This rank's own time per step: up to the closing barrier on CPU; the event time on GPU
+        (which includes waits inside collectives: there a straggler shows in preflight matmuls)."""
+        return self.times_s() if self.device.type == "cuda" else list(self._busy)
 
 
 def max_over_ranks(values: list[float], device: torch.device) -> list[float]:
@@ -152,6 +160,14 @@ def peak_memory_record(snapshot: dict[str, int | None], device: torch.device) ->
     return record
 
 
+def gather_floats(value: float, device: torch.device) -> list[float]:
+    """One float from every rank, in rank order."""
+    local = torch.tensor([value], dtype=torch.float64, device=device)
+    tensors = [torch.zeros_like(local) for _ in range(dist.get_world_size())]
+    dist.all_gather(tensors, local)
+    return [float(t.item()) for t in tensors]
+
+
 def gather_ints(values: list[int], device: torch.device) -> list[list[int]]:
     """A list of integers from every rank (the same length on each), in rank order."""
     local = torch.tensor(values, dtype=torch.int64, device=device)
@@ -165,8 +181,8 @@ def node_name() -> str:
     return os.environ.get("SLURMD_NODENAME") or os.environ.get(NODE_NAME_ENV) or socket.gethostname()
 
 
-def capture_env(device: torch.device, git: dict | None = None) -> dict:
-    """Versions, devices, hosts and the communication-relevant environment variables."""
+def capture_env(device: torch.device, git: dict | None = None, harness: str | None = None) -> dict:
+    """Versions (the harness's from the launching parent), devices, hosts, communication-relevant variables."""
     hostnames: list[str] = [""] * dist.get_world_size()
     dist.all_gather_object(hostnames, node_name())
     cuda = device.type == "cuda"
@@ -182,9 +198,26 @@ def capture_env(device: torch.device, git: dict | None = None) -> dict:
         else f"cpu ({platform.processor() or platform.machine()})",
         "device_count": torch.cuda.device_count() if cuda else os.cpu_count(),
         "hostnames": sorted(set(hostnames)),
+        "rank_hosts": hostnames,
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "git_sha": (git or {}).get("sha"),
         "git_dirty": (git or {}).get("dirty"),
+        "harness": harness,
         "env_vars": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
     }
+
+
+def host_loads(load: tuple[float, float], spec: dict) -> list[dict]:
+    """Each host's 1-minute load average before and after a measurement (`load`, this rank's view)
+    and the cores the ranks on it use: CPU threads on a CPU cluster, one per rank on GPUs."""
+    threads = torch.get_num_threads() if spec["cluster"]["device_type"] == "cpu" else 1
+    mine = {"host": node_name(), "cores": os.cpu_count() or 1, "threads": threads, "load": list(load)}
+    everyone: list = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    hosts: dict[str, dict] = {}
+    for entry in everyone:
+        host = hosts.setdefault(entry["host"], {"host": entry["host"], "cores": entry["cores"], "ranks_cores": 0,
+                                                "before": entry["load"][0], "after": entry["load"][1]})  # fmt: skip
+        host["ranks_cores"] += entry["threads"]
+    return sorted(hosts.values(), key=lambda h: h["host"])

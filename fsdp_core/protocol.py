@@ -9,6 +9,9 @@ shapes and the rules from here, so neither side can drift from the other.
     <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
     <checkpoint dir>/step-<S>/                        every rank (DCP): the state after step S
     <checkpoint dir>/latest                           rank 0, after a save is durable: the latest complete checkpoint
+    <results>/<sweep>/_preflight/<shape>/              a preflight: `started`, errors/ as a point's, and
+                                                       measurements.json (rank 0's raw measurements), from
+                                                       which the parent writes preflight.json (the record)
 """
 
 from __future__ import annotations
@@ -23,6 +26,9 @@ LAUNCH_FILE = "launch.json"
 STARTED_MARK = "started"
 RESULT_FILE = "result.json"
 ERRORS_DIR = "errors"
+PREFLIGHT_DIR = "_preflight"
+PREFLIGHT_MEASUREMENTS = "measurements.json"
+PREFLIGHT_RECORD = "preflight.json"
 # The process groups' collective timeout outlasts the point timeout by this much, so the launcher's
 # watch always ends a hang first (status `timeout`); otherwise a peer's collective timeout could
 # win the race and the point would read as `failed` with a secondary "timed out" message.
@@ -52,12 +58,27 @@ class LaunchPoint:
 
 
 @dataclass
+class PreflightTask:
+    """A preflight run before the launch's points: what the cluster itself does (fsdp_core/preflight.py)."""
+
+    point_dir: str  # where `started`, errors/ and measurements.json go
+    spec: dict[str, Any]  # the resolved RunSpec whose world shape, model and precision it measures
+    settings: dict[str, Any]  # bench.schemas.PreflightSettings as JSON
+    strategies: list[str] = field(default_factory=list)  # whose process groups to measure
+
+
+@dataclass
 class LaunchFile:
-    """launch.json: points of one world shape, run in turn by the same ranks."""
+    """launch.json: points of one world shape, run in turn by the same ranks (a preflight first, if any)."""
 
     points: list[LaunchPoint]
     peak_table: list[dict[str, Any]] = field(default_factory=list)  # every known device's runtime names and peaks
     git: dict[str, Any] = field(default_factory=dict)  # the parent checkout's commit, for the record
+    harness: str | None = None  # the launching fsdp-bench's version (bench/version.py), for the record
+    preflight: PreflightTask | None = None
+    # What the parent knows about the measurement's conditions, for the record (e.g. whether it held
+    # the host lock: bench/locks.py).
+    conditions: dict[str, Any] = field(default_factory=dict)
 
     def write(self, path: Path) -> None:
         write_json_atomic(Path(path), asdict(self))
@@ -68,10 +89,14 @@ class LaunchFile:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> LaunchFile:
+        preflight = data.get("preflight")
         return cls(
             points=[LaunchPoint(**p) for p in data["points"]],
             peak_table=data.get("peak_table", []),
             git=data.get("git", {}),
+            harness=data.get("harness"),
+            preflight=PreflightTask(**preflight) if preflight else None,
+            conditions=data.get("conditions", {}),
         )
 
 
@@ -93,6 +118,13 @@ class RankError:
     @classmethod
     def read(cls, path: Path) -> RankError:
         return cls(**json.loads(Path(path).read_text()))
+
+
+def results_relative(item_dir: Path) -> tuple[str, ...]:
+    """A point's or preflight's folder relative to the results folder (<sweep>/<point_id>, or
+    <sweep>/_preflight/<shape>): how a launcher maps it into pods or object storage."""
+    parts = Path(item_dir).parts
+    return parts[-3:] if len(parts) >= 3 and parts[-2] == PREFLIGHT_DIR else parts[-2:]
 
 
 def error_file(point_dir: Path, rank: int) -> Path:

@@ -10,8 +10,9 @@ time but inside the timed window, and closes before the window does.
 
 from __future__ import annotations
 
+import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import torch
@@ -37,6 +38,7 @@ class LoopConfig:
     hang: bool = False
     oom: bool = False
     slow_fraction: float = 0.0
+    slow_rank: int | None = None
     start_step: int = 0  # a resumed run starts after its checkpoint's step
 
 
@@ -53,6 +55,8 @@ class LoopResult:
     comm_bytes: dict[str, int] | None
     timed_window_s: float = 0.0
     memory: dict[str, int | None] | None = None  # this rank's peak memory over the timed window
+    busy_s: list[float] = field(default_factory=list)  # this rank's own part of each timed step
+    load: tuple[float, float] = (0.0, 0.0)  # the host's 1-minute load average when the window opened, closed
 
 
 def inject_fault(cfg: LoopConfig, step: int, rank: int) -> None:
@@ -96,12 +100,13 @@ def run_loop(
     timer, counter = StepTimer(device), CommCounter()
     losses: list[torch.Tensor] = []
     rank = dist.get_rank()
-    window_start = None
+    window_start, load_before = None, 0.0
     for step in range(cfg.start_step, cfg.steps):
         inject_fault(cfg, step, rank)
         counted = step == cfg.warmup_steps - 1
         timed = step >= cfg.warmup_steps
         if timed and window_start is None:
+            load_before = os.getloadavg()[0]
             window_start = start_timed_window(device)
         if timed:
             timer.start()
@@ -113,7 +118,7 @@ def run_loop(
         else:
             losses.append(train_step(model, optimizer, scaler, source, cfg, step, device))
         if timed:
-            _slow_down(cfg, timer)
+            _slow_down(cfg, timer, rank)
             timer.stop()
         if hook is not None:
             hook.after_step(step)
@@ -128,6 +133,8 @@ def run_loop(
         comm_bytes=counter.snapshot() if cfg.start_step < cfg.warmup_steps else None,  # the counted step ran
         timed_window_s=window,
         memory=memory_snapshot(device),
+        busy_s=timer.busy_s(),
+        load=(load_before, os.getloadavg()[0]),
     )
 
 
@@ -141,7 +148,16 @@ def start_timed_window(device: torch.device) -> float:
     return time.perf_counter()
 
 
-def _slow_down(cfg: LoopConfig, timer: StepTimer) -> None:
-    """debug.slow_fraction: sleep that fraction of the step's own time (validates regression checks)."""
-    if cfg.slow_fraction > 0:
-        time.sleep(cfg.slow_fraction * timer.elapsed_host_s())
+def slow_down_fraction(slow_fraction: float, slow_rank: int | None, rank: int) -> float:
+    """The debug slow-down of this rank: slow_fraction on every rank, or only on slow_rank (half its
+    own time when slow_fraction is 0): a regression or a straggler on demand."""
+    if slow_rank is None:
+        return slow_fraction
+    return (slow_fraction or 0.5) if rank == slow_rank else 0.0
+
+
+def _slow_down(cfg: LoopConfig, timer: StepTimer, rank: int) -> None:
+    """Sleep this rank's debug slow-down fraction of the step's own time (validates checks and stragglers)."""
+    fraction = slow_down_fraction(cfg.slow_fraction, cfg.slow_rank, rank)
+    if fraction > 0:
+        time.sleep(fraction * timer.elapsed_host_s())

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import os
+import statistics
 import sys
 import time
 import traceback
@@ -26,17 +27,26 @@ from fsdp_core.checkpoint import CheckpointConfig, Checkpointer
 from fsdp_core.compile_stats import CompileStats
 from fsdp_core.data import build_source
 from fsdp_core.flops import flops_per_token, hardware_flops_per_token
-from fsdp_core.metrics import capture_env, max_over_ranks, peak_memory_record, step_time_stats
+from fsdp_core.metrics import (
+    capture_env,
+    gather_floats,
+    host_loads,
+    max_over_ranks,
+    peak_memory_record,
+    step_time_stats,
+)
 from fsdp_core.model import build_model
 from fsdp_core.model_args import ModelArgs
-from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
+from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama, set_collective_timeout
 from fsdp_core.precision import build_grad_scaler, check_precision_supported
+from fsdp_core.preflight import run_preflight
 from fsdp_core.protocol import (
     RANKS_PER_HOST_ENV,
     RESULT_FILE,
     STARTED_MARK,
     LaunchFile,
     LaunchPoint,
+    PreflightTask,
     RankError,
     collective_timeout_s,
     write_json_atomic,
@@ -178,6 +188,7 @@ def loop_config(spec: dict, start_step: int = 0) -> LoopConfig:
         oom=debug.get("oom", False),
         slow_fraction=debug.get("slow_fraction", 0.0),
         start_step=start_step,
+        slow_rank=debug.get("slow_rank"),
     )
 
 
@@ -190,10 +201,15 @@ def assemble_record(
     losses = torch.tensor(loop.losses, dtype=torch.float64, device=device)
     dist.all_reduce(losses)
     losses = (losses / world).tolist()
-    env = capture_env(device, launch.git)
+    env = capture_env(device, launch.git, launch.harness)
+    env["exclusive_host"] = launch.conditions.get("exclusive_host")
     metrics, notes = throughput_metrics(spec, args, step_times, env["device_name"], point, launch)
+    rank_medians = gather_floats(statistics.median(loop.busy_s), device)
     metrics.update(
         {
+            "rank_step_time_medians_s": rank_medians,
+            "slowest_rank": max(range(world), key=rank_medians.__getitem__),
+            "host_load": host_loads(loop.load, spec),
             "peak_mem_bytes": peak_memory_record(loop.memory, device),
             "comm_bytes_per_step": loop.comm_bytes,
             "loss_first": losses[0],
@@ -270,7 +286,7 @@ def throughput_metrics(
     return metrics, notes
 
 
-def record_failure(point: LaunchPoint, exc: BaseException) -> None:
+def record_failure(point: LaunchPoint | PreflightTask, exc: BaseException) -> None:
     """Leave this rank's one-line reason where bench will look for it."""
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     message = f"{type(exc).__name__}: {first}".strip()
@@ -281,6 +297,20 @@ def record_failure(point: LaunchPoint, exc: BaseException) -> None:
     error.write(Path(point.point_dir))
 
 
+def run_preflight_task(task: PreflightTask, launch: LaunchFile) -> None:
+    """The launch's preflight, before its points, on the same ranks and process group."""
+    spec = task.spec
+    try:
+        device = setup_device(spec["cluster"]["device_type"], spec["train"].get("threads_per_rank", 0))
+        timeout = dt.timedelta(seconds=collective_timeout_s(spec["sweep"]["point_timeout_s"]))
+        init_distributed(device, timeout, spec["train"]["cpu_offload"])
+        set_collective_timeout(timeout)
+        run_preflight(task, model_args(spec), device, timeout, launch.git, launch.harness)
+    except BaseException as exc:  # noqa: BLE001 - the reason is left for the parent, then the launch ends
+        record_failure(task, exc)
+        raise
+
+
 def run_launch(launch: LaunchFile | dict) -> None:
     """Run a launch's points in turn in this process; a failing point leaves its reason, then re-raises.
 
@@ -289,6 +319,8 @@ def run_launch(launch: LaunchFile | dict) -> None:
     `main` is the torchrun entry point around it.
     """
     launch = launch if isinstance(launch, LaunchFile) else LaunchFile.from_dict(launch)
+    if launch.preflight is not None:
+        run_preflight_task(launch.preflight, launch)
     for point in launch.points:
         try:
             run_point(point, launch)

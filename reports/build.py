@@ -14,10 +14,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from bench.schemas import RunResult
+from bench.schemas import PreflightResult, RunResult
 from reports import tables
 from reports.analysis import analyse
 from reports.checkpoint import checkpoint_table
+from reports.cluster_health import cluster_health
 from reports.environment import environment_lines
 from reports.export import write_csv
 from reports.html import RenderedFigure, render_html
@@ -33,15 +34,17 @@ def build_report(
     title: str | None = None,
     reproduce: Sequence[str] | None = None,
     problems: Sequence[tuple[str, str]] = (),
+    preflights: Sequence[PreflightResult] = (),
 ) -> Path:
     """Write the report of `records` into `out_dir`; returns the path of report.html.
 
     `reproduce`: the exact commands that produced the results (the sweep passes its own
     command line); one `fsdp-bench run` per configuration follows them. `problems`: (file,
-    reason) pairs of records that could not be read, listed on the page.
+    reason) pairs of records that could not be read, listed on the page. `preflights`: the
+    results' preflight records, drawn in the cluster health section.
     """
     with _gc_paused():
-        return _build(records, Path(out_dir), title, reproduce, problems)
+        return _build(list(records), Path(out_dir), title, reproduce, problems, preflights)
 
 
 @contextmanager
@@ -64,13 +67,15 @@ def _build(
     title: str | None,
     reproduce: Sequence[str] | None,
     problems: Sequence[tuple[str, str]],
+    preflights: Sequence[PreflightResult],
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     analysis = analyse(records)
     points = analysis.points
     title = title or _default_title(points)
     figures = render_figures(points, analysis.scaling)
-    for figure in figures:
+    health = cluster_health(preflights, records)
+    for figure in [*figures, *health.figures]:
         (out / f"{figure.name}.png").write_bytes(figure.png)
     environment = environment_lines(points)
     headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
@@ -90,6 +95,7 @@ def _build(
         "problems": tables.problems_table(list(problems)),
         "reproduce": commands,
         "has_prediction": tables.has_prediction(points),
+        "health": health,
     }
     (out / "report.html").write_text(render_html(context), encoding="utf-8")
     summary = render_summary(title, environment, headline, scaling, failed, tables.flagged_table(points))

@@ -44,18 +44,54 @@ def likely_cause(step_time_s: float | None, comm_s: float | None) -> str | None:
 
 
 def diagnose(
-    measured: float | None, predicted: float | None, step_time_s: float | None, comm_s: float | None
+    measured: float | None,
+    predicted: float | None,
+    step_time_s: float | None,
+    comm_s: float | None,
+    evidence: str | None = None,
 ) -> str | None:
     """The one-line flag for a point, or None when it is within FLAG_POINTS (or not comparable).
 
     `measured`/`predicted` are scaling efficiencies (fractions); `step_time_s` and `comm_s`
-    the predicted step time and communication (exposed + overlapped) seconds.
+    the predicted step time and communication (exposed + overlapped) seconds; `evidence` what the
+    point's preflight measured (measured_evidence), cited after the cause.
     """
     if not is_below(measured, predicted):
         return None
     text = f"scaling efficiency {100 * (predicted - measured):.0f} points below prediction"
     cause = likely_cause(step_time_s, comm_s)
-    return f"{text}; likely cause: {cause}" if cause else text
+    text = f"{text}; likely cause: {cause}" if cause else text
+    return f"{text}; measured: {evidence}" if evidence else text
+
+
+def measured_evidence(
+    *,
+    nodes: int,
+    link_gbps: float | None,
+    nominal_link_gbps: float | None,
+    matmul_tflops: float | None,
+    peak_tflops: float | None,
+    exposed_s: float | None,
+    step_time_s: float | None,
+    stragglers: str | None,
+) -> str | None:
+    """What the preflight of a point's world shape measured, in the words a flag cites: the link the
+    point's communication crosses (the network across nodes, NVLink within one) against the preset,
+    matmul throughput against the device's peak, stragglers, and the predicted exposed share."""
+    where = "inter-node" if nodes > 1 else "intra-node"
+    parts = []
+    if not _missing(link_gbps) and not _missing(nominal_link_gbps):
+        parts.append(f"{where} bandwidth {link_gbps:,.4g} Gbit/s measured vs {nominal_link_gbps:,.4g} nominal")
+    if not _missing(matmul_tflops):
+        peak = f" vs {peak_tflops:,.4g} peak" if not _missing(peak_tflops) else ""
+        parts.append(f"matmul {matmul_tflops:,.3g} TFLOP/s{peak}")
+    if stragglers:
+        parts.append(f"stragglers: {stragglers}")
+    if not parts:
+        return None
+    if not _missing(exposed_s) and not _missing(step_time_s) and step_time_s > 0:
+        parts.append(f"exposed communication {100 * exposed_s / step_time_s:.0f} % of the predicted step")
+    return ", ".join(parts)
 
 
 def predicted_comm_s(prediction: dict[str, Any]) -> float | None:

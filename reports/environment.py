@@ -26,6 +26,7 @@ def environment_lines(points: pd.DataFrame) -> list[tuple[str, str]]:
         ("devices", _devices(points)),
         ("hosts", _join(hosts)),
         ("git", _distinct(points["git_sha"])),
+        ("fsdp-bench", _distinct(points["harness"])),
         ("runs", _date_range(points)),
         ("points", _status_counts(points)),
     ]

@@ -87,7 +87,43 @@ def _row(record: RunResult) -> dict[str, Any]:
     row.update(_env(record))
     row.update(_checkpoint(record))
     row.update(prediction_values(record.prediction))
+    row.update(_preflight(record))
+    row.update(_host_load(record))
     return row
+
+
+def _preflight(record: RunResult) -> dict[str, Any]:
+    """What the point's world-shape preflight measured, beside the preset's nominal figures
+    (the cluster fields' units: Gbit/s per GPU within a node, per node across nodes)."""
+    summary, spec = record.preflight, record.spec
+    if summary is None:
+        return {}
+    links = summary.measured_links
+    across = spec.nodes > 1
+    slow = [
+        f"rank {s.rank} ({s.host}) {s.measure} +{100 * s.slower_by:.0f} %"
+        if s.rank is not None
+        else f"node {s.node} ({s.host}) {s.measure} +{100 * s.slower_by:.0f} %"
+        for s in summary.stragglers
+    ]
+    return {
+        "preflight_link_gbps": links.get("inter_node_gbps" if across else "intra_node_gbps"),
+        "nominal_link_gbps": spec.cluster.inter_node_gbps if across else spec.cluster.intra_node_gbps,
+        "preflight_matmul_tflops": summary.matmul_tflops_median,
+        "peak_tflops": spec.matmul_peak_tflops,
+        "preflight_stragglers": "; ".join(slow) or None,
+    }
+
+
+def _host_load(record: RunResult) -> dict[str, Any]:
+    """The busiest host's load average around the timed window, and whether it was loaded."""
+    loads = record.metrics.host_load
+    if not loads:
+        return {}
+    return {
+        "host_load_max": max(max(h.before, h.after) for h in loads),
+        "loaded_host": " ".join(h.host for h in loads if h.loaded) or None,
+    }
 
 
 def _step_time(record: RunResult) -> dict[str, Any]:
@@ -152,6 +188,7 @@ def _env(record: RunResult) -> dict[str, Any]:
         "device_count": env.device_count,
         "hostnames": " ".join(env.hostnames),
         "git_sha": env.git_sha,
+        "harness": env.harness,
     }
 
 
@@ -202,7 +239,8 @@ NUMERIC_COLUMNS = [
     "tokens_per_s", "tokens_per_s_per_device", "tokens_per_step", "mfu", "hfu", "tflops_per_device", "loss_first",
     "loss_last", "wall_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_cv", "peak_mem_bytes",
     "device_memory_bytes", "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes",
-    *CHECKPOINT_COLUMNS[1:], *PREDICTION_KEYS.values(),
+    *CHECKPOINT_COLUMNS[1:], *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps",
+    "preflight_matmul_tflops", "peak_tflops", "host_load_max",
 ]  # fmt: skip
 
 
@@ -215,5 +253,7 @@ COLUMNS = [
     "step_time_cv", "mfu", "hfu", "tflops_per_device", "peak_mem_bytes", "device_memory_bytes",
     "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes", "loss_first", "loss_last",
     "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",
-    "git_sha", "mfu_note", *CHECKPOINT_COLUMNS, *PREDICTION_KEYS.values(), "step_times_s", "weak_key", "strong_key",
+    "git_sha", "harness", "mfu_note", *CHECKPOINT_COLUMNS, *PREDICTION_KEYS.values(), "preflight_link_gbps",
+    "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers", "host_load_max",
+    "loaded_host", "step_times_s", "weak_key", "strong_key",
 ]  # fmt: skip

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from reports import formatting as fmt
-from reports.diagnosis import likely_cause
+from reports.diagnosis import likely_cause, measured_evidence
 from reports.labels import config_label, series_labels
 from reports.reproduce import run_command
 
@@ -137,9 +137,21 @@ def _predicted_cells(row: dict, flagged: bool) -> list[str]:
 
 
 def flag_text(row: dict) -> str:
-    """ "below prediction", with the likely cause where the prediction says where the time goes."""
+    """ "below prediction", with the likely cause where the prediction says where the time goes,
+    and what the point's preflight measured where it has one."""
     cause = likely_cause(row.get("pred_step_time_s"), _predicted_comm(row))
-    return f"{BELOW_PREDICTION}; likely cause: {cause}" if cause else BELOW_PREDICTION
+    text = f"{BELOW_PREDICTION}; likely cause: {cause}" if cause else BELOW_PREDICTION
+    evidence = measured_evidence(
+        nodes=int(row["nodes"]),
+        link_gbps=row.get("preflight_link_gbps"),
+        nominal_link_gbps=row.get("nominal_link_gbps"),
+        matmul_tflops=row.get("preflight_matmul_tflops"),
+        peak_tflops=row.get("peak_tflops"),
+        exposed_s=row.get("pred_comm_exposed_s"),
+        step_time_s=row.get("pred_step_time_s"),
+        stragglers=row.get("preflight_stragglers") if isinstance(row.get("preflight_stragglers"), str) else None,
+    )
+    return f"{text}; measured: {evidence}" if evidence else text
 
 
 def _predicted_comm(row: dict) -> float | None:
@@ -165,6 +177,7 @@ _RESULT_COLUMNS = [
     "tokens_per_s_per_device", "step_time_median_s", "mfu", "peak_mem_bytes", "scaling_efficiency",
     "scaling_mode", "baseline_nodes", "below_prediction", "pred_tokens_per_s_per_device", "pred_step_time_s",
     "pred_memory_bytes", "pred_scaling_efficiency", "pred_comm_exposed_s", "pred_comm_overlapped_s",
+    "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers",
 ]  # fmt: skip
 
 

@@ -489,7 +489,7 @@ def groups_section() -> list[str]:
 
 def render() -> str:
     """The whole of docs/configuration.md."""
-    from bench.schemas import DebugKnobs, DeviceSpec, ModelSpec, TrainSpec
+    from bench.schemas import DebugKnobs, DeviceSpec, ModelSpec, PreflightSettings, TrainSpec
 
     config_path = SWEEPS / "config.yaml"
     config = _load(config_path)
@@ -510,6 +510,15 @@ def render() -> str:
             "train.*", "How a point trains (bench.schemas.TrainSpec).", TrainSpec, "train.", defaults, comments
         ),
         *sweep_section(config, comments),
+        *schema_section(
+            "preflight.*",
+            "What `fsdp-bench preflight` and `sweep.preflight=true` measure (bench.schemas.PreflightSettings; "
+            "[preflight.md](preflight.md)).",
+            PreflightSettings,
+            "preflight.",
+            defaults,
+            comments,
+        ),
         *schema_section(
             "debug.*",
             "Fault injection and slow-down, for testing the harness itself (bench.schemas.DebugKnobs). "

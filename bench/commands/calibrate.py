@@ -22,7 +22,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         type=Path,
         default=None,
-        help="where to write (default: $FSDP_BENCH_CALIBRATION or ~/.cache/fsdp-bench/local-cpu.json)",
+        help="where to write (default: $FSDP_BENCH_CALIBRATION or ~/.cache/fsdp-bench/local-cpu.json; with "
+        "--from-preflight: required, the cluster file to write, e.g. my-configs/cluster/measured.yaml)",
+    )
+    parser.add_argument(
+        "--from-preflight",
+        metavar="RESULTS",
+        help="write a cluster file with the links a preflight measured (keep it in your --config-dir)",
     )
 
 
@@ -46,8 +52,35 @@ def summary(data: dict) -> list[str]:
     return lines
 
 
+def from_preflight(args: argparse.Namespace) -> int:
+    """`calibrate --from-preflight RESULTS -o DIR/cluster/NAME.yaml`: a cluster file of the measured links."""
+    from bench.planner.from_preflight import cluster_yaml
+    from bench.preflight import read_preflight
+
+    if args.output is None or args.output.suffix != ".yaml":
+        print("error: --output: with --from-preflight give the cluster file to write, e.g. my-configs/cluster/ours.yaml",
+              file=sys.stderr)  # fmt: skip
+        return 2
+    try:
+        record = read_preflight(Path(args.from_preflight))
+    except ValueError as exc:
+        print(f"error: --from-preflight: {exc}", file=sys.stderr)
+        return 2
+    if record.status != "ok":
+        print(f"error: --from-preflight: the preflight did not measure anything ({record.status})", file=sys.stderr)
+        return 2
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(cluster_yaml(record, args.output.stem))
+    print(args.output.read_text(), end="")
+    print(f"written: {args.output} (use it with --config-dir {args.output.parent.parent} cluster={args.output.stem})")
+    return 0
+
+
 def main(args: argparse.Namespace) -> int:
     from bench.planner.calibration import calibration_path
+
+    if args.from_preflight:
+        return from_preflight(args)
     from bench.planner.measure import run_calibration
 
     path = args.output or calibration_path()

@@ -16,15 +16,27 @@ HELP = "predict memory, fit, throughput and scaling efficiency per point, withou
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides; comma-separated values make a grid")
     parser.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
+    parser.add_argument(
+        "--preflight",
+        metavar="RESULTS",
+        help="plan with the links and rates a preflight measured (a preflight.json, or a folder holding one)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
     from bench.config import ConfigError, load_grid
     from bench.planner import predict, with_scaling_efficiency
+    from bench.planner.from_preflight import compatibility_problem
+    from bench.preflight import read_preflight
 
     try:
         points = load_grid(args.overrides)
-        predictions = with_scaling_efficiency([predict(point.spec) for point in points])
+        preflight = read_preflight(args.preflight) if args.preflight else None
+        if preflight is not None:
+            problems = {p for point in points if (p := compatibility_problem(point.spec, preflight))}
+            if problems:
+                raise ConfigError(sorted(problems))
+        predictions = with_scaling_efficiency([predict(point.spec, preflight) for point in points])
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)

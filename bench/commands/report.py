@@ -53,7 +53,8 @@ def _report(results: Path, out: Path, title: str | None) -> int:
         print(f"results: no readable result records in {results} ({len(problems)} unreadable)", file=sys.stderr)
         return 2
     reproduce = [f"fsdp-bench report {shlex.quote(str(results))} -o {shlex.quote(str(out))}"]
-    page = write_report(records, out, title=title, problems=problems, reproduce=reproduce)
+    preflights = load_preflights(results)
+    page = write_report(records, out, title=title, problems=problems, reproduce=reproduce, preflights=preflights)
     ok = sum(r.status == "ok" for r in records)
     print(f"report: {page} ({len(records)} points: {ok} ok, {len(records) - ok} not ok)")
     return 0
@@ -73,6 +74,16 @@ def load(results: Path) -> tuple[list[RunResult], list[RecordProblem]]:
     return load_records(results)
 
 
+def load_preflights(results: Path) -> list:
+    """The preflight records beside a results folder's points (reported as problems on stderr if unreadable)."""
+    from bench.preflight import load_preflights as load_all
+
+    found, problems = load_all(results)
+    for path, reason in problems:
+        print(f"report: skipped {path}: {reason}", file=sys.stderr)
+    return found
+
+
 def write_report(
     records: Sequence[RunResult],
     out: Path,
@@ -80,6 +91,7 @@ def write_report(
     title: str | None = None,
     reproduce: Sequence[str] = (),
     problems: Sequence[RecordProblem] = (),
+    preflights: Sequence = (),
 ) -> Path:
     """reports.build_report of these records (the sweep calls this too).
 
@@ -94,4 +106,5 @@ def write_report(
         title=title,
         reproduce=reproduce,
         problems=[(str(p.path), p.reason) for p in problems],
+        preflights=preflights,
     )

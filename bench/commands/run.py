@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 HELP = "run one benchmark point (Hydra overrides, e.g. model=tiny nodes=2 strategy=full_shard)"
 
@@ -14,33 +13,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.config import ConfigError, load_point
+    from bench.commands.single_point import launchable_point
+    from bench.config import ConfigError
     from bench.console import point_summary
     from bench.execute import Interrupted, point_dir, run_group
-    from bench.launch import get_launcher
+    from bench.locks import LockBusy
     from bench.signals import sigterm_as_interrupt
 
     try:
-        point = load_point(args.overrides)
-        launcher = get_launcher(point.spec.launcher, point.config.get("launcher"))
-        launcher.check_available(point.spec)
-        results_dir = Path(point.config.get("results_dir") or "results")
-        if problems := launcher.check_point(point.spec, results_dir):
-            raise ConfigError(problems)
+        target = launchable_point(args.overrides)
     except ConfigError as exc:
         for line in exc.lines:
             print(f"error: {line}", file=sys.stderr)
         return 2
-    rendered: list[Path] = []
-    with sigterm_as_interrupt():
-        try:
-            records = run_group([point.spec], launcher, results_dir, on_rendered=rendered.extend)
-        except Interrupted:
-            print("interrupted: the point was recorded as interrupted", file=sys.stderr)
-            return 1
+    spec, results_dir, rendered = target.spec, target.results_dir, []
+    locks = target.locks()
+    try:
+        with sigterm_as_interrupt(), locks:
+            records = run_group(
+                [spec], target.launcher, results_dir, on_rendered=rendered.extend, conditions=locks.conditions
+            )
+    except LockBusy as exc:
+        print(f"error: {exc} (sweep.wait=false)", file=sys.stderr)
+        return 2
+    except (Interrupted, KeyboardInterrupt):
+        print("interrupted: the point was recorded as interrupted", file=sys.stderr)
+        return 1
     if rendered:
         print("rendered, nothing ran (launcher.apply=false): " + ", ".join(map(str, rendered)))
         return 0
     (record,) = records
-    print(point_summary(record, str(point_dir(results_dir, point.spec) / "result.json")))
+    print(point_summary(record, str(point_dir(results_dir, spec) / "result.json")))
     return 0 if record.status == "ok" else 1

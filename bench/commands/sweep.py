@@ -56,30 +56,35 @@ def main(args: argparse.Namespace) -> int:
 
 
 def check_sweep_settings(sweep: dict) -> None:
-    """The sweep.* knobs that are not part of a point's spec."""
-    from bench.config import ConfigError
+    """The sweep.* knobs that are not part of a point's spec (bench.schemas.SweepOptions)."""
+    from bench.config import sweep_options
 
-    repeats = sweep.get("repeats")
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or repeats < 1:
-        raise ConfigError([f"sweep.repeats: must be an integer >= 1, got {repeats!r}"])
-    for flag in ("force", "retry_failed", "plan", "group_launches"):
-        if not isinstance(sweep.get(flag), bool):
-            raise ConfigError([f"sweep.{flag}: got {sweep.get(flag)!r}; allowed: true, false"])
+    sweep_options({"sweep": sweep})
 
 
 def _run(points, launcher, overrides: list[str]) -> int:
+    from bench.config import ConfigError, preflight_settings, sweep_options
+    from bench.locks import LockBusy, MeasurementLocks, allow_concurrent
     from bench.progress import SweepProgress
     from bench.signals import sigterm_as_interrupt
     from bench.sweep import SweepSettings, run_sweep
 
     cfg = points[0].config
+    options = sweep_options(cfg)
+    try:
+        preflight = preflight_settings(cfg, points[0].spec) if options.preflight else None
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
     settings = SweepSettings(
         results_dir=Path(cfg.get("results_dir") or "results"),
-        force=bool(cfg["sweep"]["force"]),
-        retry_failed=bool(cfg["sweep"]["retry_failed"]),
-        repeats=int(cfg["sweep"]["repeats"]),
-        group_launches=bool(cfg["sweep"]["group_launches"]),
-        plan=bool(cfg["sweep"]["plan"]),
+        force=options.force,
+        retry_failed=options.retry_failed,
+        repeats=options.repeats,
+        group_launches=options.group_launches,
+        plan=options.plan,
+        preflight=preflight,
     )
     sweep_name = points[0].spec.sweep.name
     print(
@@ -87,8 +92,21 @@ def _run(points, launcher, overrides: list[str]) -> int:
         f"{settings.results_dir / sweep_name}",
         flush=True,
     )
-    with sigterm_as_interrupt(), SweepProgress(len(points) * max(1, settings.repeats)) as progress:
-        outcome = run_sweep(points, launcher, settings, progress=progress)
+    locks = MeasurementLocks(
+        settings.results_dir / sweep_name,
+        launcher.runs_here(points[0].spec),
+        options.wait,
+        allow_concurrent(options.allow_concurrent),
+    )
+    try:
+        with sigterm_as_interrupt(), locks, SweepProgress(len(points) * max(1, settings.repeats)) as progress:
+            outcome = run_sweep(points, launcher, settings, progress=progress, conditions=locks.conditions)
+    except LockBusy as exc:
+        print(f"error: {exc} (sweep.wait=false)", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted while waiting for a lock: nothing ran", file=sys.stderr)
+        return 1
     for decision in outcome.skipped:
         print(f"  skipped {decision.spec.point_id}: {decision.reason}")
     if outcome.rendered:
@@ -146,8 +164,9 @@ def _efficiencies(records) -> dict[str, float]:
 
 
 def _write_report(records, out_dir: Path, overrides: list[str]) -> None:
-    from bench.commands.report import write_report
+    from bench.commands.report import load_preflights, write_report
 
     command = "fsdp-bench sweep " + " ".join(shlex.quote(o) for o in overrides)
-    path = write_report(records, out_dir, reproduce=[command.strip()])
+    preflights = load_preflights(out_dir.parent)
+    path = write_report(records, out_dir, reproduce=[command.strip()], preflights=preflights)
     print(f"report: {path}")

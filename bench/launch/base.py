@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench.schemas import RunSpec
-from fsdp_core.protocol import RESULT_FILE, STARTED_MARK
+from fsdp_core.protocol import PREFLIGHT_MEASUREMENTS, RESULT_FILE, STARTED_MARK
 
 # Time allowed before the first point starts: interpreter, torch import, rendezvous.
 STARTUP_GRACE_S = 120.0
@@ -25,20 +25,38 @@ STARTUP_GRACE_S = 120.0
 
 @dataclass
 class LaunchRequest:
-    """What to run: the points (all of one world shape), where their records go, the launch file."""
+    """What to run: the points (all of one world shape), where their records go, the launch file,
+    and a preflight to run before them (its spec, its folder), if any."""
 
     points: list[RunSpec]
     point_dirs: list[Path]
     launch_file: Path
     work_dir: Path
+    preflight: tuple[RunSpec, Path] | None = None
+
+    @property
+    def shape(self) -> RunSpec:
+        """The spec that stands for the launch's world shape, cluster and launcher options."""
+        return self.points[0] if self.points else self.preflight[0]
 
     @property
     def nodes(self) -> int:
-        return self.points[0].nodes
+        return self.shape.nodes
 
     @property
     def gpus_per_node(self) -> int:
-        return self.points[0].gpus_per_node
+        return self.shape.gpus_per_node
+
+    @property
+    def item_dirs(self) -> list[Path]:
+        """Every folder the launch writes into: the preflight's, then the points'."""
+        return ([self.preflight[1]] if self.preflight else []) + list(self.point_dirs)
+
+    @property
+    def timeouts_s(self) -> list[float]:
+        """Each item's timeout, in running order: the preflight first, then the points."""
+        items = ([self.preflight[0]] if self.preflight else []) + list(self.points)
+        return [spec.sweep.point_timeout_s for spec in items]
 
 
 @dataclass
@@ -63,6 +81,10 @@ class Launcher(ABC):
     def check_available(self, spec: RunSpec) -> None:
         """Raise ConfigError (one line, with an install hint) if this launcher cannot work here."""
 
+    def runs_here(self, spec: RunSpec) -> bool:
+        """Whether the ranks run on this machine (and so must hold its host lock: bench/locks.py)."""
+        return False
+
     def check_point(self, spec: RunSpec, results_dir: Path | None = None) -> list[str]:
         """Problems of one point that only this launcher can see before launch (files, devices here);
         `results_dir`: where the point's folder goes (its default checkpoint folder is there).
@@ -85,9 +107,17 @@ class PointWatch:
         self.launched_at = time.time()
         self.startup_grace_s = startup_grace_s
 
+    def _items(self) -> list[tuple[RunSpec, Path, str]]:
+        """(spec, folder, the file that marks it done) of the preflight, if any, then every point."""
+        items = [(spec, d, RESULT_FILE) for spec, d in zip(self.request.points, self.request.point_dirs)]
+        if self.request.preflight:
+            spec, directory = self.request.preflight
+            items.insert(0, (spec, directory, PREFLIGHT_MEASUREMENTS))
+        return items
+
     def current(self) -> tuple[RunSpec, Path] | None:
-        for spec, point_dir in zip(self.request.points, self.request.point_dirs):
-            if not (point_dir / RESULT_FILE).exists():
+        for spec, point_dir, done in self._items():
+            if not (point_dir / done).exists():
                 return spec, point_dir
         return None
 
@@ -100,8 +130,8 @@ class PointWatch:
         mark = point_dir / STARTED_MARK
         if mark.exists():
             return mark.stat().st_mtime + spec.sweep.point_timeout_s
-        # Not started yet: the previous point's finish (or the launch) plus start-up and the timeout.
-        previous = [d / RESULT_FILE for d in self.request.point_dirs if (d / RESULT_FILE).exists()]
+        # Not started yet: the previous item's finish (or the launch) plus start-up and the timeout.
+        previous = [d / done for _, d, done in self._items() if (d / done).exists()]
         since = max((p.stat().st_mtime for p in previous), default=self.launched_at)
         return since + self.startup_grace_s + spec.sweep.point_timeout_s
 

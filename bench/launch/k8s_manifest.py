@@ -18,13 +18,15 @@ import copy
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+
+from pydantic import Field
 
 from bench.launch.base import STARTUP_GRACE_S, LaunchRequest
 from bench.launch.cluster_env import communication_env, uses_efa
+from bench.launch.options import LauncherOptions
 from bench.launch.torchrun import torchrun_args
-from fsdp_core.protocol import NODE_NAME_ENV, RANKS_PER_HOST_ENV
+from fsdp_core.protocol import NODE_NAME_ENV, RANKS_PER_HOST_ENV, results_relative
 
 API_VERSION = "kubeflow.org/v1"
 CONTAINER = "pytorch"  # the training operator requires this container name
@@ -35,8 +37,7 @@ SCRATCH = "/tmp/fsdp-bench-results"  # pod-local point dirs when results go to a
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 
 
-@dataclass
-class KubeflowOptions:
+class KubeflowOptions(LauncherOptions):
     """Fields of sweeps/launcher/kubeflow.yaml (documented there and in docs/configuration.md)."""
 
     apply: bool = False
@@ -47,12 +48,12 @@ class KubeflowOptions:
     image_pull_policy: str = "IfNotPresent"
     service_account: str | None = None
     instance_type_label: str = "node.kubernetes.io/instance-type"
-    node_selector: dict = field(default_factory=dict)
-    tolerations: list = field(default_factory=list)
+    node_selector: dict = Field(default_factory=dict)
+    tolerations: list = Field(default_factory=list)
     efa: bool = True
     shm_size: str | None = "64Gi"
-    extra_resources: dict = field(default_factory=dict)
-    env: dict = field(default_factory=dict)
+    extra_resources: dict = Field(default_factory=dict)
+    env: dict = Field(default_factory=dict)
     results_pvc: str | None = None
     results_mount: str = "/results"
     results_url: str | None = None
@@ -70,12 +71,12 @@ class KubeflowOptions:
 def job_name(request: LaunchRequest) -> str:
     """A DNS-1035 name, unique per launch, short enough for `<name>-worker-<i>` pod names."""
     suffix = hashlib.sha256(str(request.work_dir).encode()).hexdigest()[:6]
-    return f"fsdp-{request.points[0].point_id}-{suffix}"
+    return f"fsdp-{request.shape.point_id}-{suffix}"
 
 
 def pod_point_dir(local_dir: Path, opts: KubeflowOptions) -> str:
-    """Where a point's directory is inside the pods: <sweep>/<point_id> under the results mount."""
-    relative = PurePosixPath(*Path(local_dir).parts[-2:])
+    """Where a point's (or preflight's) directory is inside the pods, under the results mount."""
+    relative = PurePosixPath(*results_relative(local_dir))
     root = SCRATCH if opts.results_url else opts.results_mount
     return str(PurePosixPath(root) / relative)
 
@@ -85,6 +86,8 @@ def pod_launch(request: LaunchRequest, opts: KubeflowOptions) -> dict:
     launch = json.loads(request.launch_file.read_text())
     for point, local_dir in zip(launch["points"], request.point_dirs):
         point["point_dir"] = point["log_dir"] = pod_point_dir(local_dir, opts)
+    if launch.get("preflight"):
+        launch["preflight"]["point_dir"] = pod_point_dir(Path(launch["preflight"]["point_dir"]), opts)
     return launch
 
 
@@ -129,7 +132,7 @@ def render_pytorchjob(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 
 def run_policy(request: LaunchRequest, opts: KubeflowOptions) -> dict:
     """No retries (a failed point stays failed); a deadline covering start-up and every point."""
-    deadline = opts.startup_grace_s + sum(spec.sweep.point_timeout_s + STARTUP_GRACE_S for spec in request.points)
+    deadline = opts.startup_grace_s + sum(t + STARTUP_GRACE_S for t in request.timeouts_s)
     policy = {"backoffLimit": 0, "cleanPodPolicy": "Running", "activeDeadlineSeconds": int(deadline)}
     if opts.ttl_seconds_after_finished is not None:
         policy["ttlSecondsAfterFinished"] = opts.ttl_seconds_after_finished
@@ -137,7 +140,7 @@ def run_policy(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 
 
 def pod_spec(request: LaunchRequest, opts: KubeflowOptions) -> dict:
-    spec = request.points[0]
+    spec = request.shape
     selector = {}
     if "." in spec.cluster.name:  # an EC2 instance type preset (p5.48xlarge): pin pods to that node type
         selector[opts.instance_type_label] = spec.cluster.name
@@ -177,14 +180,14 @@ def container(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 
 
 def efa_devices(request: LaunchRequest, opts: KubeflowOptions) -> int:
-    spec = request.points[0]
+    spec = request.shape
     return spec.cluster.efa_devices if opts.efa and uses_efa(spec) else 0
 
 
 def resources(request: LaunchRequest, opts: KubeflowOptions) -> dict:
     """GPUs and EFA devices per pod (one pod per node), plus any extra resources; requests = limits."""
     amounts: dict = {}
-    if request.points[0].device_type == "cuda":
+    if request.shape.device_type == "cuda":
         amounts["nvidia.com/gpu"] = request.gpus_per_node
     if efa_devices(request, opts):
         amounts["vpc.amazonaws.com/efa"] = efa_devices(request, opts)
@@ -195,7 +198,7 @@ def resources(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 def environment(request: LaunchRequest, opts: KubeflowOptions) -> list[dict]:
     """FI_* (with EFA), NCCL_* (on GPUs), the node name for the record, then launcher.env."""
     values: dict = {"PYTHONUNBUFFERED": "1", RANKS_PER_HOST_ENV: str(request.gpus_per_node)}
-    values.update(communication_env(request.points[0], efa=efa_devices(request, opts) > 0))
+    values.update(communication_env(request.shape, efa=efa_devices(request, opts) > 0))
     values.update({str(k): str(v) for k, v in opts.env.items()})
     env = [{"name": key, "value": value} for key, value in values.items()]
     # The Kubernetes node each rank ran on, for the record's env.hostnames (fsdp_core.metrics.node_name).

@@ -108,7 +108,7 @@ class KubeJob:
         if self.opts.results_url:
             from bench.launch.results_sync import clear_points
 
-            clear_points(self.opts.results_url, self.request.point_dirs)
+            clear_points(self.opts.results_url, self.request.item_dirs)
         applied = self.kubectl("apply", "-f", str(self.manifest))
         if applied.returncode != 0:
             self.status_log.write_text(f"error: kubectl apply failed: {applied.stderr.strip()}\n")
@@ -169,7 +169,7 @@ class KubeJob:
         from bench.launch.results_sync import pull_points
 
         try:
-            pull_points(self.opts.results_url, self.request.point_dirs)
+            pull_points(self.opts.results_url, self.request.item_dirs)
         except Exception as exc:  # noqa: BLE001 - a storage hiccup is retried on the next poll
             print(f"kubeflow: pulling results from {self.opts.results_url} failed: {exc}", file=sys.stderr)
 

@@ -85,7 +85,7 @@ def rank_env(request: LaunchRequest) -> dict[str, str]:
     env = dict(os.environ)
     ranks_here = request.nodes * request.gpus_per_node
     env[RANKS_PER_HOST_ENV] = str(ranks_here)
-    threads = request.points[0].train.threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
+    threads = request.shape.train.threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
     env["OMP_NUM_THREADS"] = str(threads)
     env.setdefault("PYTHONUNBUFFERED", "1")
     return env
@@ -93,6 +93,9 @@ def rank_env(request: LaunchRequest) -> dict[str, str]:
 
 class LocalLauncher(Launcher):
     name = "local"
+
+    def runs_here(self, spec: RunSpec) -> bool:
+        return True
 
     def check_point(self, spec: RunSpec, results_dir: Path | None = None) -> list[str]:
         """The token file exists and is long enough; a CUDA point has CUDA GPUs on this host; the
@@ -132,7 +135,7 @@ class LocalLauncher(Launcher):
 
     @staticmethod
     def _cuda(request: LaunchRequest) -> bool:
-        return request.points[0].device_type == "cuda"
+        return request.shape.device_type == "cuda"
 
     def _wait(self, procs: list[subprocess.Popen], watch: PointWatch, logs) -> LaunchOutcome:
         while True:

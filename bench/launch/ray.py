@@ -19,12 +19,14 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import Field
 
 from bench.launch.base import LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.launch.checkpoint_dir import checkpoint_problems
-from bench.launch.options import ConfiguredLauncher
+from bench.launch.options import ConfiguredLauncher, LauncherOptions
+from bench.schemas import RunSpec
 from fsdp_core.protocol import collective_timeout_s
 
 POLL_S = 0.5
@@ -32,15 +34,14 @@ POLL_S = 0.5
 SHUTDOWN_GRACE_S = 15.0
 
 
-@dataclass
-class RayOptions:
+class RayOptions(LauncherOptions):
     """Fields of sweeps/launcher/ray.yaml (documented there and in docs/configuration.md)."""
 
     address: str | None = None
     node_ip_address: str = "127.0.0.1"
     num_cpus: int | None = None
     cpus_per_worker: float = 1.0
-    runtime_env: dict = field(default_factory=dict)
+    runtime_env: dict = Field(default_factory=dict)
     storage_path: str | None = None
     startup_grace_s: float = 300.0
     max_failures: int = 0
@@ -49,6 +50,10 @@ class RayOptions:
 class RayLauncher(ConfiguredLauncher):
     name = "ray"
     options_class = RayOptions
+
+    def runs_here(self, spec: RunSpec) -> bool:
+        """A local Ray (no address) runs its workers on this machine."""
+        return self.opts.address is None
 
     def check_available(self, spec) -> None:
         from bench.config import ConfigError
@@ -130,7 +135,7 @@ def session_members(sid: int) -> list[int]:
 
 def ray_job(request: LaunchRequest, opts: RayOptions) -> dict:
     """What the driver needs: where to run, how many workers, which process-group backend."""
-    spec = request.points[0]
+    spec = request.shape
     workers = request.nodes * request.gpus_per_node
     backend = "gloo"
     if spec.device_type == "cuda":
@@ -149,7 +154,7 @@ def ray_job(request: LaunchRequest, opts: RayOptions) -> dict:
         "backend": backend,
         # The process group's timeout: the slowest point's timeout plus the same margin as the other
         # launchers, so the launcher's watch ends a hang first and records it as `timeout`.
-        "timeout_s": int(collective_timeout_s(max(p.sweep.point_timeout_s for p in request.points))),
+        "timeout_s": int(collective_timeout_s(max(request.timeouts_s))),
         "runtime_env": opts.runtime_env,
         "storage_path": str(Path(opts.storage_path or request.work_dir / "ray").resolve()),
         "max_failures": opts.max_failures,

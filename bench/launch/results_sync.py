@@ -18,11 +18,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fsdp_core.protocol import ERRORS_DIR, RESULT_FILE, STARTED_MARK
+from fsdp_core.protocol import ERRORS_DIR, PREFLIGHT_MEASUREMENTS, RESULT_FILE, STARTED_MARK, results_relative
 
 INSTALL_HINT = "pip install fsspec s3fs (s3fs for s3:// URLs)"
 # What the launcher needs of a point: its start mark, its record, its ranks' failure reasons.
-_PULLED = (STARTED_MARK, RESULT_FILE)
+_PULLED = (STARTED_MARK, RESULT_FILE, PREFLIGHT_MEASUREMENTS)
 
 
 def filesystem(url: str):
@@ -75,9 +75,8 @@ def _push_quietly(local: Path, url: str, sent: dict) -> None:
 
 
 def remote_point(url_root: str, local_dir: Path) -> str:
-    """A point's directory under the URL root: <sweep>/<point_id>, as under the local results_dir."""
-    sweep, point_id = Path(local_dir).parts[-2:]
-    return f"{url_root}/{sweep}/{point_id}"
+    """A point's (or preflight's) directory under the URL root, as under the local results_dir."""
+    return "/".join([url_root, *results_relative(local_dir)])
 
 
 def clear_points(url: str, point_dirs: list[Path]) -> None:

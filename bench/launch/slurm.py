@@ -20,12 +20,13 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
+
+from pydantic import Field
 
 from bench.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest, PointWatch
 from bench.launch.cluster_env import communication_env, uses_efa
-from bench.launch.options import ConfiguredLauncher
+from bench.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.launch.torchrun import torchrun_args
 from fsdp_core.protocol import RANKS_PER_HOST_ENV
 
@@ -51,8 +52,7 @@ _HEAD = "__FSDP_BENCH_HEAD__"
 _JOB_ID = "__FSDP_BENCH_JOB_ID__"
 
 
-@dataclass
-class SlurmOptions:
+class SlurmOptions(LauncherOptions):
     """Fields of sweeps/launcher/slurm.yaml (documented there and in docs/configuration.md)."""
 
     partition: str | None = None
@@ -63,11 +63,11 @@ class SlurmOptions:
     cpus_per_task: int | None = None
     container_image: str | None = None
     container_mounts: list | str | None = None
-    extra_sbatch_args: list = field(default_factory=list)
-    extra_srun_args: list = field(default_factory=list)
+    extra_sbatch_args: list = Field(default_factory=list)
+    extra_srun_args: list = Field(default_factory=list)
     python: str | None = None
     workdir: str | None = None
-    env: dict = field(default_factory=dict)
+    env: dict = Field(default_factory=dict)
     ranks_per_host: int = 0
     rdzv_port: int = 29500
     queue_timeout_s: float = 0.0
@@ -199,7 +199,7 @@ def cancel(job_id: str, wait_s: float = 60.0) -> None:
 
 def sbatch_command(request: LaunchRequest, opts: SlurmOptions, script: Path) -> list[str]:
     """`sbatch --parsable ...` as an argument list; the batch script comes last."""
-    spec = request.points[0]
+    spec = request.shape
     cmd = ["sbatch", "--parsable", "--job-name", f"fsdp-bench-{spec.point_id}"]
     cmd += ["--nodes", str(request.nodes), "--ntasks-per-node", "1"]
     cmd += ["--output", str(request.work_dir.resolve() / "slurm-%j.log")]
@@ -222,16 +222,16 @@ def time_limit(request: LaunchRequest, opts: SlurmOptions) -> str | int:
     """launcher.time_limit, else minutes enough for start-up plus every point's timeout."""
     if opts.time_limit is not None:
         return opts.time_limit
-    seconds = sum(spec.sweep.point_timeout_s + STARTUP_GRACE_S for spec in request.points) + opts.startup_grace_s
+    seconds = sum(t + STARTUP_GRACE_S for t in request.timeouts_s) + opts.startup_grace_s
     return math.ceil(seconds / 60)
 
 
 def batch_script(request: LaunchRequest, opts: SlurmOptions) -> str:
     """The job's script: thread sizing, environment, then one srun step of torchrun agents."""
     ranks_per_host = opts.ranks_per_host or request.gpus_per_node
-    threads = request.points[0].train.threads_per_rank
+    threads = request.shape.train.threads_per_rank
     # The same NCCL/EFA settings as the Kubeflow pods (bench/launch/cluster_env.py), then launcher.env.
-    env = {**communication_env(request.points[0], efa=uses_efa(request.points[0])), **opts.env}
+    env = {**communication_env(request.shape, efa=uses_efa(request.shape)), **opts.env}
     exports = "".join(f"export {key}={shlex.quote(str(value))}\n" for key, value in env.items())
     exit_file = shlex.quote(str(request.work_dir.resolve() / "exit_code"))
     return f"""#!/bin/bash

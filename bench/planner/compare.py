@@ -19,13 +19,16 @@ from bench.planner.predict import predict
 from reports.diagnosis import diagnose, predicted_comm_s
 
 
-def compare_records(records) -> list[dict[str, Any]]:
-    """One row per ok record: predicted vs measured throughput and communication bytes."""
+def compare_records(records, preflights=()) -> list[dict[str, Any]]:
+    """One row per ok record: predicted vs measured throughput and communication bytes.
+
+    `preflights`: plan each point from the preflight of its world shape (or, failing that, of its
+    ranks per node) instead of the preset's links and the calibration."""
     rows = []
     for record in sorted(records, key=lambda r: (r.spec.nodes, r.spec.gpus_per_node, r.spec.strategy)):
         if record.status != "ok" or record.metrics.tokens_per_s_per_device is None:
             continue
-        predicted = predict(record.spec)
+        predicted = predict(record.spec, matching_preflight(record.spec, preflights))
         measured = record.metrics.tokens_per_s_per_device
         counted = record.metrics.comm_bytes_per_step
         memory, memory_kind = measured_memory(record)
@@ -43,6 +46,15 @@ def compare_records(records) -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def matching_preflight(spec, preflights):
+    """The preflight measured on this point's world shape, else one of its cluster and ranks per node."""
+    from bench.planner.from_preflight import compatibility_problem
+
+    usable = [p for p in preflights if compatibility_problem(spec, p) is None]
+    same = [p for p in usable if p.spec.nodes == spec.nodes]
+    return (same or usable or [None])[0]
 
 
 def measured_memory(record) -> tuple[int | None, str]:
@@ -94,10 +106,23 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description="predicted vs measured tokens/s for a results folder")
     parser.add_argument("results", type=Path)
-    records, problems = load_records(parser.parse_args().results)
+    parser.add_argument(
+        "--preflight", action="store_true", help="plan each point from the folder's preflight of its world shape"
+    )
+    args = parser.parse_args()
+    records, problems = load_records(args.results)
+    preflights = []
+    if args.preflight:
+        from bench.preflight import load_preflights
+
+        preflights, unreadable = load_preflights(args.results)
+        for path, reason in unreadable:
+            print(f"skipped {path}: {reason}")
+        if not preflights:
+            parser.error(f"--preflight: no preflight record under {args.results}")
     for problem in problems:
         print(f"skipped {problem.path}: {problem.reason}")
-    print(markdown(compare_records(records)))
+    print(markdown(compare_records(records, preflights)))
 
 
 if __name__ == "__main__":

@@ -81,7 +81,7 @@ def compute_times(w: Workload) -> ComputeTimes:
 def compute_rate(w: Workload, cpu: CpuCalibration | None = None) -> float:
     """Achieved hardware FLOP/s of one device for this workload."""
     if w.cluster.device_type == "cpu":
-        return cpu_rate(w, cpu or load_cpu_calibration())
+        return cpu_rate(w, cpu or w.cpu or load_cpu_calibration())
     dtype = peak_dtype(w)
     peak = w.cluster.peak_tflops.get(dtype)
     if not peak:

@@ -87,17 +87,30 @@ def assumptions(w: Workload) -> dict[str, Any]:
         "overlap_interference": overlap_interference(c.device_type),
     }
     if c.device_type == "cpu":
-        out["calibration"] = load_cpu_calibration().path or "none: run `fsdp-bench calibrate` (defaults used)"
+        calibration = w.cpu or load_cpu_calibration()
+        out["calibration"] = calibration.path or "none: run `fsdp-bench calibrate` (defaults used)"
         out["collective_links"] = dict(w.links)
     return out
 
 
-def predict(spec) -> dict[str, Any]:
-    """The prediction for one RunSpec as a plain dict (keys: the module docstring)."""
+def predict(spec, preflight=None) -> dict[str, Any]:
+    """The prediction for one RunSpec as a plain dict (keys: the module docstring); with a
+    `preflight` record (bench/planner/from_preflight.py), from the links and rates it measured."""
     cluster, links = calibrated_cluster(spec.cluster)
+    cpu = None
+    if preflight is not None:
+        from bench.planner import from_preflight
+
+        cluster = from_preflight.measured_cluster(cluster, preflight)
+        links = {**links, **from_preflight.measured_links(preflight)}
+        cpu = from_preflight.cpu_calibration(preflight)
     out = {"spec": spec.model_dump(mode="json")}
-    workload = workload_from_spec(spec, cluster, links)
+    workload = workload_from_spec(spec, cluster, links, cpu)
     out.update(predict_workload(workload))
+    if preflight is not None:
+        out["assumptions"]["preflight"] = (
+            f"{preflight.spec.nodes}x{preflight.spec.gpus_per_node} {preflight.finished_at}"
+        )
     train = spec.train
     every = train.checkpoint_every or train.steps - train.warmup_steps
     out["checkpoint"] = predict_checkpoint(workload, out["step_time_s"], train.checkpoint, every)

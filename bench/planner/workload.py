@@ -34,6 +34,8 @@ class Workload:
     # Measured collective links, overriding the cluster's nominal ones: "<kind>_gbps" and
     # "<kind>_latency_s" per collective kind (a CPU host's `fsdp-bench calibrate`).
     links: dict[str, float] = field(default_factory=dict, hash=False, compare=False)
+    # A CPU host's compute calibration replacing `fsdp-bench calibrate`'s (a preflight's matmul rate).
+    cpu: object | None = field(default=None, hash=False, compare=False)
 
     @property
     def strategy_recipe(self) -> StrategyRecipe:
@@ -86,8 +88,10 @@ class Workload:
         return replace(self, nodes=nodes)
 
 
-def workload_from_spec(spec, cluster: ClusterSpec | None = None, links: dict[str, float] | None = None) -> Workload:
-    """A RunSpec's Workload; `cluster` and `links` replace the spec's (a calibrated host's)."""
+def workload_from_spec(
+    spec, cluster: ClusterSpec | None = None, links: dict[str, float] | None = None, cpu: object | None = None
+) -> Workload:
+    """A RunSpec's Workload; `cluster`, `links` and `cpu` replace the spec's (a calibrated or preflighted host's)."""
     train = spec.train
     return Workload(
         shape=llama_shape(spec.model.args()),
@@ -104,4 +108,5 @@ def workload_from_spec(spec, cluster: ClusterSpec | None = None, links: dict[str
         cpu_offload=train.cpu_offload,
         threads_per_rank=train.threads_per_rank,
         links=dict(links or {}),
+        cpu=cpu,
     )

@@ -25,6 +25,7 @@ from bench.launch.k8s_manifest import crd_schema, validate_pytorchjob
 from bench.launch.kubeflow import RENDERED
 from bench.launch.results_sync import filesystem, pull_points, push_tree
 from bench.records import read_record
+from bench.version import harness_version
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow.org_pytorchjobs.yaml"
@@ -87,6 +88,22 @@ def test_apply_false_renders_manifests_and_runs_nothing(tmp_path):
         assert validate_pytorchjob(job, crd_schema(yaml.safe_load(CRD.read_text()))) == []
 
 
+def test_a_preflight_launch_renders_with_its_folder_inside_the_pods(tmp_path):
+    from bench.preflight import make_task, preflight_dir
+    from bench.schemas import PreflightSettings
+
+    spec = debug_spec()
+    task = make_task(spec, PreflightSettings(), [spec.strategy], preflight_dir(tmp_path, spec))
+    request = prepare_launch([], tmp_path, preflight=task)
+    outcome = get_launcher("kubeflow", {"name": "kubeflow"}).launch(request)
+    assert outcome.rendered is True
+    configmap, job = yaml.safe_load_all((request.work_dir / "pytorchjob.yaml").read_text())
+    launch = json.loads(configmap["data"]["launch.json"])
+    assert launch["points"] == [] and launch["preflight"]["point_dir"] == "/results/adhoc/_preflight/2x1"
+    assert job["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2  # the preflight's world shape
+    assert job["metadata"]["name"].startswith("fsdp-")
+
+
 def run_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
     cmd = [sys.executable, "-m", "bench", "run", *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
@@ -140,6 +157,7 @@ def test_failed_job_is_recorded_with_the_operator_reason_and_deleted(tmp_path, m
     (record,) = collect_launch(request, outcome, started)
     assert record.status == "failed"
     assert record.error.endswith("failed: FailedReason PyTorchJob fsdp is failed because 1 Worker replica(s) failed.")
+    assert record.env.harness == harness_version()  # a parent-written failure names the harness too
     log = calls(tool)
     name = f"fsdp-{spec.point_id}-"
     assert log[0] == "config current-context"

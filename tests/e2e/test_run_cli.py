@@ -17,6 +17,7 @@ import pytest
 from bench.cli import main as cli_main
 from bench.config import flavors
 from bench.records import read_record
+from bench.version import harness_version
 
 SHORT = ["model=debug", "train.steps=4", "train.warmup_steps=1", "train.seq_len=32"]
 HANG_TIMEOUT_S = 10
@@ -78,6 +79,7 @@ def test_ok_record_environment(ok_run):
     assert env.cuda is None and env.nccl is None
     assert env.device_name.startswith("cpu")
     assert len(env.hostnames) == 1 and env.hostnames[0]
+    assert env.harness == harness_version({"sha": env.git_sha, "dirty": env.git_dirty})  # from the launch file
     assert re.fullmatch(r"[0-9a-f]{40}", env.git_sha) and env.git_dirty in (True, False)
     assert env.python.count(".") == 2 and env.platform.startswith("Linux")
     # Each rank's thread pool is sized so the 2 ranks on this host never oversubscribe its cores.

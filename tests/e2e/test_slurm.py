@@ -24,8 +24,8 @@ QUICK = ["model=debug", "nodes=2", "train.steps=4", "train.warmup_steps=1", "lau
 LOCAL_CLUSTER = ["launcher.ranks_per_host=2", "launcher.poll_s=0.5", "launcher.startup_grace_s=120"]
 
 
-def fsdp_bench(args: list[str], env: dict, timeout: float = 150) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "bench", "run", *args]
+def fsdp_bench(args: list[str], env: dict, timeout: float = 150, command: str = "run") -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "bench", command, *args]
     return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO)
 
 
@@ -86,6 +86,26 @@ def test_two_node_point_through_local_slurm(slurm_env, tmp_path):
     assert (launch_dir / "exit_code").read_text().strip() == "0"
     job_id = (launch_dir / "job_id").read_text().strip()
     assert (launch_dir / f"slurm-{job_id}.log").exists()
+    assert our_jobs(slurm_env) == []
+
+
+@pytest.mark.slurm
+@pytest.mark.timeout(240)
+def test_a_preflight_through_local_slurm_names_each_node(slurm_env, tmp_path):
+    from bench.preflight import read_preflight
+
+    args = [*QUICK, *LOCAL_CLUSTER, "train.seq_len=32", "preflight.max_bytes=65536", "preflight.iters=3",
+            "debug.slow_rank=1", f"results_dir={tmp_path}"]  # fmt: skip
+    proc = fsdp_bench(args, slurm_env, command="preflight")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    record = read_preflight(tmp_path / "adhoc" / "_preflight" / "2x1")
+    assert record.status == "ok" and record.spec.launcher == "slurm"
+    # One rank on each slurmd "node"; which node holds rank 0 is the rendezvous' choice.
+    assert [r.rank for r in record.ranks] == [0, 1] and sorted(r.host for r in record.ranks) == sorted(NODES)
+    assert {s.op for s in record.collectives if s.group == "world"} == {"all_gather", "reduce_scatter", "all_reduce"}
+    slow_host = record.ranks[1].host
+    assert [(s.measure, s.rank, s.host) for s in record.stragglers] == [("matmul", 1, slow_host)]
+    assert f"straggler: rank 1 (host {slow_host}, local rank 0)" in proc.stdout
     assert our_jobs(slurm_env) == []
 
 

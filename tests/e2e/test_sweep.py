@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from bench.config import load_grid
+from bench.ledger import LEDGER_FILE
 from bench.records import load_records
 
 REPO = Path(__file__).resolve().parents[2]
@@ -40,7 +41,7 @@ def ok_ids(results: Path) -> set[str]:
 
 
 def finished_events(results: Path, sweep_name: str) -> list[dict]:
-    path = results / sweep_name / "ledger.jsonl"
+    path = results / sweep_name / LEDGER_FILE
     return [e for e in map(json.loads, path.read_text().splitlines()) if e["event"] == "finished"]
 
 
@@ -138,7 +139,7 @@ def test_unreadable_record_is_reported_and_its_point_rerun(tmp_path):
     record_path.write_text(record_path.read_text()[:100])  # truncated mid-write
     second = sweep(grid, tmp_path)
     assert second.returncode == 0, second.stdout + second.stderr
-    assert "rerun: unreadable record" in (tmp_path / "cpu_smoke" / "ledger.jsonl").read_text()
+    assert "rerun: unreadable record" in (tmp_path / "cpu_smoke" / LEDGER_FILE).read_text()
     assert ok_ids(tmp_path) == {record_path.parent.name}
 
 

@@ -116,8 +116,8 @@ def test_cluster_grids_refuse_what_the_hardware_cannot_do(overrides, message):
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
-        ("repeats", 0, "sweep.repeats: must be an integer >= 1, got 0"),
-        ("repeats", True, "sweep.repeats: must be an integer >= 1, got True"),
+        ("repeats", 0, "sweep.repeats: Input should be greater than or equal to 1"),
+        ("repeats", True, "sweep.repeats: Input should be a valid integer"),
         ("force", "maybe", "sweep.force: got 'maybe'; allowed: true, false"),
     ],
 )

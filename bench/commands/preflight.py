@@ -1,0 +1,58 @@
+"""`fsdp-bench preflight [OVERRIDES]`: measure the cluster on a point's world shape before trusting a sweep.
+
+Same composition, launcher and worker as `fsdp-bench run`; instead of training, every rank times
+matmuls at the model's GEMM shapes and its memory bandwidth, and the collectives on every process
+group the strategy uses. Stores a versioned preflight record in the results folder
+(`<results>/<sweep>/_preflight/<nodes>x<gpus_per_node>/preflight.json`) and prints a short table.
+Exit 0 measured (stragglers or not: they are findings), 1 the preflight failed, 2 invalid input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "measure the cluster on a point's world shape: matmul TFLOP/s, memory and collective bandwidth, stragglers"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides (the point whose world shape is measured)")
+
+
+def main(args: argparse.Namespace) -> int:
+    from bench.commands.single_point import launchable_point
+    from bench.config import ConfigError, preflight_settings
+    from bench.execute import Interrupted, run_group
+    from bench.locks import LockBusy
+    from bench.preflight import make_task, preflight_dir, table_lines
+    from bench.signals import sigterm_as_interrupt
+    from fsdp_core.protocol import PREFLIGHT_RECORD
+
+    try:
+        target = launchable_point(args.overrides, keep=lambda problem: not problem.startswith("train.data"))
+        settings = preflight_settings(target.point.config, target.spec)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    spec, results_dir = target.spec, target.results_dir
+    directory = preflight_dir(results_dir, spec)
+    task = make_task(spec, settings, [spec.strategy], directory)
+    results = []
+    locks = target.locks()
+    try:
+        with sigterm_as_interrupt(), locks:
+            run_group(
+                [], target.launcher, results_dir, preflight=task, on_preflight=results.append,
+                conditions=locks.conditions,
+            )  # fmt: skip
+    except LockBusy as exc:
+        print(f"error: {exc} (sweep.wait=false)", file=sys.stderr)
+        return 2
+    except (Interrupted, KeyboardInterrupt):
+        print("interrupted: the preflight was recorded as interrupted", file=sys.stderr)
+        return 1
+    (record,) = results
+    print("\n".join(table_lines(record)))
+    print(f"record: {directory / PREFLIGHT_RECORD}")
+    return 0 if record.status == "ok" else 1

@@ -1,0 +1,102 @@
+"""Clean measurements: two sweeps into one folder never run a point twice or at once, and two local
+benchmarks never share this host's cores unless told to (bench/locks.py), with real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from bench_cli import CLI
+
+from bench.ledger import LEDGER_FILE
+from bench.records import load_records
+
+POINTS = ["model=debug", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1"]
+
+
+def start(results: Path, lock_dir: Path, *overrides: str, command: str = "sweep") -> subprocess.Popen:
+    """`fsdp-bench sweep` (or `run`) in the background, with this test's own host lock, enforced."""
+    env = {**os.environ, "FSDP_BENCH_ALLOW_CONCURRENT": "0", "FSDP_BENCH_LOCK_DIR": str(lock_dir)}
+    return subprocess.Popen(
+        [*CLI, command, *POINTS, *overrides, f"results_dir={results}"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
+    )  # fmt: skip
+
+
+def finish(proc: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        pytest.fail(f"sweep ran past {timeout} s\n{out}\n{err}")
+    return proc.returncode, out, err
+
+
+def held_by(lock: Path, pid: int, timeout: float = 60) -> dict:
+    """Wait until `pid` holds the lock file (its content names the holder)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            holder = json.loads(lock.read_text() or "{}")
+        except (OSError, ValueError):
+            holder = {}
+        if holder.get("pid") == pid:
+            return holder
+        time.sleep(0.05)
+    pytest.fail(f"pid {pid} never took {lock}")
+
+
+def finished_points(sweep_dir: Path) -> list[str]:
+    events = [json.loads(line) for line in (sweep_dir / LEDGER_FILE).read_text().splitlines()]
+    return [e["point_id"] for e in events if e["event"] == "finished"]
+
+
+def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_path):
+    first = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=shared")
+    holder = held_by(tmp_path / "shared" / ".lock", first.pid)
+    assert holder["host"] == socket.gethostname()
+    refused = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=shared", "sweep.wait=false")
+    second = start(tmp_path, tmp_path, "nodes=1,2,4", "sweep.name=shared")
+    rc, out, err = finish(refused)
+    assert rc == 2 and "[1/" not in out and err.count("\n") == 1  # nothing ran
+    assert err.startswith(f"error: the sweep folder {tmp_path / 'shared'} (") and "(sweep.wait=false)" in err
+    assert f"is held by pid {first.pid} on {socket.gethostname()} since " in err
+    assert finish(first)[0] == 0
+    rc, out, err = finish(second)
+    assert rc == 0, out + err
+    assert (
+        f"waiting: the sweep folder {tmp_path / 'shared'} ({tmp_path / 'shared' / '.lock'}) is held by pid {first.pid}"
+        in err
+    )
+    records = load_records(tmp_path / "shared")[0]
+    assert sorted(r.spec.nodes for r in records) == [1, 2, 4]
+    ran = finished_points(tmp_path / "shared")
+    assert len(ran) == len(set(ran)) == 3  # every point once
+    four = next(r for r in records if r.spec.nodes == 4)
+    assert four.started_at >= max(r.finished_at for r in records if r.spec.nodes < 4)  # never at once
+    assert {r.env.exclusive_host for r in records} == {True}
+
+
+def test_a_benchmark_into_another_folder_waits_for_the_host_unless_allowed(tmp_path):
+    first = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=one")
+    held_by(tmp_path / "fsdp-bench-host.lock", first.pid)
+    refused = start(tmp_path, tmp_path, "sweep.name=two", "sweep.wait=false", command="run")
+    rc, _, err = finish(refused)
+    assert rc == 2 and err.count("\n") == 1
+    assert err.startswith(
+        f"error: this host's benchmark lock ({tmp_path / 'fsdp-bench-host.lock'}) is held by pid {first.pid}"
+    )
+    alongside = start(tmp_path, tmp_path, "sweep.name=three", "sweep.allow_concurrent=true", command="run")
+    rc, out, err = finish(alongside)
+    assert rc == 0 and "waiting" not in err, out + err
+    assert finish(first)[0] == 0
+    (record,) = load_records(tmp_path / "three")[0]
+    assert record.env.exclusive_host is False  # the record says it shared the host
+    assert not (tmp_path / "two").exists() or not load_records(tmp_path / "two")[0]

@@ -1,0 +1,48 @@
+"""The links a preflight hands the planner reproduce the times it measured, at the shape measured:
+a ring of GPUs spanning nodes (the world) and a ring inside one node, on a 2x8 p5.48xlarge record
+built by scripts/p5_anchor_from_preflight.py through the preflight's own record code."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from bench.planner.comm import ring_time, shard_group_link
+from bench.planner.from_preflight import measured_cluster
+from bench.planner.workload import workload_from_spec
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "p5_anchor_from_preflight.py"
+
+
+@pytest.fixture(scope="module")
+def anchor():
+    spec = importlib.util.spec_from_file_location("p5_anchor", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("busbw", [300.0, 175.0, 60.0])  # below the node's NVLink ring, as on a real p5
+def test_the_planner_reproduces_the_world_ring_a_p5_preflight_measured(anchor, busbw):
+    record = anchor.preflight_record(busbw)
+    measured = next(s for s in record.collectives if (s.op, s.group, s.bytes) == ("all_gather", "world", anchor.LARGE))
+    assert measured.busbw_gbps == pytest.approx(busbw)
+    two_nodes = workload_from_spec(anchor.setup(2), measured_cluster(record.spec.cluster, record))
+    link = shard_group_link(two_nodes, "all_gather")
+    assert transfer_time(anchor.LARGE, 16, link) == pytest.approx(measured.time_s, rel=1e-6)
+
+
+def test_inside_a_node_the_link_is_the_node_groups_bus_bandwidth(anchor):
+    record = anchor.preflight_record(200.0)
+    assert record.measured_links["intra_node_gbps"] == pytest.approx(anchor.NVLINK_BUSBW_GBPS * 8)
+    one_node = workload_from_spec(anchor.setup(1), measured_cluster(record.spec.cluster, record))
+    node = next(s for s in record.collectives if (s.group, s.bytes, s.node) == ("node", anchor.LARGE, 0))
+    link = shard_group_link(one_node, "all_reduce")
+    assert transfer_time(anchor.LARGE, 8, link, passes=2) == pytest.approx(node.time_s, rel=1e-6)
+
+
+def transfer_time(nbytes: int, ranks: int, link, passes: int = 1) -> float:
+    """The planner's ring time without its fixed latencies (the synthetic 1 GiB times have none)."""
+    return ring_time(nbytes, ranks, link, passes) - ring_time(1, ranks, link, passes)
