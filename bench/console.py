@@ -66,6 +66,34 @@ def point_summary(record: RunResult, path: str | None = None) -> str:
         lines.append(f"  loss: {m.loss_first:.4f} -> {m.loss_last:.4f}")
     if m.telemetry is not None:
         lines.append(telemetry_line(m.telemetry))
+    if m.checkpoint is not None:
+        lines += checkpoint_lines(m.checkpoint)
     if path:
         lines.append(f"  record: {path}")
     return "\n".join(lines)
+
+
+def checkpoint_lines(ckpt) -> list[str]:
+    """metrics.checkpoint in three lines: saves (medians), the load after the run, goodput."""
+    import statistics
+
+    lines = []
+    if ckpt.resumed is not None:
+        lines.append(f"  resumed from step {ckpt.resumed.step} (load {ckpt.resumed.load_s:.2f} s)")
+    if ckpt.saves:
+        saves = ckpt.saves
+        rate = statistics.median(s.write_bytes_per_s or 0.0 for s in saves)
+        lines.append(
+            f"  checkpoint: {len(saves)} {ckpt.mode} saves of {human_bytes(saves[-1].bytes)}, median blocked "
+            f"{statistics.median(s.blocked_s for s in saves):.3f} s, durable {statistics.median(s.durable_s for s in saves):.3f} s, "
+            f"write {human_bytes(rate)}/s"
+        )
+    if ckpt.load is not None:
+        load = ckpt.load
+        lines.append(f"  load of step {load.step}: {load.load_s:.3f} s, read {human_bytes(load.read_bytes_per_s)}/s")
+    if ckpt.goodput is not None:
+        lines.append(
+            f"  goodput: {ckpt.goodput * 100:.1f}% of the step-time median's tokens/s over the timed window "
+            f"(saves blocked {fmt(ckpt.blocked_fraction and ckpt.blocked_fraction * 100)}% of it)"
+        )
+    return lines

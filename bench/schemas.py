@@ -31,6 +31,7 @@ Strategy = Literal[tuple(STRATEGIES)]  # type: ignore[valid-type]
 Precision = Literal[tuple(PRECISIONS)]  # type: ignore[valid-type]
 Launcher = Literal["local", "slurm", "kubeflow", "ray"]
 Checkpointing = Literal[ac_modes.AC_MODES]  # type: ignore[valid-type]
+CheckpointMode = Literal["none", "sync", "async"]
 CompileBackend = Literal["inductor", "aot_eager", "eager"]
 DeviceType = Literal["cpu", "cuda"]
 Status = Literal["ok", "oom", "failed", "timeout", "invalid", "interrupted", "skipped"]
@@ -123,6 +124,9 @@ class ClusterSpec(Strict):
     inter_node_gbps: float = Field(description="the whole node's network bandwidth, Gbit/s")
     efa_devices: int = Field(0, ge=0, strict=True)
     link_latency_s: float = Field(1e-5, ge=0, description="per-message latency of a ring hop, seconds")
+    storage_gbps: float = Field(
+        80.0, gt=0, description="aggregate write/read bandwidth of the checkpoint storage the nodes share, Gbit/s"
+    )
     source: str = ""
     overrides: dict[str, Any] = Field(default_factory=dict, description="fields set away from the preset when composed")
 
@@ -171,6 +175,25 @@ class TrainSpec(Strict):
     lr: float = Field(3e-4, gt=0, description="AdamW learning rate")
     data: str = Field("synthetic", description="'synthetic' or the path of a token file (uint16/uint32 memmap)")
     threads_per_rank: int = Field(0, ge=0, description="CPU threads per rank; 0 = cores // ranks on the host")
+    checkpoint: CheckpointMode = Field("none", description="DCP checkpoints of model and optimizer: none, sync, async")
+    checkpoint_every: int | None = Field(
+        None,
+        ge=1,
+        strict=True,
+        description="save after every K-th timed step; null: once, after the last step (ignored with checkpoint=none)",
+    )
+    checkpoint_dir: str | None = Field(
+        None, description="a path or fsspec URL; null: <results_dir>/<sweep>/<point_id>/checkpoint"
+    )
+    resume: bool = Field(False, description="start from the latest complete checkpoint in checkpoint_dir")
+
+    @model_validator(mode="after")
+    def _no_interval_without_saves(self) -> TrainSpec:
+        """An interval means nothing without saves: dropped, so a grid over modes x intervals gives one
+        checkpoint=none point, not one per interval."""
+        if self.checkpoint == "none":
+            self.checkpoint_every = None
+        return self
 
     @field_validator("ac_save_ops")
     @classmethod
@@ -224,18 +247,27 @@ class PointSweep(Strict):
 # Spec fields that say where or how patiently a point runs, or only describe it: left out of the
 # point's identity, so moving a results folder, raising a timeout or correcting a source link
 # keeps ids. Model and cluster enter by what changes the measurement (shape; the node type).
+# A checkpoint's location and whether a run resumes say where and how a point runs (a resumed run
+# continues the same point, in the same results folder).
 _IDENTITY_EXCLUDE = {
     "sweep": True,
     "telemetry": True,
     "model": {"source", "overrides", "max_seq_len", "default_seq_len"},
     "cluster": {
         "device", "gpus_per_node", "device_memory_gib", "peak_tflops", "intra_node_gbps", "inter_node_gbps",
-        "efa_devices", "link_latency_s", "source", "overrides",
+        "efa_devices", "link_latency_s", "storage_gbps", "source", "overrides",
     },
+    "train": {"checkpoint_dir", "resume"},
 }  # fmt: skip
 # Fields added after schema version 2, as (section, field): they enter a point's identity only when
 # set away from their default, so every point measured before they existed keeps its id.
-LATER_FIELDS: tuple[tuple[str, str], ...] = (("debug", "slow_rank"), ("train", "ac_every"), ("train", "ac_save_ops"))
+LATER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("debug", "slow_rank"),
+    ("train", "ac_every"),
+    ("train", "ac_save_ops"),
+    ("train", "checkpoint"),
+    ("train", "checkpoint_every"),
+)
 
 
 def _ac_identity(train: dict[str, Any]) -> None:
@@ -395,7 +427,21 @@ def _ac_rule(spec: RunSpec) -> str | None:
     return None
 
 
-LAUNCH_RULES = (_seq_len_rule, _warmup_rule, _device_rule, _debug_rule, _ac_rule)
+def _checkpoint_rule(spec: RunSpec) -> str | None:
+    """Saves happen after timed steps: an interval needs a mode and must fit in the timed steps."""
+    train = spec.train
+    timed = train.steps - train.warmup_steps
+    if train.checkpoint_every is None:
+        return None
+    if train.checkpoint_every > timed:
+        return (
+            f"train.checkpoint_every: {train.checkpoint_every} is beyond the {timed} timed steps "
+            f"(train.steps - train.warmup_steps); allowed: 1..{timed}"
+        )
+    return None
+
+
+LAUNCH_RULES = (_seq_len_rule, _warmup_rule, _device_rule, _debug_rule, _ac_rule, _checkpoint_rule)
 
 
 def launch_problems(spec: RunSpec) -> list[str]:
@@ -530,6 +576,42 @@ class Telemetry(Strict):
     missing: dict[str, str] = Field(default_factory=dict)
 
 
+class CheckpointSave(Strict):
+    """One save: times are the slowest rank's; bytes as DCP's metadata lists them."""
+
+    step: int = Field(description="the optimizer step (0-based) the saved state follows")
+    blocked_s: float = Field(description="training held: the whole save (sync); previous save + staging (async)")
+    staging_s: float | None = Field(None, description="async: copying the state into host memory")
+    durable_s: float = Field(description="from the save's start until every file and the metadata are written")
+    bytes: int = Field(description="files written by every rank, metadata included")
+    bytes_per_rank: list[int] = Field(default_factory=list, description="file bytes each rank wrote")
+    metadata_bytes: int = 0
+    state_bytes_per_rank: list[int] = Field(default_factory=list, description="tensor bytes each rank wrote")
+    write_bytes_per_s: float | None = Field(None, description="aggregate: bytes / durable_s")
+
+
+class CheckpointLoad(Strict):
+    step: int
+    load_s: float = Field(description="reading the step folder into the sharded model and optimizer")
+    bytes: int
+    read_bytes_per_s: float | None = None
+
+
+class CheckpointMetrics(Strict):
+    """`metrics.checkpoint` of a point with train.checkpoint or train.resume (docs/checkpointing.md)."""
+
+    mode: CheckpointMode
+    every: int
+    dir: str
+    saves: list[CheckpointSave] = Field(default_factory=list)
+    blocked_s: float = 0.0
+    load: CheckpointLoad | None = Field(None, description="a load of the latest checkpoint after the timed window")
+    resumed: CheckpointLoad | None = Field(None, description="the load a resumed run started from")
+    tokens_per_s_with_checkpoints: float | None = Field(None, description="over the timed window, saves included")
+    goodput: float | None = Field(None, description="tokens_per_s_with_checkpoints / tokens_per_s")
+    blocked_fraction: float | None = Field(None, description="blocked_s / the timed window")
+
+
 class Metrics(Strict):
     """Measured numbers; null (with a reason in RunResult.notes) when they cannot be measured."""
 
@@ -552,6 +634,7 @@ class Metrics(Strict):
     timed_window_s: float | None = None
     compile: CompileInfo | None = None
     telemetry: Telemetry | None = None
+    checkpoint: CheckpointMetrics | None = None
     # Each rank's median busy time per step (up to the step's closing synchronisation: on CPU the
     # time before the barrier, so a straggler shows; on GPU CUDA-event time, which includes waits
     # inside collectives) and the slowest of them.

@@ -10,6 +10,8 @@ shapes and the rules from here, so neither side can drift from the other.
     <results>/<sweep>/<point_id>/telemetry.parquet    rank 0, before the record: every rank's sampled series
                                                       (telemetry.csv where pyarrow is missing)
     <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
+    <checkpoint dir>/step-<S>/                        every rank (DCP): the state after step S
+    <checkpoint dir>/latest                           rank 0, after a save is durable: the latest complete checkpoint
     <results>/<sweep>/_preflight/<shape>/              a preflight: `started`, errors/ as a point's, and
                                                        measurements.json (rank 0's raw measurements), from
                                                        which the parent writes preflight.json (the record)
@@ -47,6 +49,12 @@ PG_TIMEOUT_MARGIN_S = 60.0
 # Environment variables the parent sets for every rank it starts.
 RANKS_PER_HOST_ENV = "FSDP_BENCH_RANKS_PER_HOST"  # ranks sharing this host's cores (thread sizing)
 NODE_NAME_ENV = "FSDP_BENCH_NODE_NAME"  # the node a rank runs on, where the hostname would not say
+# Checkpoint layout (train.checkpoint): each save goes into a new step folder; the marker, written
+# last, names the latest complete one, so a save that fails part-way never hides the previous one.
+CHECKPOINT_SUBDIR = "checkpoint"  # the default checkpoint dir: <point_dir>/checkpoint
+CHECKPOINT_MARKER = "latest"
+CHECKPOINT_STEP_PREFIX = "step-"
+DCP_METADATA_FILE = ".metadata"  # DCP writes it last, after every rank's files: a complete step folder has it
 
 
 @dataclass
@@ -180,3 +188,45 @@ def write_json_atomic(path: Path, data: dict) -> None:
         if exc.filename is None or exc.filename == str(tmp):
             exc.filename = str(path)
         raise
+
+
+def checkpoint_folder(step: int) -> str:
+    """The step folder a save after optimizer step `step` (0-based) writes into."""
+    return f"{CHECKPOINT_STEP_PREFIX}{step:08d}"
+
+
+def default_checkpoint_dir(point_dir: str | Path) -> Path:
+    return Path(point_dir) / CHECKPOINT_SUBDIR
+
+
+def is_url(location: str) -> bool:
+    """An fsspec URL (s3://, file://, ...) rather than a path of this file system."""
+    return "://" in location
+
+
+@dataclass
+class CheckpointMarker:
+    """<checkpoint dir>/latest: the latest complete checkpoint (written after it is durable)."""
+
+    step: int
+    folder: str
+    world_size: int
+    point_id: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> CheckpointMarker:
+        data = json.loads(text)
+        return cls(int(data["step"]), str(data["folder"]), int(data["world_size"]), str(data.get("point_id", "")))
+
+
+def read_local_marker(directory: str | Path) -> CheckpointMarker | None:
+    """The marker of a checkpoint dir on this file system, or None when there is no complete checkpoint."""
+    path = Path(directory) / CHECKPOINT_MARKER
+    try:
+        marker = CheckpointMarker.from_json(path.read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return marker if (Path(directory) / marker.folder / DCP_METADATA_FILE).is_file() else None

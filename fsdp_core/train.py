@@ -6,6 +6,8 @@ Communication is counted on the last warm-up step: the counts are the same every
 the counting dispatch mode adds Python overhead that must stay out of the timed steps.
 Telemetry (fsdp_core/telemetry.py) is set up before the loop, sampled by a background thread from
 the opening of the timed window to its closing sync, and never touches the device stream.
+A `StepHook` (fsdp_core/checkpoint.py's Checkpointer) runs after each step, outside the step's
+time but inside the timed window, and closes before the window does.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import torch
 import torch.distributed as dist
@@ -40,6 +43,13 @@ class LoopConfig:
     slow_fraction: float = 0.0
     telemetry_interval_ms: int | None = None  # None: no sampling (telemetry.enabled=false)
     slow_rank: int | None = None
+    start_step: int = 0  # a resumed run starts after its checkpoint's step
+
+
+class StepHook(Protocol):
+    def after_step(self, step: int) -> None: ...
+
+    def close(self) -> None: ...
 
 
 @dataclass
@@ -89,14 +99,16 @@ def train_step(model, optimizer, scaler, source, cfg: LoopConfig, step: int, dev
     return total
 
 
-def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.device) -> LoopResult:
+def run_loop(
+    model, optimizer, scaler, source, cfg: LoopConfig, device: torch.device, hook: StepHook | None = None
+) -> LoopResult:
     """Warm-up steps (the last one counted), then timed steps bounded by device syncs."""
     timer, counter = StepTimer(device), CommCounter()
     losses: list[torch.Tensor] = []
     rank = dist.get_rank()
     window_start, load_before = None, 0.0
     sampler = telemetry_sampler(cfg, device)
-    for step in range(cfg.steps):
+    for step in range(cfg.start_step, cfg.steps):
         inject_fault(cfg, step, rank)
         counted = step == cfg.warmup_steps - 1
         timed = step >= cfg.warmup_steps
@@ -115,6 +127,10 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
         if timed:
             _slow_down(cfg, timer, rank)
             timer.stop()
+        if hook is not None:
+            hook.after_step(step)
+    if hook is not None:
+        hook.close()
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     window = time.perf_counter() - window_start if window_start is not None else 0.0
@@ -122,7 +138,7 @@ def run_loop(model, optimizer, scaler, source, cfg: LoopConfig, device: torch.de
     return LoopResult(
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
-        comm_bytes=counter.snapshot() if cfg.warmup_steps >= 1 else None,
+        comm_bytes=counter.snapshot() if cfg.start_step < cfg.warmup_steps else None,  # the counted step ran
         timed_window_s=window,
         memory=memory_snapshot(device),
         telemetry=telemetry,

@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from fsdp_core.ac_modes import DEFAULT_AC_EVERY
+from fsdp_core.checkpoint import CheckpointConfig, Checkpointer
 from fsdp_core.compile_stats import CompileStats
 from fsdp_core.data import build_source
 from fsdp_core.flops import flops_per_token, hardware_flops_per_token
@@ -119,8 +120,15 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         args = model_args(spec)
         model, optimizer, scaler = build_training(args, spec, device, timeout)
         source = build_source(train["data"], args.vocab_size, train["seed"])
-        loop = run_loop(model, optimizer, scaler, source, loop_config(spec), device)
+        ckpt_cfg = CheckpointConfig.from_spec(spec, point.point_dir, point.point_id)
+        checkpointer = Checkpointer(ckpt_cfg, model, optimizer, scaler, timeout) if ckpt_cfg.active else None
+        start_step = checkpointer.start() if checkpointer else 0
+        loop = run_loop(model, optimizer, scaler, source, loop_config(spec, start_step), device, hook=checkpointer)
+        if checkpointer:
+            checkpointer.finish()  # after the timed window: the measured load, then old step folders go
         record = assemble_record(point, launch, args, loop, device, started, time.perf_counter() - t0)
+        if checkpointer:
+            record["metrics"]["checkpoint"] = checkpointer.record_section(device, record["metrics"])
         if train.get("compile"):
             record["metrics"]["compile"] = compile_stats.summary(model)
         if dist.get_rank() == 0:
@@ -172,8 +180,11 @@ def parallel_config(spec: dict) -> ParallelConfig:
     )
 
 
-def loop_config(spec: dict) -> LoopConfig:
+def loop_config(spec: dict, start_step: int = 0) -> LoopConfig:
+    """The loop's settings; a resumed run (start_step > 0) injects no fault: it recovers from the one that fired."""
     train, debug = spec["train"], spec.get("debug") or {}
+    if start_step > 0:
+        debug = {**debug, "fail_rank": None, "fail_step": None}
     telemetry = spec.get("telemetry") or {}  # bench.schemas.TelemetrySpec; absent: no sampling
     return LoopConfig(
         steps=train["steps"],
@@ -188,6 +199,7 @@ def loop_config(spec: dict) -> LoopConfig:
         oom=debug.get("oom", False),
         slow_fraction=debug.get("slow_fraction", 0.0),
         telemetry_interval_ms=telemetry.get("interval_ms") if telemetry.get("enabled") else None,
+        start_step=start_step,
         slow_rank=debug.get("slow_rank"),
     )
 

@@ -19,6 +19,7 @@ from reports import tables
 from reports import telemetry as telemetry_view
 from reports.analysis import analyse
 from reports.autotune import autotune_section
+from reports.checkpoint import checkpoint_table
 from reports.cluster_health import cluster_health
 from reports.environment import environment_lines
 from reports.export import write_csv
@@ -98,6 +99,7 @@ def _build(
         "telemetry_figures": timelines,
         "telemetry_notes": _telemetry_notes(points, timelines, point_dirs),
         "results": tables.results_table(points),
+        "checkpoints": checkpoint_table(points),
         "failed": failed,
         "problems": tables.problems_table(list(problems)),
         "reproduce": commands,

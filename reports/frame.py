@@ -8,6 +8,7 @@ a failed point keeps its row (status, error) with empty numbers.
 from __future__ import annotations
 
 import json
+import statistics
 from collections.abc import Iterable
 from typing import Any
 
@@ -36,7 +37,17 @@ PREDICTION_KEYS = {
     # sweep.autotune=K: the planner's rank of the configuration in its search and the objective it predicted.
     "autotune.rank": "pred_autotune_rank",
     "autotune.value": "pred_autotune_value",
+    # One checkpoint save (bench/planner/checkpoint.py): predicted beside the measured `ckpt_*` columns.
+    "checkpoint.state_bytes": "pred_ckpt_state_bytes",
+    "checkpoint.write_s": "pred_ckpt_write_s",
+    "checkpoint.storage_gbps": "pred_ckpt_storage_gbps",
+    "checkpoint.goodput": "pred_ckpt_goodput",
 }
+# metrics.checkpoint as columns (the medians over the point's saves; reports/checkpoint.py reads them).
+CHECKPOINT_COLUMNS = [
+    "ckpt_mode", "ckpt_every", "ckpt_saves", "ckpt_state_bytes", "ckpt_bytes", "ckpt_blocked_s", "ckpt_durable_s",
+    "ckpt_write_bytes_per_s", "ckpt_load_s", "ckpt_read_bytes_per_s", "ckpt_goodput", "ckpt_blocked_fraction",
+]  # fmt: skip
 
 
 def records_to_frame(records: Iterable[RunResult]) -> pd.DataFrame:
@@ -77,6 +88,7 @@ def _row(record: RunResult) -> dict[str, Any]:
     row.update(_memory(record))
     row.update(_comm(record))
     row.update(_env(record))
+    row.update(_checkpoint(record))
     row.update(prediction_values(record.prediction))
     row.update(_preflight(record))
     row.update(_host_load(record))
@@ -168,6 +180,26 @@ def _comm(record: RunResult) -> dict[str, Any]:
     }
 
 
+def _checkpoint(record: RunResult) -> dict[str, Any]:
+    ckpt = record.metrics.checkpoint
+    if ckpt is None:
+        return {}
+    saves, load = ckpt.saves, ckpt.load
+    row: dict[str, Any] = {"ckpt_mode": ckpt.mode, "ckpt_every": ckpt.every, "ckpt_saves": len(saves),
+                           "ckpt_goodput": ckpt.goodput, "ckpt_blocked_fraction": ckpt.blocked_fraction}  # fmt: skip
+    if saves:
+        row.update(
+            ckpt_state_bytes=sum(saves[-1].state_bytes_per_rank),
+            ckpt_bytes=saves[-1].bytes,
+            ckpt_blocked_s=statistics.median(s.blocked_s for s in saves),
+            ckpt_durable_s=statistics.median(s.durable_s for s in saves),
+            ckpt_write_bytes_per_s=statistics.median(s.bytes / s.durable_s for s in saves if s.durable_s > 0),
+        )
+    if load is not None:
+        row.update(ckpt_load_s=load.load_s, ckpt_read_bytes_per_s=load.read_bytes_per_s)
+    return row
+
+
 def _env(record: RunResult) -> dict[str, Any]:
     env = record.env
     return {
@@ -183,12 +215,15 @@ def _env(record: RunResult) -> dict[str, Any]:
 
 
 def variant(record: RunResult) -> str:
-    """Non-default model/cluster overrides and debug knobs: points differing here never share a series."""
+    """Non-default model/cluster overrides, debug knobs and checkpointing: points differing here never share a series."""
     spec = record.spec
     parts = [f"model.{k}={v}" for k, v in sorted(spec.model.overrides.items())]
     parts += [f"cluster.{k}={_compact(v)}" for k, v in sorted(spec.cluster.overrides.items())]
     defaults = DebugKnobs().model_dump()
     parts += [f"debug.{k}={v}" for k, v in spec.debug.model_dump().items() if v != defaults[k]]
+    if spec.train.checkpoint != "none":
+        every = spec.train.checkpoint_every
+        parts.append(f"train.checkpoint={spec.train.checkpoint}" + (f"/{every}" if every else ""))
     return " ".join(parts)
 
 
@@ -229,8 +264,8 @@ NUMERIC_COLUMNS = [
     "tokens_per_s", "tokens_per_s_per_device", "tokens_per_step", "mfu", "hfu", "tflops_per_device", "loss_first",
     "loss_last", "wall_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_cv", "peak_mem_bytes",
     "device_memory_bytes", "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes",
-    *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops",
-    "host_load_max", *TELEMETRY_NUMERIC,
+    *CHECKPOINT_COLUMNS[1:], *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps",
+    "preflight_matmul_tflops", "peak_tflops", "host_load_max", *TELEMETRY_NUMERIC,
 ]  # fmt: skip
 
 
@@ -243,7 +278,7 @@ COLUMNS = [
     "step_time_cv", "mfu", "hfu", "tflops_per_device", "peak_mem_bytes", "device_memory_bytes",
     "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes", "loss_first", "loss_last",
     "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",
-    "git_sha", "harness", "mfu_note", *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps",
-    "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers", "host_load_max", "loaded_host",
-    *TELEMETRY_COLUMNS, "step_times_s", "weak_key", "strong_key",
+    "git_sha", "harness", "mfu_note", *CHECKPOINT_COLUMNS, *PREDICTION_KEYS.values(), "preflight_link_gbps",
+    "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers", "host_load_max",
+    "loaded_host", *TELEMETRY_COLUMNS, "step_times_s", "weak_key", "strong_key",
 ]  # fmt: skip

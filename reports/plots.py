@@ -317,7 +317,15 @@ FIGURES = {
                lambda points, scaling: energy_figure(scaling)),
     "memory": ("Peak memory per device; black: device capacity", lambda points, scaling: memory_figure(points)),
     "step_times": ("Step-time distributions", lambda points, scaling: step_time_figure(points, scaling)),
+    "checkpoint": ("Checkpoint save time vs size and bandwidth vs nodes; hollow and dashed: the planner's",
+                   lambda points, scaling: _checkpoint_figure(points)),
 }  # fmt: skip
+
+
+def _checkpoint_figure(points: pd.DataFrame) -> Figure | None:
+    from reports.checkpoint import checkpoint_figure  # it builds on this module's styles
+
+    return checkpoint_figure(points)
 
 
 def all_figures(points: pd.DataFrame, scaling: pd.DataFrame) -> dict[str, tuple[str, Figure]]:

@@ -43,6 +43,7 @@ def launchable_point(overrides: list[str], keep: Callable[[str], bool] = lambda 
     options = sweep_options(point.config)
     launcher = get_launcher(point.spec.launcher, point.config.get("launcher"))
     launcher.check_available(point.spec)
-    if problems := [p for p in launcher.check_point(point.spec) if keep(p)]:
+    results_dir = Path(point.config.get("results_dir") or "results")
+    if problems := [p for p in launcher.check_point(point.spec, results_dir) if keep(p)]:
         raise ConfigError(problems)
-    return LaunchablePoint(point, options, launcher, Path(point.config.get("results_dir") or "results"))
+    return LaunchablePoint(point, options, launcher, results_dir)

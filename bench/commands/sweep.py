@@ -47,7 +47,10 @@ def main(args: argparse.Namespace) -> int:
         launcher = get_launcher(points[0].spec.launcher, points[0].config.get("launcher"))
         for spec in {p.spec.launcher: p.spec for p in points}.values():
             launcher.check_available(spec)
-        problems = [f"[{' '.join(p.overrides)}] {line}" for p in points for line in launcher.check_point(p.spec)]
+        results_dir = Path(points[0].config.get("results_dir") or "results")
+        problems = [
+            f"[{' '.join(p.overrides)}] {line}" for p in points for line in launcher.check_point(p.spec, results_dir)
+        ]
         if problems:
             raise ConfigError(problems)
     except ConfigError as exc:

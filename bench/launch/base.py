@@ -85,8 +85,9 @@ class Launcher(ABC):
         """Whether the ranks run on this machine (and so must hold its host lock: bench/locks.py)."""
         return False
 
-    def check_point(self, spec: RunSpec) -> list[str]:
-        """Problems of one point that only this launcher can see before launch (files, devices here).
+    def check_point(self, spec: RunSpec, results_dir: Path | None = None) -> list[str]:
+        """Problems of one point that only this launcher can see before launch (files, devices here);
+        `results_dir`: where the point's folder goes (its default checkpoint folder is there).
 
         Kept out of RunSpec validation on purpose: a stored record must stay readable after its
         token file is deleted or when it is read on a machine without GPUs.

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 
 from bench.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
+from bench.launch.checkpoint_dir import checkpoint_problems
 from bench.launch.torchrun import torchrun_args
 from bench.schemas import RunSpec
 from fsdp_core.lifeline import dies_with_this_process
@@ -100,11 +101,13 @@ class LocalLauncher(Launcher):
     def runs_here(self, spec: RunSpec) -> bool:
         return True
 
-    def check_point(self, spec: RunSpec) -> list[str]:
-        """The token file exists and is long enough; a CUDA point has CUDA GPUs on this host."""
+    def check_point(self, spec: RunSpec, results_dir: Path | None = None) -> list[str]:
+        """The token file exists and is long enough; a CUDA point has CUDA GPUs on this host; the
+        checkpoint folder is writable and, to resume, holds a complete checkpoint."""
         problems = []
         if spec.train.data != "synthetic":
             problems.extend(token_file_problems(spec))
+        problems.extend(checkpoint_problems(spec, Path(results_dir or "results")))
         if spec.device_type == "cuda":
             problems.extend(cuda_problems(spec, len(visible_gpus())))
         return problems

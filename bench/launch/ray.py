@@ -25,6 +25,7 @@ from pathlib import Path
 from pydantic import Field
 
 from bench.launch.base import LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
+from bench.launch.checkpoint_dir import checkpoint_problems
 from bench.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.schemas import RunSpec
 from fsdp_core.lifeline import dies_with_this_process
@@ -45,6 +46,7 @@ class RayOptions(LauncherOptions):
     runtime_env: dict = Field(default_factory=dict)
     storage_path: str | None = None
     startup_grace_s: float = 300.0
+    max_failures: int = 0
 
 
 class RayLauncher(ConfiguredLauncher):
@@ -60,6 +62,12 @@ class RayLauncher(ConfiguredLauncher):
 
         if importlib.util.find_spec("ray") is None:
             raise ConfigError(["launcher: ray needs Ray Train, which is not installed: pip install 'fsdp-bench[ray]'"])
+        if self.opts.max_failures < 0:  # Ray reads -1 as "retry forever"
+            raise ConfigError([f"launcher.max_failures: must be >= 0, got {self.opts.max_failures}"])
+
+    def check_point(self, spec, results_dir: Path | None = None) -> list[str]:
+        """The checkpoint folder, as the driver's host sees it (a multi-node cluster shares it)."""
+        return checkpoint_problems(spec, Path(results_dir or "results"))
 
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
         job_file = request.work_dir / "ray_job.json"
@@ -155,5 +163,6 @@ def ray_job(request: LaunchRequest, opts: RayOptions) -> dict:
         "timeout_s": int(collective_timeout_s(max(request.timeouts_s))),
         "runtime_env": opts.runtime_env,
         "storage_path": str(Path(opts.storage_path or request.work_dir / "ray").resolve()),
+        "max_failures": opts.max_failures,
         "name": request.work_dir.name,
     }

@@ -6,6 +6,13 @@ launch inside the process group Ray set up. Rank 0 writes each point's result.js
 under torchrun. A separate process so that the bench parent never imports Ray, and so that a
 timeout or Ctrl-C can stop the driver and the local Ray cluster it started as one process group.
 
+Checkpoints (train.checkpoint) are also reported through Ray Train's checkpoint API: after each
+durable save, rank 0 reports a pointer checkpoint (a small folder naming the DCP step folder, Ray's
+recommended form for a checkpoint already in shared storage) and the other workers report none, the
+same number of times. When Ray restarts the workers after a failure (launcher.max_failures > 0),
+`ray.train.get_checkpoint()` hands the latest pointer back and the point resumes from that step
+folder (Ray's restore path); points that had finished keep their records and are not run again.
+
 Exit code 0 when the run finished, 1 when it failed (the failing rank's reason is in its
 errors/rank<R>.json; the driver's own reason is its last `error:` line).
 """
@@ -16,9 +23,12 @@ import ipaddress
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 
-from fsdp_core.protocol import RANKS_PER_HOST_ENV
+from fsdp_core.protocol import RANKS_PER_HOST_ENV, RESULT_FILE
+
+POINTER_FILE = "fsdp_bench_checkpoint.json"  # inside a reported Ray checkpoint: which DCP step folder it is
 
 
 def main(argv: list[str]) -> int:
@@ -32,13 +42,11 @@ def main(argv: list[str]) -> int:
     except ImportError as exc:
         print(f"error: Ray Train is not installed ({exc}); pip install 'fsdp-bench[ray]'", flush=True)
         return 1
-    from fsdp_core.worker import run_launch
-
     start_ray(ray, job)
     try:
         print(f"fsdp-bench ray: node ip {ray.util.get_node_ip_address()}, {job['num_workers']} workers", flush=True)
         trainer = TorchTrainer(
-            run_launch,
+            train_loop,
             train_loop_config=absolute_paths(json.loads(Path(job["launch_file"]).read_text())),
             torch_config=TorchConfig(backend=job["backend"], timeout_s=job["timeout_s"]),
             scaling_config=ScalingConfig(
@@ -46,12 +54,17 @@ def main(argv: list[str]) -> int:
                 use_gpu=job["use_gpu"],
                 resources_per_worker={"CPU": job["cpus_per_worker"]},
             ),
-            # max_failures=0: a failed point must stay failed (a retry would time a different run).
+            # max_failures=0 (the default): a failed point stays failed (a retry would time a different run);
+            # above 0, Ray restarts the workers and a checkpointed point resumes from its last checkpoint.
             run_config=RunConfig(
-                name=job["name"], storage_path=job["storage_path"], failure_config=FailureConfig(max_failures=0)
+                name=job["name"],
+                storage_path=job["storage_path"],
+                failure_config=FailureConfig(max_failures=job.get("max_failures", 0)),
             ),
         )
-        trainer.fit()
+        result = trainer.fit()
+        if result.checkpoint is not None:
+            print(f"fsdp-bench ray: latest reported checkpoint {result.checkpoint.path}", flush=True)
     except Exception as exc:  # noqa: BLE001 - any failure ends the launch with its one-line reason
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(f"error: Ray Train run failed: {type(exc).__name__}: {first}", flush=True)
@@ -60,6 +73,48 @@ def main(argv: list[str]) -> int:
         ray.shutdown()
     print("fsdp-bench ray: run finished", flush=True)
     return 0
+
+
+def train_loop(launch: dict) -> None:
+    """Each Ray Train worker: report checkpoints to Ray, then run the points that have no record yet."""
+    from fsdp_core import checkpoint
+    from fsdp_core.worker import run_launch
+
+    checkpoint.set_listener(RayCheckpointReporter())
+    # After a restart (max_failures > 0), points that finished before the failure keep their records.
+    pending = [p for p in launch["points"] if not (Path(p["point_dir"]) / RESULT_FILE).exists()]
+    run_launch({**launch, "points": pending})
+
+
+class RayCheckpointReporter:
+    """fsdp_core.checkpoint's listener under Ray Train: durable checkpoints go to `ray.train.report`."""
+
+    def on_durable(self, step: int, location: str, point_id: str) -> None:
+        import ray.train
+
+        # Every worker reports (Ray synchronizes reports across workers); rank 0 attaches the pointer.
+        with tempfile.TemporaryDirectory() as folder:
+            checkpoint = None
+            if ray.train.get_context().get_world_rank() == 0:
+                pointer = {"point_id": point_id, "step": step, "location": location}
+                (Path(folder) / POINTER_FILE).write_text(json.dumps(pointer))
+                checkpoint = ray.train.Checkpoint.from_directory(folder)
+            ray.train.report(
+                {"point_id": point_id, "checkpoint_step": step},
+                checkpoint=checkpoint,
+                checkpoint_dir_name=f"{point_id}-step-{step:08d}",
+            )
+
+    def restore_location(self, point_id: str) -> str | None:
+        """The step folder of Ray's latest checkpoint for this point, when Ray restored the run."""
+        import ray.train
+
+        checkpoint = ray.train.get_checkpoint()
+        if checkpoint is None:
+            return None
+        with checkpoint.as_directory() as folder:
+            pointer = json.loads((Path(folder) / POINTER_FILE).read_text())
+        return pointer["location"] if pointer["point_id"] == point_id else None
 
 
 def local_cluster_env(job: dict) -> None:

@@ -18,6 +18,7 @@
 | `mfu`, `hfu` | predicted, against the datasheet peak; null without one (CPU) |
 | `scaling_efficiency`, `scaling_baseline_nodes` | filled by `with_scaling_efficiency`; null for a group's baseline or a lone point |
 | `assumptions` | the efficiency, interference, links and calibration file the numbers rest on |
+| `checkpoint` | one DCP save of model + AdamW state: `state_bytes` (exact), `state_bytes_per_rank`, `write_s`, `read_s` at `storage_gbps`; with train.checkpoint, `blocked_s` per save and `goodput` at its interval (bench/planner/checkpoint.py) |
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.planner.calibration import calibrated_cluster, load_cpu_calibration, overlap_interference
+from bench.planner.checkpoint import predict_checkpoint
 from bench.planner.comm import comm_bytes_per_step
 from bench.planner.compute import compute_rate
 from bench.planner.memory import device_memory_bytes, fits, max_micro_batch, memory_breakdown, peak_memory
@@ -106,11 +108,15 @@ def predict(spec, preflight=None) -> dict[str, Any]:
         links = {**links, **from_preflight.measured_links(preflight)}
         cpu = from_preflight.cpu_calibration(preflight)
     out = {"spec": spec.model_dump(mode="json")}
-    out.update(predict_workload(workload_from_spec(spec, cluster, links, cpu)))
+    workload = workload_from_spec(spec, cluster, links, cpu)
+    out.update(predict_workload(workload))
     if preflight is not None:
         out["assumptions"]["preflight"] = (
             f"{preflight.spec.nodes}x{preflight.spec.gpus_per_node} {preflight.finished_at}"
         )
+    train = spec.train
+    every = train.checkpoint_every or train.steps - train.warmup_steps
+    out["checkpoint"] = predict_checkpoint(workload, out["step_time_s"], train.checkpoint, every)
     return out
 
 

@@ -89,6 +89,31 @@ def memory_table(predictions: Sequence[dict[str, Any]]):
     return table
 
 
+def checkpoint_table(predictions: Sequence[dict[str, Any]]):
+    """Per point with train.checkpoint: one save's size and time, training blocked per save, goodput."""
+    from rich.table import Table
+
+    table = Table(title="checkpoint per save (train.checkpoint)", title_justify="left")
+    for name in ("point", "mode", "every", "state GB", "storage Gb/s", "write s", "blocked s", "goodput"):
+        table.add_column(name, justify="left" if name == "point" else "right")
+    for p in predictions:
+        train, ckpt = p["spec"]["train"], p["checkpoint"]
+        if train.get("checkpoint", "none") == "none":
+            continue
+        blocked = ckpt["blocked_s"]
+        table.add_row(
+            point_label(p["spec"]),
+            train["checkpoint"],
+            str(train.get("checkpoint_every") or train["steps"] - train["warmup_steps"]),
+            f"{ckpt['state_bytes'] / 1e9:,.1f}",
+            f"{ckpt['storage_gbps']:g}",
+            f"{ckpt['write_s']:.3g}",
+            "-" if blocked is None else f"{blocked:.3g}",
+            _pct(ckpt["goodput"]),
+        )
+    return table
+
+
 def assumption_lines(predictions: Sequence[dict[str, Any]]) -> list[str]:
     """One line per distinct set of assumptions (cluster, efficiency, calibration)."""
     seen: dict[str, None] = {}
@@ -116,6 +141,8 @@ def print_plan(predictions: Sequence[dict[str, Any]]) -> None:
     console = Console(width=None if sys.stdout.isatty() else 220)
     console.print(summary_table(predictions))
     console.print(memory_table(predictions))
+    if any(p["spec"]["train"].get("checkpoint", "none") != "none" for p in predictions):
+        console.print(checkpoint_table(predictions))
     for line in assumption_lines(predictions):
         console.print(f"assumes {line}", highlight=False)
     console.print(

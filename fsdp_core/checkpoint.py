@@ -1,0 +1,520 @@
+"""Checkpointing as a measured part of training: DCP saves (sync or async), resume, and a timed load.
+
+The state is FSDP2's sharded model and AdamW state dicts, taken and restored with
+`torch.distributed.checkpoint.state_dict.get_state_dict`/`set_state_dict` (DTensor shards: each
+rank writes only its own shards; DCP writes a replicated tensor once). Saves go through DCP's file
+system writer, or its fsspec writer for a URL (`s3://...`, `file://...`), each into a new step
+folder; rank 0 writes the marker (fsdp_core/protocol.py's layout) after the save is durable, so a
+save that fails part-way never hides the previous checkpoint.
+
+Timing (each rank's own view; the worker takes the maximum over ranks):
+- sync: the loop is blocked for the whole save (planning, writing, fsync, metadata).
+- async (`dcp.async_save`): the loop is blocked while the previous save, if still running, finishes
+  (one save in flight, as DCP's staging memory allows) and while the state is staged into host
+  memory; the write runs in DCP's background thread. It uses a gloo group of its own: its
+  collectives must never interleave with the training loop's on the same group.
+- `durable_s`: from the save's start until every rank's files and the metadata are written.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import torch
+import torch.distributed as dist
+import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
+from torch.distributed.checkpoint.metadata import Metadata, TensorStorageMetadata
+from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
+
+from fsdp_core.protocol import (
+    CHECKPOINT_MARKER,
+    CHECKPOINT_STEP_PREFIX,
+    DCP_METADATA_FILE,
+    CheckpointMarker,
+    checkpoint_folder,
+    default_checkpoint_dir,
+    is_url,
+    read_local_marker,
+)
+
+MODES = ("none", "sync", "async")
+
+
+@dataclass(frozen=True)
+class CheckpointConfig:
+    mode: str  # none, sync or async
+    every: int  # timed steps between saves
+    directory: str  # a local path or an fsspec URL
+    resume: bool
+    warmup_steps: int
+    steps: int
+    point_id: str = ""
+
+    @classmethod
+    def from_spec(cls, spec: dict, point_dir: str, point_id: str = "") -> CheckpointConfig:
+        train = spec["train"]
+        timed = train["steps"] - train["warmup_steps"]
+        return cls(
+            mode=train.get("checkpoint", "none"),
+            every=train.get("checkpoint_every") or timed,  # null: once, after the last timed step
+            directory=train.get("checkpoint_dir") or str(default_checkpoint_dir(point_dir)),
+            resume=bool(train.get("resume", False)),
+            warmup_steps=train["warmup_steps"],
+            steps=train["steps"],
+            point_id=point_id,
+        )
+
+    @property
+    def active(self) -> bool:
+        return self.mode != "none" or self.resume
+
+    def saves_after(self, step: int) -> bool:
+        """Whether a save follows optimizer step `step` (every `every`-th timed step)."""
+        timed_index = step - self.warmup_steps + 1
+        return self.mode != "none" and timed_index >= 1 and timed_index % self.every == 0
+
+
+class CheckpointListener(Protocol):
+    """Told about every durable checkpoint; may name one to restore from (Ray Train's checkpoint API)."""
+
+    def on_durable(self, step: int, location: str, point_id: str) -> None: ...
+
+    def restore_location(self, point_id: str) -> str | None: ...
+
+
+_LISTENER: CheckpointListener | None = None
+
+
+def set_listener(listener: CheckpointListener | None) -> None:
+    """Install the launcher's listener for this process (None: no listener)."""
+    global _LISTENER
+    _LISTENER = listener
+
+
+_GROUP: dist.ProcessGroup | None = None
+
+
+def checkpoint_group(timeout) -> dist.ProcessGroup:
+    """The gloo group DCP coordinates on, built once per process (every rank calls this in the same
+    order), with this point's collective timeout (a launch's points may have different ones)."""
+    global _GROUP
+    if _GROUP is None:
+        _GROUP = dist.new_group(backend="gloo", timeout=timeout)
+    elif hasattr(_GROUP, "set_timeout"):
+        _GROUP.set_timeout(timeout)
+    return _GROUP
+
+
+# ---- storage: local paths through the file system writer, URLs through fsspec ----
+
+
+def join(location: str, name: str) -> str:
+    return f"{location.rstrip('/')}/{name}" if is_url(location) else str(Path(location) / name)
+
+
+def writer(location: str):
+    if is_url(location):
+        from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
+
+        return FsspecWriter(location, sync_files=True)
+    return dcp.FileSystemWriter(location, sync_files=True)
+
+
+def reader(location: str):
+    if is_url(location):
+        from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
+
+        return FsspecReader(location)
+    return dcp.FileSystemReader(location)
+
+
+def _fs(location: str):
+    import fsspec
+
+    return fsspec.core.url_to_fs(location)
+
+
+def read_marker(directory: str) -> CheckpointMarker | None:
+    """The latest complete checkpoint of `directory` (None when there is none)."""
+    if not is_url(directory):
+        return read_local_marker(directory)
+    fs, path = _fs(directory)
+    try:
+        marker = CheckpointMarker.from_json(fs.cat_file(f"{path}/{CHECKPOINT_MARKER}").decode())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return marker if fs.exists(f"{path}/{marker.folder}/{DCP_METADATA_FILE}") else None
+
+
+def write_marker(directory: str, marker: CheckpointMarker) -> None:
+    """Replace the marker atomically (temporary file + rename), durably on a local file system."""
+    if is_url(directory):
+        fs, path = _fs(directory)
+        tmp = f"{path}/.{CHECKPOINT_MARKER}.{os.getpid()}.tmp"
+        fs.pipe_file(tmp, marker.to_json().encode())
+        fs.mv(tmp, f"{path}/{CHECKPOINT_MARKER}")
+        return
+    final = Path(directory) / CHECKPOINT_MARKER
+    tmp = final.with_name(f".{CHECKPOINT_MARKER}.{os.getpid()}.tmp")
+    with open(tmp, "w") as handle:
+        handle.write(marker.to_json())
+        handle.flush()
+        os.fsync(handle.fileno())
+    tmp.replace(final)
+
+
+def remove_marker(directory: str) -> None:
+    if is_url(directory):
+        fs, path = _fs(directory)
+        if fs.exists(f"{path}/{CHECKPOINT_MARKER}"):
+            fs.rm_file(f"{path}/{CHECKPOINT_MARKER}")
+        return
+    (Path(directory) / CHECKPOINT_MARKER).unlink(missing_ok=True)
+
+
+def file_size(location: str) -> int:
+    if is_url(location):
+        fs, path = _fs(location)
+        return int(fs.size(path))
+    return os.path.getsize(location)
+
+
+def folder_bytes(location: str) -> int:
+    """Bytes of every file in a step folder (what a load reads)."""
+    if is_url(location):
+        fs, path = _fs(location)
+        return int(fs.du(path, total=True))
+    return sum(entry.stat().st_size for entry in os.scandir(location) if entry.is_file())
+
+
+def step_folders(directory: str) -> list[str]:
+    """Step folders present in `directory`, oldest first."""
+    if is_url(directory):
+        fs, path = _fs(directory)
+        names = [p.rstrip("/").rsplit("/", 1)[-1] for p in fs.ls(path, detail=False)] if fs.exists(path) else []
+    else:
+        names = os.listdir(directory) if os.path.isdir(directory) else []
+    return sorted(n for n in names if n.startswith(CHECKPOINT_STEP_PREFIX))
+
+
+def remove_folder(location: str) -> None:
+    if is_url(location):
+        fs, path = _fs(location)
+        fs.rm(path, recursive=True)
+    else:
+        shutil.rmtree(location, ignore_errors=True)
+
+
+# ---- what a save wrote, from DCP's metadata ----
+
+
+def written_bytes(metadata: Metadata, world_size: int) -> tuple[list[int], list[int]]:
+    """(file bytes, tensor bytes) each rank wrote: DCP's storage index names the file (`__<rank>_<n>.distcp`)
+    and length of every item; tensor bytes count the chunks' elements alone (no serialization framing)."""
+    files, tensors = [0] * world_size, [0] * world_size
+    for index, info in metadata.storage_data.items():
+        rank = int(info.relative_path[2:].split("_", 1)[0])
+        files[rank] += info.length
+        meta = metadata.state_dict_metadata[index.fqn]
+        if isinstance(meta, TensorStorageMetadata):
+            chunk = next(c for c in meta.chunks if tuple(c.offsets) == tuple(index.offset))
+            tensors[rank] += chunk.sizes.numel() * meta.properties.dtype.itemsize
+    return files, tensors
+
+
+@dataclass
+class SaveRecord:
+    step: int
+    blocked_s: float
+    durable_s: float
+    staging_s: float | None
+    bytes_per_rank: list[int]
+    metadata_bytes: int
+    state_bytes_per_rank: list[int]
+
+
+@dataclass
+class LoadRecord:
+    step: int
+    load_s: float
+    bytes: int
+
+
+@dataclass
+class _InFlight:
+    step: int
+    future: object
+    started: float
+    staging_s: float
+    blocked_s: float
+    done_at: list[float] = field(default_factory=list)
+    marked: threading.Event = field(default_factory=threading.Event)
+
+
+class Checkpointer:
+    """Saves every `every` timed steps, resumes before the loop and measures a load after it."""
+
+    def __init__(self, cfg: CheckpointConfig, model, optimizer, scaler, timeout) -> None:
+        self.cfg, self.model, self.optimizer, self.scaler = cfg, model, optimizer, scaler
+        self.group = checkpoint_group(timeout)
+        self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self.saves: list[SaveRecord] = []
+        self.resumed: LoadRecord | None = None
+        self.load: LoadRecord | None = None
+        self._in_flight: _InFlight | None = None
+
+    # -- state --
+
+    def state(self) -> dict:
+        model_state, optim_state = get_state_dict(self.model, self.optimizer)
+        state = {"model": model_state, "optim": optim_state}
+        if self.scaler is not None:
+            state["scaler"] = self.scaler.state_dict()
+        return state
+
+    def load_from(self, location: str) -> float:
+        """Load a step folder into the model and optimizer (resharding as needed); returns the seconds it took."""
+        started = time.perf_counter()
+        state = self.state()
+        dcp.load(state, storage_reader=reader(location), process_group=self.group)
+        set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
+        if self.scaler is not None and "scaler" in state:
+            self.scaler.load_state_dict(state["scaler"])
+        return time.perf_counter() - started
+
+    def agreed_marker(self) -> CheckpointMarker | None:
+        """The marker as rank 0 reads it, on every rank. Rank 0 writes the marker; another rank could
+        read it a moment before rank 0 marks the last save, and load (or list) a different step."""
+        box = [read_marker(self.cfg.directory) if self.rank == 0 else None]
+        dist.broadcast_object_list(box, src=0, group=self.group)
+        return box[0]
+
+    # -- before the loop --
+
+    def start(self) -> int:
+        """The first step to run: after the restored checkpoint, or 0 (a fresh run drops a stale marker)."""
+        location = _LISTENER.restore_location(self.cfg.point_id) if _LISTENER else None
+        if location is None and self.cfg.resume:
+            marker = self.agreed_marker()
+            if marker is None:
+                raise RuntimeError(
+                    f"train.resume: no complete checkpoint in {self.cfg.directory} "
+                    f"(no '{CHECKPOINT_MARKER}' marker naming a step folder with DCP metadata)"
+                )
+            location = join(self.cfg.directory, marker.folder)
+        if location is None:
+            if self.cfg.mode != "none" and self.rank == 0:
+                self._prepare_fresh_dir()
+            return 0
+        step = _step_of(location)
+        if step >= self.cfg.steps - 1:
+            raise RuntimeError(
+                f"train.resume: the checkpoint at step {step} already covers train.steps={self.cfg.steps}; "
+                "nothing is left to run"
+            )
+        load_s = self.load_from(location)
+        self.resumed = LoadRecord(step, load_s, folder_bytes(location))
+        return step + 1
+
+    def _prepare_fresh_dir(self) -> None:
+        if is_url(self.cfg.directory):
+            fs, path = _fs(self.cfg.directory)
+            fs.makedirs(path, exist_ok=True)
+        else:
+            Path(self.cfg.directory).mkdir(parents=True, exist_ok=True)
+        # A new run's checkpoints replace an earlier run's: its marker must not name a folder this run overwrites.
+        remove_marker(self.cfg.directory)
+
+    # -- in the loop --
+
+    def after_step(self, step: int) -> None:
+        if not self.cfg.saves_after(step):
+            return
+        if self.cfg.mode == "sync":
+            self._save_sync(step)
+        else:
+            self._save_async(step)
+
+    def _save_sync(self, step: int) -> None:
+        location = join(self.cfg.directory, checkpoint_folder(step))
+        started = time.perf_counter()
+        try:
+            metadata = dcp.save(self.state(), storage_writer=writer(location), process_group=self.group)
+        except CheckpointException as exc:
+            raise save_failed(step, location, exc) from None
+        durable = time.perf_counter() - started
+        if self.rank == 0:
+            self._mark(step)
+        self._record(step, metadata, blocked=time.perf_counter() - started, durable=durable, staging=None)
+        self._announce(step)
+
+    def _save_async(self, step: int) -> None:
+        started = time.perf_counter()
+        self.wait()
+        staging_started = time.perf_counter()
+        future = dcp.async_save(self.state(), storage_writer=writer(join(self.cfg.directory, checkpoint_folder(step))),
+                                process_group=self.group)  # fmt: skip
+        staged = time.perf_counter()
+        flight = _InFlight(step, future, staging_started, staged - staging_started, staged - started)
+        future.add_done_callback(lambda done: self._on_async_done(flight, done))
+        self._in_flight = flight
+
+    def _on_async_done(self, flight: _InFlight, future) -> None:
+        """In DCP's writer thread: note when the save became durable and, on rank 0, mark it."""
+        flight.done_at.append(time.perf_counter())
+        try:
+            if future.exception() is None and self.rank == 0:
+                self._mark(flight.step)
+        finally:
+            flight.marked.set()
+
+    def wait(self) -> None:
+        """Block until the save in flight (if any) is durable and marked; a failed save raises here."""
+        flight, self._in_flight = self._in_flight, None
+        if flight is None:
+            return
+        try:
+            metadata = flight.future.result()
+        except CheckpointException as exc:
+            raise save_failed(flight.step, join(self.cfg.directory, checkpoint_folder(flight.step)), exc) from None
+        flight.marked.wait()
+        self._record(
+            flight.step,
+            metadata,
+            blocked=flight.blocked_s,
+            durable=flight.done_at[0] - flight.started,
+            staging=flight.staging_s,
+        )
+        self._announce(flight.step)
+
+    def close(self) -> None:
+        """End of the loop (inside the timed window): the last async save must be durable too."""
+        self.wait()
+
+    def _mark(self, step: int) -> None:
+        folder = checkpoint_folder(step)
+        write_marker(self.cfg.directory, CheckpointMarker(step, folder, self.world, self.cfg.point_id))
+
+    def _record(self, step: int, metadata: Metadata, blocked: float, durable: float, staging: float | None) -> None:
+        files, tensors = written_bytes(metadata, self.world)
+        meta_bytes = file_size(join(join(self.cfg.directory, checkpoint_folder(step)), DCP_METADATA_FILE))
+        self.saves.append(SaveRecord(step, blocked, durable, staging, files, int(meta_bytes), tensors))
+
+    def _announce(self, step: int) -> None:
+        if _LISTENER is not None:
+            _LISTENER.on_durable(step, join(self.cfg.directory, checkpoint_folder(step)), self.cfg.point_id)
+
+    # -- after the timed window --
+
+    def finish(self) -> None:
+        """After the timed window: the measured load, then the superseded step folders go."""
+        self.measure_load()
+        self.prune()
+
+    def measure_load(self) -> None:
+        """Load the latest checkpoint back into the model (after the window): load time and read bandwidth."""
+        if self.cfg.mode == "none":
+            return
+        marker = self.agreed_marker()
+        if marker is None:
+            raise RuntimeError(f"train.checkpoint: no complete checkpoint in {self.cfg.directory} after the run")
+        location = join(self.cfg.directory, marker.folder)
+        load_s = self.load_from(location)
+        self.load = LoadRecord(marker.step, load_s, folder_bytes(location))
+
+    def prune(self) -> None:
+        """Keep the latest complete checkpoint only: rank 0 removes every other step folder (after the window)."""
+        if self.rank == 0 and (marker := read_marker(self.cfg.directory)) is not None:
+            for folder in step_folders(self.cfg.directory):
+                if folder != marker.folder:
+                    remove_folder(join(self.cfg.directory, folder))
+        dist.barrier(group=self.group)
+
+    def record_section(self, device: torch.device, metrics: dict) -> dict:
+        """The record's `metrics.checkpoint` (every rank calls it: times are reduced to the slowest rank).
+
+        Goodput: tokens/s over the timed window, saves included, against the point's tokens/s from
+        its step-time median (which no save touches: saves run between the timed steps). The
+        blocked fraction: the saves' blocked time over the window.
+        """
+        section = self.summary(device)
+        window, timed = metrics.get("timed_window_s") or 0.0, len(metrics.get("step_times_s") or [])
+        with_checkpoints = metrics["tokens_per_step"] * timed / window if window > 0 and timed else None
+        section["tokens_per_s_with_checkpoints"] = with_checkpoints
+        section["goodput"] = with_checkpoints / metrics["tokens_per_s"] if with_checkpoints else None
+        # What the saves alone took from the window: robust where step times themselves vary.
+        section["blocked_fraction"] = section["blocked_s"] / window if window > 0 else None
+        return section
+
+    def summary(self, device: torch.device) -> dict:
+        """Saves, loads and totals as this rank knows them, times reduced to the slowest rank."""
+        times = [t for s in self.saves for t in (s.blocked_s, s.durable_s, s.staging_s or 0.0)]
+        times += [self.load.load_s if self.load else 0.0, self.resumed.load_s if self.resumed else 0.0]
+        slowest = torch.tensor(times, dtype=torch.float64, device=device)
+        dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
+        values = slowest.tolist()
+        saves = []
+        for i, save in enumerate(self.saves):
+            blocked, durable, staging = values[3 * i : 3 * i + 3]
+            total = sum(save.bytes_per_rank) + save.metadata_bytes
+            saves.append(
+                {
+                    "step": save.step,
+                    "blocked_s": blocked,
+                    "staging_s": staging if save.staging_s is not None else None,
+                    "durable_s": durable,
+                    "bytes": total,
+                    "bytes_per_rank": save.bytes_per_rank,
+                    "metadata_bytes": save.metadata_bytes,
+                    "state_bytes_per_rank": save.state_bytes_per_rank,
+                    "write_bytes_per_s": total / durable if durable > 0 else None,
+                }
+            )
+        load_s, resume_s = values[-2], values[-1]
+        return {
+            "mode": self.cfg.mode,
+            "every": self.cfg.every,
+            "dir": self.cfg.directory,
+            "saves": saves,
+            "blocked_s": sum(s["blocked_s"] for s in saves),
+            "load": _load_dict(self.load, load_s),
+            "resumed": _load_dict(self.resumed, resume_s),
+        }
+
+
+def save_failed(step: int, location: str, exc: CheckpointException) -> RuntimeError:
+    """One line for a failed save: DCP raises a CheckpointException holding each failing rank's exception."""
+    failures = getattr(exc, "failures", None) or {}
+    if failures:
+        rank, error = min(failures.items())
+        error = error[0] if isinstance(error, tuple) else error  # DCP keeps (exception, stack)
+        first = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        reason = f"rank {rank}: {type(error).__name__}: {first}"
+    else:
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return RuntimeError(f"train.checkpoint: the save after step {step} to {location} failed ({reason})")
+
+
+def _load_dict(record: LoadRecord | None, seconds: float) -> dict | None:
+    if record is None:
+        return None
+    return {
+        "step": record.step,
+        "load_s": seconds,
+        "bytes": record.bytes,
+        "read_bytes_per_s": record.bytes / seconds if seconds > 0 else None,
+    }
+
+
+def _step_of(location: str) -> int:
+    name = location.rstrip("/").rsplit("/", 1)[-1]
+    if not name.startswith(CHECKPOINT_STEP_PREFIX):
+        raise RuntimeError(f"train.resume: {location} is not a step folder ({CHECKPOINT_STEP_PREFIX}<step>)")
+    return int(name.removeprefix(CHECKPOINT_STEP_PREFIX))

@@ -1,0 +1,195 @@
+"""Checkpoints on real gloo ranks: DCP saves (sync and async) continue bit-exactly, reshard, and never
+lose the previous checkpoint; the engine records saves, bytes, load and goodput, and resumes a killed point.
+
+One in-rank launch of 2 ranks (tests/distributed/checkpoint_checks.py) and two engine launches of one
+rank share the work. In ranks: `tiny` saves (sync, async) against its local shards, continuity after a
+load, hybrid -> full sharding, a failing save. Engine: an uninterrupted `debug` run with async saves to
+an fsspec URL and the same training killed at step 3 (first launch); its resume, the 2-rank in-rank
+checkpoint resumed on one rank, and `tiny` saves (sync, async) through the engine (second launch).
+"""
+
+from __future__ import annotations
+
+import statistics
+
+import pytest
+from dist_helpers import debug_spec, run_engine, run_ranks
+
+from bench.execute import point_dir
+from bench.planner.checkpoint import checkpoint_state_bytes, parameter_tensors
+from bench.planner.workload import workload_from_spec
+from fsdp_core.protocol import default_checkpoint_dir, read_local_marker
+
+TOLERANCE = 1e-4  # world size 1 vs 2: floating-point reassociation (tests/distributed/test_numerics.py)
+DEBUG_TENSORS = 21  # debug: 2 blocks of 9 parameter tensors, plus embeddings, final norm and output
+
+
+@pytest.fixture(scope="module")
+def rank_dirs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("ckpt_ranks")
+    return {name: root / name for name in ("work", "sync", "async", "tiny_sync", "tiny_async", "hybrid", "failed")}
+
+
+@pytest.fixture(scope="module")
+def rank_reports(rank_dirs) -> list[dict]:
+    d = {name: str(path) for name, path in rank_dirs.items()}
+    jobs = {
+        "continuity_sync": ("checkpoint_checks:continuity_report", {"mode": "sync", "directory": d["sync"]}),
+        "continuity_async": ("checkpoint_checks:continuity_report", {"mode": "async", "directory": d["async"]}),
+        "bytes_sync": ("checkpoint_checks:bytes_report", {"mode": "sync", "directory": d["tiny_sync"]}),
+        "bytes_async": ("checkpoint_checks:bytes_report", {"mode": "async", "directory": d["tiny_async"]}),
+        "reshard": ("checkpoint_checks:reshard_report", {"directory": d["hybrid"]}),
+        "failed_save": ("checkpoint_checks:failed_save_report", {"directory": d["failed"]}),
+    }
+    return run_ranks(2, jobs, rank_dirs["work"])
+
+
+# Engine points (world size 1). `ref` trains 5 steps with an async save after each timed step, to an
+# fsspec URL; `killed` is the same training with sync saves and rank 0 failing at step 3 (after the save
+# of step 2), in its own folder. `tiny`: one save after the last step, sync and async.
+DEBUG = {"steps": 5, "micro_batch": 2, "checkpoint_every": 1}
+KILLED = {**DEBUG, "checkpoint": "sync", "debug.fail_rank": 0, "debug.fail_step": 3}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory, rank_dirs, rank_reports) -> dict:
+    results = tmp_path_factory.mktemp("ckpt_engine")
+    specs = {
+        "ref": debug_spec(**DEBUG, checkpoint="async", checkpoint_dir=(results / "url_ckpt").as_uri()),
+        "killed": debug_spec(**KILLED),
+        "resumed": debug_spec(**KILLED, resume=True),
+        # The in-rank 2-rank run saved after its step 1: one rank resumes it (the same global batch).
+        "reshard": debug_spec(steps=4, micro_batch=2, resume=True, checkpoint_dir=str(rank_dirs["sync"])),
+        "tiny_sync": debug_spec(model="tiny", steps=2, checkpoint="sync"),
+        "tiny_async": debug_spec(model="tiny", steps=2, checkpoint="async"),
+    }
+    killed_dir = default_checkpoint_dir(point_dir(results, specs["killed"]))
+    first = run_engine([specs["ref"], specs["killed"]], results)
+    marker = read_local_marker(killed_dir)
+    second = run_engine([specs[k] for k in ("resumed", "reshard", "tiny_sync", "tiny_async")], results)
+    records = {label: second.get(spec.point_id) or first[spec.point_id] for label, spec in specs.items()}
+    records["killed"] = first[specs["killed"].point_id]
+    return {"results": results, "specs": specs, "records": records, "killed_marker": marker}
+
+
+# ---- in ranks: DCP through fsdp_core.checkpoint ----
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_a_loaded_checkpoint_continues_with_the_uninterrupted_losses_bit_exactly(rank_reports, mode):
+    for rank, report in enumerate(rank_reports):
+        run = report[f"continuity_{mode}"]
+        assert run["marker_step"] == run["end_load_step"] == 1
+        assert run["continued"] == run["uninterrupted"], f"rank {rank}"
+        assert len(run["uninterrupted"]) == 2
+    save = rank_reports[0][f"continuity_{mode}"]["save"]
+    assert (save["staging_s"] is None) == (mode == "sync")
+    assert save["durable_s"] > 0 and save["blocked_s"] > 0
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_tiny_saves_the_local_shards_of_params_and_both_adam_moments(rank_reports, mode):
+    reports = [r[f"bytes_{mode}"] for r in rank_reports]
+    save = reports[0]["save"]
+    timings = ("blocked_s", "staging_s", "durable_s", "write_bytes_per_s")
+    assert {k: v for k, v in save.items() if k not in timings} == {
+        k: v for k, v in reports[1]["save"].items() if k not in timings
+    }  # every rank reads the same DCP metadata
+    per_rank, tensors = save["state_bytes_per_rank"], reports[0]["param_tensors"]
+    # Each rank writes its shards of the fp32 parameters and of exp_avg and exp_avg_sq (12 bytes per
+    # element); DCP writes each replicated 4-byte AdamW step scalar once, on one rank or the other.
+    extra = [per_rank[r] - 12 * reports[r]["local_param_numel"] for r in range(2)]
+    assert all(e >= 0 and e % 4 == 0 for e in extra), extra
+    assert sum(extra) == 4 * tensors == 4 * (4 * 9 + 3)  # tiny: 4 blocks of 9 tensors, plus 3 in the root
+    assert sum(per_rank) == 12 * reports[0]["params"] + 4 * tensors
+    assert reports[0]["local_param_numel"] + reports[1]["local_param_numel"] == reports[0]["params"]
+    # Files: every rank's bytes plus the metadata is what lies on disk; framing adds to the tensors.
+    assert save["bytes"] == sum(save["bytes_per_rank"]) + save["metadata_bytes"] == reports[0]["files_on_disk"]
+    assert all(f > t for f, t in zip(save["bytes_per_rank"], per_rank))
+
+
+def test_hybrid_checkpoint_loads_into_full_sharding_bit_identically(rank_reports):
+    for report in (r["reshard"] for r in rank_reports):
+        assert report["names"] == DEBUG_TENSORS * 4  # parameter, exp_avg, exp_avg_sq and step of each tensor
+        assert len(report["equal"]) == report["names"]
+        assert report["loaded_placements"] == ["(Shard(dim=0),)"]
+
+
+def test_a_failed_save_keeps_the_previous_checkpoint(rank_reports):
+    for rank, report in enumerate(rank_reports):
+        run = report["failed_save"]
+        assert run["error"] == (
+            f"train.checkpoint: the save after step 1 to {run['directory']}/step-00000001 failed "
+            "(rank 1: OSError: injected: no space left on device)"
+        ), f"rank {rank}"
+        assert run["marker_step"] == 0
+        assert run["restored"]
+        assert not run["step1_metadata"]  # the failed save never completed
+
+
+# ---- the engine: records, bytes against the planner's closed form, resume and resharding ----
+
+
+@pytest.mark.parametrize("label", ["tiny_sync", "tiny_async", "ref"])
+def test_engine_saves_record_the_closed_form_bytes_load_and_goodput(engine, label):
+    spec, rec = engine["specs"][label], engine["records"][label]
+    assert rec.status == "ok", rec.error
+    ckpt, timed = rec.metrics.checkpoint, spec.train.steps - spec.train.warmup_steps
+    every = spec.train.checkpoint_every
+    assert (ckpt.mode, ckpt.every) == (spec.train.checkpoint, every or timed)
+    assert [s.step for s in ckpt.saves] == list(
+        range(spec.train.warmup_steps + (every or timed) - 1, spec.train.steps, every or timed)
+    )
+    workload = workload_from_spec(spec)
+    closed_form = checkpoint_state_bytes(workload)
+    assert closed_form == 12 * rec.model_info.params + 4 * parameter_tensors(workload)
+    for save in ckpt.saves:
+        assert save.state_bytes_per_rank == [closed_form]  # one rank writes everything
+        assert save.bytes == sum(save.bytes_per_rank) + save.metadata_bytes
+        assert save.write_bytes_per_s == pytest.approx(save.bytes / save.durable_s)
+        if spec.train.checkpoint == "async":
+            assert save.staging_s is not None and save.staging_s <= save.blocked_s
+        else:
+            assert save.staging_s is None and save.durable_s <= save.blocked_s
+    assert ckpt.load.step == spec.train.steps - 1 and ckpt.load.bytes == ckpt.saves[-1].bytes
+    window_tokens_per_s = rec.metrics.tokens_per_step * timed / rec.metrics.timed_window_s
+    assert ckpt.tokens_per_s_with_checkpoints == pytest.approx(window_tokens_per_s)
+    assert 0 < ckpt.goodput == pytest.approx(window_tokens_per_s / rec.metrics.tokens_per_s)
+    assert ckpt.blocked_s == pytest.approx(sum(s.blocked_s for s in ckpt.saves))
+    assert ckpt.blocked_fraction == pytest.approx(ckpt.blocked_s / rec.metrics.timed_window_s)
+    assert 0 < ckpt.blocked_fraction < 1
+    assert ckpt.resumed is None
+    if label == "ref":
+        assert ckpt.dir.startswith("file://")  # DCP's fsspec writer
+    else:
+        folder = default_checkpoint_dir(point_dir(engine["results"], spec))
+        assert ckpt.dir == str(folder)
+        last = f"step-{spec.train.steps - 1:08d}"
+        assert sorted(p.name for p in folder.iterdir()) == ["latest", last]  # older saves pruned
+
+
+def test_a_killed_point_resumes_from_its_last_checkpoint_with_the_same_losses(engine):
+    ref, killed, resumed = (engine["records"][k] for k in ("ref", "killed", "resumed"))
+    assert killed.status == "failed"
+    assert killed.error == "rank 0: RuntimeError: debug: injected failure on rank 0 at step 3"
+    assert engine["killed_marker"].step == 2  # the save after step 2 was complete when rank 0 failed
+    assert resumed.point_id == killed.point_id  # the same point, rerun with train.resume=true
+    assert resumed.status == "ok", resumed.error
+    assert resumed.metrics.checkpoint.resumed.step == 2
+    # Bit-exact: the same world size and state (and the uninterrupted run's async saves never touched it).
+    assert resumed.metrics.losses == ref.metrics.losses[3:]
+    assert [s.step for s in resumed.metrics.checkpoint.saves] == [3, 4]
+
+
+def test_a_two_rank_checkpoint_resumes_on_one_rank(engine, rank_reports):
+    reshard = engine["records"]["reshard"]
+    assert reshard.status == "ok", reshard.error
+    assert reshard.spec.world_size == 1
+    ckpt = reshard.metrics.checkpoint
+    assert (ckpt.mode, ckpt.saves, ckpt.load) == ("none", [], None)  # resume only: nothing saved or re-read
+    assert ckpt.resumed.step == 1
+    # The 2-rank run's steps 2 and 3 after its save, as the engine records them: the mean over ranks.
+    two_ranks = [
+        statistics.fmean(losses) for losses in zip(*(r["continuity_sync"]["uninterrupted"] for r in rank_reports))
+    ]
+    assert reshard.metrics.losses == pytest.approx(two_ranks, abs=TOLERANCE)
