@@ -118,7 +118,9 @@ def test_cancel_stops_the_fsdp_bench_that_holds_a_results_folder(tmp_path):
             == f"stopping fsdp-bench pid {waiting.pid} ({holder['command']}), which holds {tmp_path / 'held'}\n"
         )
         rc, out, err = finish(waiting)
-        assert rc == 1 and "interrupted before any point ran (waiting for a lock, or in the preflight)" in err, out + err
+        assert rc == 1 and "interrupted before any point ran (waiting for a lock, or in the preflight)" in err, (
+            out + err
+        )
     finally:
         host.release()
     again = subprocess.run([*CLI, "cancel", str(tmp_path)], capture_output=True, text=True, timeout=120)

@@ -89,7 +89,7 @@ def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path
         "debug.fail_rank=1",
         "debug.fail_step=null,1",
         "debug.hang=false,true",
-        "sweep.point_timeout_s=20",
+        "sweep.point_timeout_s=12",
         "report=false",
     ]
     started = time.time()
@@ -103,7 +103,7 @@ def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path
     assert by_knobs[(1, False)].status == "failed"
     assert "rank 1" in by_knobs[(1, False)].error and "injected failure" in by_knobs[(1, False)].error
     assert by_knobs[(1, True)].status == "timeout"
-    assert "sweep.point_timeout_s=20" in by_knobs[(1, True)].error
+    assert "sweep.point_timeout_s=12" in by_knobs[(1, True)].error
     assert time.time() - started < 200
     assert worker_processes(tmp_path) == []
 
