@@ -57,13 +57,8 @@ def main(args: argparse.Namespace) -> int:
                 raise ConfigError(sorted(problems))
         specs = [point.spec for point in points]
         predictions = with_scaling_efficiency([predict(spec, preflight) for spec in specs], specs)
-    except ConfigError as exc:
-        for line in exc.lines:
-            print(f"error: {line}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # the planner's own refusals (unknown device, missing peak)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
+        return refused(exc)
     if args.json:
         print(json.dumps(predictions, indent=2))
     else:
@@ -75,7 +70,6 @@ def main(args: argparse.Namespace) -> int:
 
 def best(args: argparse.Namespace) -> int:
     """`--best`: search, rank, print the top K (exit 2 on an empty space or bad flags)."""
-    from bench.config import ConfigError
     from bench.planner.search import as_json, search
     from bench.preflight import read_preflight
 
@@ -83,13 +77,8 @@ def best(args: argparse.Namespace) -> int:
         top = top_count(args.top)
         preflight = read_preflight(args.preflight) if args.preflight else None
         result = search(args.overrides, args.objective, preflight)
-    except ConfigError as exc:
-        for line in exc.lines:
-            print(f"error: {line}", file=sys.stderr)
-        return 2
-    except ValueError as exc:  # the planner's own refusals (unknown device, missing peak)
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+    except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
+        return refused(exc)
     if args.json:
         print(json.dumps(as_json(result, top), indent=2))
     else:
@@ -97,6 +86,13 @@ def best(args: argparse.Namespace) -> int:
 
         print_search(result, top)
     return 0
+
+
+def refused(exc: ValueError) -> int:
+    """Bad input (a ConfigError's lines) or the planner's refusal (unknown device, missing peak): exit 2."""
+    for line in getattr(exc, "lines", None) or [str(exc)]:
+        print(f"error: {line}", file=sys.stderr)
+    return 2
 
 
 def top_count(raw: str) -> int:

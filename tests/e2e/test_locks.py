@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import socket
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from bench_cli import CLI
+from bench_cli import CLI, finish
 
 from bench.ledger import LEDGER_FILE
 from bench.locks import HOST_LOCK, FileLock
@@ -28,16 +27,6 @@ def start(results: Path, lock_dir: Path, *overrides: str, command: str = "sweep"
         [*CLI, command, *POINTS, *overrides, f"results_dir={results}"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
     )  # fmt: skip
-
-
-def finish(proc: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"sweep ran past {timeout} s\n{out}\n{err}")
-    return proc.returncode, out, err
 
 
 def held_by(lock: Path, pid: int, timeout: float = 60) -> dict:

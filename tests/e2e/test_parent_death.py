@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bench_cli import CLI
+from bench_cli import CLI, finish
 
 from bench.execute import prepare_launch
 from bench.launch.local import LocalLauncher
@@ -32,16 +32,6 @@ def start(*args: str) -> subprocess.Popen:
     return subprocess.Popen(
         [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
-
-
-def finish(proc: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        out, err = proc.communicate()
-        pytest.fail(f"fsdp-bench ran past {timeout} s\n{out}\n{err}")
-    return proc.returncode, out, err
 
 
 def wait_for(condition, what: str, timeout: float = 180.0):
