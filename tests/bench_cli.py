@@ -16,7 +16,7 @@ _SCRIPT = Path(sys.executable).with_name("fsdp-bench")
 CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "bench"]
 
 
-def finish(proc: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]:
+def finish(proc: subprocess.Popen, timeout: float = 240, what: str = "fsdp-bench") -> tuple[int, str, str]:
     """(rc, stdout, stderr) of an `fsdp-bench` started in its own session; past the timeout its
     whole process group is killed and the test fails with what it printed."""
     try:
@@ -24,5 +24,5 @@ def finish(proc: subprocess.Popen, timeout: float = 240) -> tuple[int, str, str]
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        pytest.fail(f"fsdp-bench ran past {timeout} s\n{out}\n{err}")
+        pytest.fail(f"{what} ran past {timeout} s\n{out}\n{err}")
     return proc.returncode, out, err

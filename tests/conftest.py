@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from bench_cli import CLI
+from bench_cli import CLI, finish
 
 from bench.records import load_records
 from bench.schemas import RunResult
@@ -58,14 +57,9 @@ def run_cli(*args: object, results: Path | None = None, timeout: float = 180.0) 
     proc = subprocess.Popen(
         [*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
     )
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        stdout, stderr = proc.communicate()
-        pytest.fail(f"fsdp-bench {' '.join(map(str, args))} ran past {timeout} s\n{stdout}\n{stderr}")
+    rc, stdout, stderr = finish(proc, timeout, f"fsdp-bench {' '.join(map(str, args))}")
     records = load_records(results)[0] if results is not None and Path(results).exists() else []
-    return CliRun(proc.returncode, stdout, stderr, records, time.monotonic() - started)
+    return CliRun(rc, stdout, stderr, records, time.monotonic() - started)
 
 
 @pytest.fixture(scope="session")
