@@ -12,6 +12,7 @@ import pytest
 from bench.planner.comm import ring_time, shard_group_link
 from bench.planner.from_preflight import measured_cluster
 from bench.planner.workload import workload_from_spec
+from bench.preflight import find_stragglers
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "p5_anchor_from_preflight.py"
 
@@ -46,3 +47,16 @@ def test_inside_a_node_the_link_is_the_node_groups_bus_bandwidth(anchor):
 def transfer_time(nbytes: int, ranks: int, link, passes: int = 1) -> float:
     """The planner's ring time without its fixed latencies (the synthetic 1 GiB times have none)."""
     return ring_time(nbytes, ranks, link, passes) - ring_time(1, ranks, link, passes)
+
+
+@pytest.mark.parametrize(("hosts", "named"), [(("p5-0", "p5-1"), [1]), (("vm", "vm"), [])])
+def test_a_slow_node_is_named_only_when_nodes_are_machines_of_their_own(anchor, hosts, named):
+    """Node 1's own all-reduce 30 % slower: named on two hosts; not when both "nodes" are
+    processes of one host (a local launch), where their rings share the same cores."""
+    record = anchor.preflight_record(200.0)
+    slow = [s.model_copy(update={"best_s": s.best_s * 1.3}) if s.node == 1 else s for s in record.collectives]
+    ranks = [r.model_copy(update={"host": hosts[r.node]}) for r in record.ranks]
+    record = record.model_copy(update={"collectives": slow, "ranks": ranks})
+    found = [s for s in find_stragglers(record) if s.measure == "node all_reduce"]
+    assert [s.node for s in found] == named
+    assert all(s.host == hosts[1] and s.slower_by == pytest.approx(1.3 / 1.15 - 1) for s in found)
