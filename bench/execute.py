@@ -26,6 +26,7 @@ from bench.storage import STORAGE_ERRNOS
 from bench.version import git_info, harness_version
 from fsdp_core.protocol import (
     LAUNCH_FILE,
+    LAUNCHES_DIR,
     PREFLIGHT_MEASUREMENTS,
     PREFLIGHT_RECORD,
     RESULT_FILE,
@@ -106,7 +107,7 @@ def prepare_launch(
     shape = specs[0] if specs else RunSpec.model_validate(preflight.spec)
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     label = specs[0].point_id if specs else f"preflight-{shape.nodes}x{shape.gpus_per_node}"
-    work_dir = Path(results_dir) / shape.sweep.name / "_launches" / f"{stamp}-{label}"
+    work_dir = Path(results_dir) / shape.sweep.name / LAUNCHES_DIR / f"{stamp}-{label}"
     work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / LAUNCH_FILE
     launch_file(specs, dirs, preflight, conditions, owner).write(path)

@@ -23,11 +23,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fsdp_core.protocol import LAUNCH_FILE, LaunchFile, write_json_atomic
+from fsdp_core.protocol import JOB_FILE, LAUNCH_FILE, LAUNCHES_DIR, LaunchFile, write_json_atomic
 
-JOB_FILE = "job.json"
-LAUNCHES_DIR = "_launches"
-ORPHAN_POLICIES = ("cancel", "wait")
 WAIT_POLL_S = 5.0
 
 

@@ -17,15 +17,17 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import statistics
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from fsdp_core import ac_modes
 from fsdp_core.model_args import ModelArgs
+from fsdp_core.protocol import RECORD_SCHEMA_VERSION
 from fsdp_core.recipes import PRECISIONS, STRATEGIES
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = RECORD_SCHEMA_VERSION  # one home: fsdp_core/protocol.py (the worker writes it)
 
 Strategy = Literal[tuple(STRATEGIES)]  # type: ignore[valid-type]
 Precision = Literal[tuple(PRECISIONS)]  # type: ignore[valid-type]
@@ -39,8 +41,6 @@ Status = Literal["ok", "oom", "failed", "timeout", "invalid", "interrupted", "sk
 LAUNCHERS: tuple[str, ...] = Launcher.__args__
 CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
 STATUSES: tuple[str, ...] = Status.__args__
-
-PositiveInt = Field(ge=1, strict=True)
 
 
 class Strict(BaseModel):
@@ -203,6 +203,11 @@ class TrainSpec(Strict):
             allowed = ", ".join(ac_modes.SAVE_OP_GROUPS)
             raise ValueError(f"unknown op group {', '.join(map(repr, unknown))}; allowed: {allowed}")
         return groups
+
+
+# The knobs that slow a point down without changing its workload: `check` compares such a run
+# with its clean baseline (bench/check/points.py).
+SLOWDOWN_KNOBS = ("slow_fraction", "slow_rank")
 
 
 class DebugKnobs(Strict):
@@ -788,6 +793,11 @@ class PreflightResult(Strict):
     env: EnvInfo = Field(default_factory=EnvInfo)
     notes: dict[str, str] = Field(default_factory=dict)
 
+    @property
+    def matmul_tflops_median(self) -> float | None:
+        """The median rank's matmul rate (what the summary, the planner and history show)."""
+        return statistics.median(r.matmul_tflops for r in self.ranks) if self.ranks else None
+
     def summary(self, path: str) -> PreflightSummary:
         largest = {}
         for sample in self.collectives:
@@ -796,10 +806,9 @@ class PreflightResult(Strict):
             key = f"{sample.op}/{sample.group}"
             if key not in largest or sample.bytes > largest[key].bytes:
                 largest[key] = sample
-        tflops = sorted(r.matmul_tflops for r in self.ranks)
         return PreflightSummary(
             path=path,
-            matmul_tflops_median=tflops[len(tflops) // 2] if tflops else 0.0,
+            matmul_tflops_median=self.matmul_tflops_median or 0.0,
             busbw_gbps={k: v.busbw_gbps for k, v in sorted(largest.items())},
             stragglers=self.stragglers,
             measured_links=self.measured_links,

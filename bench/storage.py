@@ -24,16 +24,10 @@ def is_storage_error(exc: BaseException) -> bool:
     return isinstance(exc, OSError) and exc.errno in STORAGE_ERRNOS
 
 
-def human_bytes(n: float) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if n < 1024 or unit == "TiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    raise AssertionError("unreachable")
-
-
 def space_left(path: Path) -> str:
     """'X free of Y' on the filesystem that holds `path` (its nearest existing folder)."""
+    from bench.console import human_bytes  # only on the error path: it loads the record schemas
+
     for folder in (Path(path), *Path(path).parents):
         with contextlib.suppress(OSError):
             if folder.exists():

@@ -41,7 +41,7 @@ from fsdp_core.protocol import PREFLIGHT_RECORD
 
 # 2: the git sha of each run as a column, and an index by start time (history's order).
 # 3: the preflights table.
-STORE_SCHEMA_VERSION = 3
+STORE_SCHEMA_VERSION = 4
 # Parallel sweeps on one store wait for each other's short write transactions; 60 s is far
 # beyond any one batch (a few hundred small rows) yet still fails loudly on a stuck writer.
 BUSY_TIMEOUT_S = 60.0
@@ -84,8 +84,32 @@ CREATE INDEX IF NOT EXISTS preflights_time ON preflights (started_at);
 """
 )
 
-# Store schema n -> n + 1, run in one write transaction when an older store is opened. Each step
-# derives new columns from the stored record JSON (the truth), so nothing is lost or re-read.
+
+def _rekey_results(conn: sqlite3.Connection) -> None:
+    """Rows keyed as today's code keys them: a record stored before it was migrated on read (schema 1
+    rows hold the record as written) gets the point id and content hash of its migrated form, so
+    ingesting the same result.json again finds it instead of storing it twice."""
+    rows = conn.execute("SELECT rowid, point_id, content_hash, record FROM results").fetchall()
+    for rowid, point_id, old_hash, blob in rows:
+        try:
+            record = parse_record(json.loads(blob))
+        except ValueError:
+            continue  # unreadable today: left as stored (records() reports it)
+        key = (record.point_id, content_hash(record))
+        if key == (point_id, old_hash):
+            continue
+        if conn.execute("SELECT 1 FROM results WHERE point_id = ? AND content_hash = ?", key).fetchone():
+            conn.execute("DELETE FROM results WHERE rowid = ?", (rowid,))  # the same record, stored twice
+        else:
+            conn.execute(
+                "UPDATE results SET point_id = ?, content_hash = ?, record = ? WHERE rowid = ?",
+                (*key, json.dumps(record.model_dump(mode="json")), rowid),
+            )
+
+
+# Store schema n -> n + 1, run in one write transaction when an older store is opened: SQL, or a
+# function of the connection. Each step derives what it changes from the stored record JSON (the
+# truth), so nothing is lost or re-read.
 STORE_MIGRATIONS = {
     1: """
 ALTER TABLE results ADD COLUMN git_sha TEXT;
@@ -93,6 +117,7 @@ UPDATE results SET git_sha = json_extract(record, '$.env.git_sha');
 CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
 """,
     2: _PREFLIGHTS,
+    3: _rekey_results,
 }
 
 
@@ -304,8 +329,12 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         while version in STORE_MIGRATIONS:
-            for statement in filter(str.strip, STORE_MIGRATIONS[version].split(";")):
-                conn.execute(statement)
+            step = STORE_MIGRATIONS[version]
+            if callable(step):
+                step(conn)
+            else:
+                for statement in filter(str.strip, step.split(";")):
+                    conn.execute(statement)
             version += 1
             conn.execute(f"PRAGMA user_version = {version}")
         conn.execute("COMMIT")

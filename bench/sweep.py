@@ -156,14 +156,17 @@ def preflight_first(
     strategies: list[str],
     conditions: dict | None = None,
     owner: str | None = None,
-) -> tuple[PreflightResult, PreflightSummary]:
-    """Measure a world shape on its own, before any point (sweep.autotune ranks with what it measured)."""
+) -> tuple[PreflightResult, PreflightSummary] | None:
+    """Measure a world shape on its own, before any point (sweep.autotune ranks with what it measured);
+    None when the launcher only rendered its job file (nothing was measured)."""
     task = make_task(spec, settings.preflight, strategies, preflight_dir(settings.results_dir, spec))
     results: list[PreflightResult] = []
     run_group(
         [], launcher, settings.results_dir, preflight=task, on_preflight=results.append, conditions=conditions,
         owner=owner,
     )  # fmt: skip
+    if not results:
+        return None
     (record,) = results
     return record, preflight_summary(record, task)
 

@@ -31,6 +31,9 @@ SWEEP_LOCK = ".lock"  # in the sweep folder: its holder's pid, host and token (r
 # other hosts cannot see its pid). Longer than an NFS client's attribute cache (60 s at most).
 OWNER_HEARTBEAT_S = 15.0
 OWNER_SILENT_S = 180.0
+RECORD_SCHEMA_VERSION = 2  # the result record's shape (bench.schemas reads it; older ones are migrated)
+LAUNCHES_DIR = "_launches"  # in the sweep folder: one <stamp>-<label>/ per launch, holding LAUNCH_FILE
+JOB_FILE = "job.json"  # in a launch folder: the cluster job it submitted, until the job is seen to end
 LAUNCH_FILE = "launch.json"
 STARTED_MARK = "started"
 RESULT_FILE = "result.json"

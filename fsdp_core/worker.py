@@ -45,6 +45,7 @@ from fsdp_core.precision import build_grad_scaler, check_precision_supported
 from fsdp_core.preflight import run_preflight
 from fsdp_core.protocol import (
     RANKS_PER_HOST_ENV,
+    RECORD_SCHEMA_VERSION,
     RESULT_FILE,
     STARTED_MARK,
     SWEEP_LOCK,
@@ -58,8 +59,6 @@ from fsdp_core.protocol import (
 )
 from fsdp_core.telemetry import gather_telemetry
 from fsdp_core.train import LoopConfig, run_loop
-
-RECORD_SCHEMA_VERSION = 2  # bench.schemas.SCHEMA_VERSION: the record shape assemble_record writes
 
 
 def now_iso() -> str:

@@ -215,15 +215,20 @@ def _env(record: RunResult) -> dict[str, Any]:
 
 
 def variant(record: RunResult) -> str:
-    """Non-default model/cluster overrides, debug knobs and checkpointing: points differing here never share a series."""
+    """Non-default model/cluster overrides, debug knobs, checkpointing knobs and DCP checkpoints, as
+    config overrides (the report's rerun commands use them): points differing here never share a series."""
     spec = record.spec
     parts = [f"model.{k}={v}" for k, v in sorted(spec.model.overrides.items())]
     parts += [f"cluster.{k}={_compact(v)}" for k, v in sorted(spec.cluster.overrides.items())]
     defaults = DebugKnobs().model_dump()
     parts += [f"debug.{k}={v}" for k, v in spec.debug.model_dump().items() if v != defaults[k]]
-    if spec.train.checkpoint != "none":
-        every = spec.train.checkpoint_every
-        parts.append(f"train.checkpoint={spec.train.checkpoint}" + (f"/{every}" if every else ""))
+    train, train_defaults = spec.train, type(spec.train)()
+    for name in ("ac_every", "ac_save_ops", "checkpoint", "checkpoint_every"):
+        value = getattr(train, name)
+        if value != getattr(train_defaults, name):
+            parts.append(
+                f"train.{name}=" + (f"[{','.join(value)}]" if isinstance(value, (list, tuple)) else str(value))
+            )
     return " ".join(parts)
 
 

@@ -32,7 +32,7 @@ MAX_TIMELINES = 8
 MAX_LINES = 8
 # Panel geometry in inches (fixed: no layout engine, like reports/plots.py).
 _PANEL_W, _PANEL_H, _GAP_W, _LEFT, _ROW_TOP, _ROW_BOTTOM = 3.1, 1.45, 0.8, 0.75, 0.5, 0.45
-GIB, MB = 2**30, 1e6
+GIB, MB = fmt.GIB, 1e6
 
 Lines = list[tuple[str, np.ndarray, np.ndarray]]
 

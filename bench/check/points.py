@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.labels import point_label as short_label
-from bench.schemas import RunResult, RunSpec
+from bench.schemas import SLOWDOWN_KNOBS, RunResult, RunSpec
 
 # Spec fields that do not change what is measured, on top of RunSpec.identity()'s exclusions:
-# the repeat index (repeats are pooled) and the slow-down knob (an injected slowdown must be
-# compared against its clean baseline; that is what the knob is for).
+# the repeat index (repeats are pooled) and the slow-down knobs (an injected slowdown, on every
+# rank or on one, must be compared against its clean baseline; that is what the knobs are for).
 _IGNORED_FIELDS = ("repeat",)
-_IGNORED_DEBUG_FIELDS = ("slow_fraction",)
+_IGNORED_DEBUG_FIELDS = SLOWDOWN_KNOBS
 
 
 @dataclass

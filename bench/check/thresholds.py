@@ -47,6 +47,7 @@ METRICS: dict[str, MetricDef] = {
 }
 TIMINGS = tuple(name for name, m in METRICS.items() if m.kind == "timing")
 COUNTERS = tuple(name for name, m in METRICS.items() if m.kind == "counter")
+STEP_TIMINGS = tuple(name for name in TIMINGS if METRICS[name].per == "step")  # what history can follow
 
 # 5%: the project's CI default; scripts/validate_checks.py measures its false-alarm and
 # detection rates on this machine. Smaller changes need many more samples to tell apart from noise.

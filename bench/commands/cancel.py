@@ -30,8 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def sweep_dirs(results: Path) -> list[Path]:
     """RESULTS if it is a sweep folder (it has a lock or launch folders), else the sweep folders in it."""
-    from bench.jobs import LAUNCHES_DIR
-    from fsdp_core.protocol import SWEEP_LOCK
+    from fsdp_core.protocol import LAUNCHES_DIR, SWEEP_LOCK
 
     def is_sweep(folder: Path) -> bool:
         return (folder / SWEEP_LOCK).exists() or (folder / LAUNCHES_DIR).is_dir()

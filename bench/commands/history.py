@@ -15,7 +15,7 @@ import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.check.thresholds import TIMINGS as HISTORY_METRICS
+from bench.check.thresholds import STEP_TIMINGS as HISTORY_METRICS
 from bench.commands.check import add_numerics_arguments, numerics_problem
 from bench.commands.store import DEFAULT_STORE
 

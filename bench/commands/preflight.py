@@ -22,10 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from bench.commands.single_point import launchable_point
     from bench.config import ConfigError, preflight_settings
-    from bench.execute import Interrupted, run_group
-    from bench.locks import LockBusy
     from bench.preflight import make_task, preflight_dir, table_lines
-    from bench.signals import stop_signals_as_interrupt
     from fsdp_core.protocol import PREFLIGHT_RECORD
 
     try:
@@ -38,20 +35,15 @@ def main(args: argparse.Namespace) -> int:
     spec, results_dir = target.spec, target.results_dir
     directory = preflight_dir(results_dir, spec)
     task = make_task(spec, settings, [spec.strategy], directory)
-    results = []
-    locks = target.locks()
-    try:
-        with stop_signals_as_interrupt(), locks:
-            run_group(
-                [], target.launcher, results_dir, preflight=task, on_preflight=results.append,
-                conditions=locks.conditions, owner=locks.token,
-            )  # fmt: skip
-    except LockBusy as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (Interrupted, KeyboardInterrupt):
-        print("interrupted: the preflight was recorded as interrupted", file=sys.stderr)
-        return 1
+    results, rendered = [], []
+    _, refused = target.launch(
+        [], "the preflight", preflight=task, on_preflight=results.append, on_rendered=rendered.extend
+    )
+    if refused is not None:
+        return refused
+    if not results:  # launcher.apply=false: the job file is the product, nothing was measured
+        print("rendered, nothing ran (launcher.apply=false): " + ", ".join(map(str, rendered)))
+        return 0
     (record,) = results
     print("\n".join(table_lines(record)))
     print(f"record: {directory / PREFLIGHT_RECORD}")

@@ -16,9 +16,7 @@ def main(args: argparse.Namespace) -> int:
     from bench.commands.single_point import launchable_point
     from bench.config import ConfigError
     from bench.console import point_summary
-    from bench.execute import Interrupted, point_dir, run_group
-    from bench.locks import LockBusy
-    from bench.signals import stop_signals_as_interrupt
+    from bench.execute import point_dir
 
     try:
         target = launchable_point(args.overrides)
@@ -27,19 +25,9 @@ def main(args: argparse.Namespace) -> int:
             print(f"error: {line}", file=sys.stderr)
         return 2
     spec, results_dir, rendered = target.spec, target.results_dir, []
-    locks = target.locks()
-    try:
-        with stop_signals_as_interrupt(), locks:
-            records = run_group(
-                [spec], target.launcher, results_dir, on_rendered=rendered.extend, conditions=locks.conditions,
-                owner=locks.token,
-            )  # fmt: skip
-    except LockBusy as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    except (Interrupted, KeyboardInterrupt):
-        print("interrupted: the point was recorded as interrupted", file=sys.stderr)
-        return 1
+    records, refused = target.launch([spec], "the point", on_rendered=rendered.extend)
+    if refused is not None:
+        return refused
     if rendered:
         print("rendered, nothing ran (launcher.apply=false): " + ", ".join(map(str, rendered)))
         return 0

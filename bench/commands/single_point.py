@@ -3,6 +3,7 @@ the locks its measurement holds (not a command: bench/cli.py lists the commands)
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +32,29 @@ class LaunchablePoint:
             allow_concurrent(self.options.allow_concurrent),
             self.options.orphans,
         )
+
+    def launch(self, specs: list, what: str, **run_group_options) -> tuple[list, int | None]:
+        """`run_group` under the point's locks, with SIGTERM/SIGHUP as interrupts: (records, None), or
+        ([], exit code) after saying why on stderr: 2 a lock refused (sweep.wait=false), 1 interrupted
+        (`what` was recorded as interrupted)."""
+        from bench.execute import Interrupted, run_group
+        from bench.locks import LockBusy
+        from bench.signals import stop_signals_as_interrupt
+
+        locks = self.locks()
+        try:
+            with stop_signals_as_interrupt(), locks:
+                records = run_group(
+                    specs, self.launcher, self.results_dir, conditions=locks.conditions, owner=locks.token,
+                    **run_group_options,
+                )  # fmt: skip
+        except LockBusy as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return [], 2
+        except (Interrupted, KeyboardInterrupt):
+            print(f"interrupted: {what} was recorded as interrupted", file=sys.stderr)
+            return [], 1
+        return records, None
 
 
 def launchable_point(overrides: list[str], keep: Callable[[str], bool] = lambda problem: True) -> LaunchablePoint:

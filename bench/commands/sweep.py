@@ -153,8 +153,12 @@ def _autotune_measured(overrides, autotuned, launcher, settings, locks):
 
     spec = autotuned.points[0].spec
     strategies = autotuned.result.axes["strategy"]
-    record, summary = preflight_first(spec, launcher, settings, strategies, locks.conditions, locks.token)
+    measured_first = preflight_first(spec, launcher, settings, strategies, locks.conditions, locks.token)
     shape = (spec.nodes, spec.gpus_per_node)
+    if measured_first is None:
+        print(f"preflight {shape[0]}x{shape[1]}: rendered, nothing measured; ranking with nominal links")
+        return autotuned.points, settings
+    record, summary = measured_first
     if record.status != "ok":
         print(f"preflight {shape[0]}x{shape[1]}: {record.status} ({record.error}); ranking with nominal links")
         return autotuned.points, replace(settings, measured={shape: summary})

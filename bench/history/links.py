@@ -10,7 +10,6 @@ ranks), never recomputed here.
 
 from __future__ import annotations
 
-import statistics
 from datetime import datetime
 
 from bench.history.series import run_time
@@ -34,7 +33,7 @@ def link_rows(preflights: list[PreflightResult], since: datetime | None = None) 
     rows = []
     for record in chosen:
         links, spec = record.measured_links, record.spec
-        matmul = statistics.median(r.matmul_tflops for r in record.ranks) if record.ranks else None
+        matmul = record.matmul_tflops_median
         stragglers = ", ".join(f"{s.host} ({s.measure})" for s in record.stragglers) or "none"
         rows.append(
             [

@@ -64,8 +64,7 @@ def cpu_calibration(record: PreflightResult) -> CpuCalibration | None:
         return None
     cores = os.cpu_count() or 1
     threads = max(1, cores // record.spec.world_size)
-    rates = sorted(r.matmul_tflops * 1e3 for r in record.ranks)
-    gflops = rates[len(rates) // 2]
+    gflops = record.matmul_tflops_median * 1e3
     base = load_cpu_calibration()
     return dataclasses.replace(
         base,

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench.config import ConfigError, Point, compose, grid_items, is_grid_override, load_points, sweep_values
+from bench.planner.memory import GIB
 from bench.registry import group_options
 from bench.schemas import CHECKPOINTING, OBJECTIVES, SearchOptions, describe_validation_error
 from fsdp_core.flops import flops_per_token, hardware_flops_per_token
@@ -42,7 +43,6 @@ AXES = (
     "train.compile",
 )
 DEFAULT_MICRO_BATCHES = ("1", "2", "4", "8", "16", "32", "64")
-GIB = 2**30
 
 
 @dataclass(frozen=True)
@@ -245,7 +245,8 @@ def seconds_per_token(candidate: Candidate) -> dict[str, float]:
     tokens = p["tokens_per_step"] / spec.world_size
     split = p["step_time_split_s"]
     args, seq = spec.model.args(), spec.train.seq_len
-    hardware = hardware_flops_per_token(args, seq, spec.train.activation_checkpointing)
+    train = spec.train
+    hardware = hardware_flops_per_token(args, seq, train.activation_checkpointing, train.ac_every, train.ac_save_ops)
     recompute_share = 1 - flops_per_token(args, seq) / hardware
     return {
         "recompute": split["compute"] * recompute_share / tokens,

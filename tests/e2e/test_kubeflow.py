@@ -20,13 +20,14 @@ import yaml
 
 from bench.config import ConfigError, load_point
 from bench.execute import collect_launch, prepare_launch
-from bench.jobs import JOB_FILE, note_job, settle_left_jobs
+from bench.jobs import note_job, settle_left_jobs
 from bench.launch import get_launcher
 from bench.launch.k8s_manifest import crd_schema, validate_pytorchjob
 from bench.launch.kubeflow import RENDERED
 from bench.launch.results_sync import filesystem, pull_points, push_tree
 from bench.records import read_record
 from bench.version import harness_version
+from fsdp_core.protocol import JOB_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow.org_pytorchjobs.yaml"
@@ -260,3 +261,12 @@ def test_pull_skips_unfinished_files_and_push_skips_unchanged(tmp_path):
     target = tmp_path / "results" / "s" / "p1"
     pull_points(f"file://{remote}", [target])
     assert sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file()) == ["errors/rank1.json"]
+
+
+def test_a_render_only_preflight_names_its_job_file_and_stores_no_record(tmp_path, fsdp_bench):
+    """`fsdp-bench preflight launcher=kubeflow` (apply=false): the manifest is the product, exit 0."""
+    rc, out, err, _ = fsdp_bench("preflight", "launcher=kubeflow", "nodes=2", f"results_dir={tmp_path}")
+    assert rc == 0, out + err
+    (manifest,) = tmp_path.glob("adhoc/_launches/*-preflight-2x1/pytorchjob.yaml")
+    assert out == f"rendered, nothing ran (launcher.apply=false): {manifest}\n"
+    assert not list(tmp_path.glob("adhoc/_preflight/*/preflight.json"))

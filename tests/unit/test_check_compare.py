@@ -200,3 +200,22 @@ def test_fields_added_later_leave_keys_of_points_at_their_default_unchanged(monk
     aot = spec.model_copy(update={"train": spec.train.model_copy(update={"compile_backend": "aot_eager"})})
     assert match_identity(aot)["train"]["compile_backend"] == "aot_eager"
     assert identity_key(match_identity(aot)) != before
+
+
+def test_every_field_added_later_is_absent_from_an_identity_at_its_default():
+    """The real LATER_FIELDS list: a point that leaves them at their defaults keeps the identity
+    (hence the point id and check's match) it had before they existed."""
+    from bench.check.points import match_identity
+    from bench.schemas import LATER_FIELDS
+
+    identity = match_identity(make_record([0.1] * 3).spec)
+    assert [(section, name) for section, name in LATER_FIELDS if name in identity.get(section, {})] == []
+
+
+@pytest.mark.parametrize("knob", [{"slow_fraction": 0.1}, {"slow_rank": 0}])
+def test_a_slowed_run_is_compared_with_its_clean_baseline(knob):
+    from bench.check.points import identity_key, match_identity
+
+    clean, slowed = make_record([0.1] * 3), make_record([0.1] * 3, spec={"debug": knob})
+    assert slowed.point_id != clean.point_id  # a different point to the ledger ...
+    assert identity_key(match_identity(slowed.spec)) == identity_key(match_identity(clean.spec))  # ... one to check

@@ -137,7 +137,7 @@ def test_report_reads_medians_per_save_and_shows_predicted_beside_measured():
     assert (one["ckpt_saves"], one["ckpt_durable_s"], one["ckpt_blocked_s"]) == (3, 0.2, pytest.approx(0.21))
     assert one["ckpt_write_bytes_per_s"] == pytest.approx(2_000_000 / 0.2)
     assert (one["ckpt_state_bytes"], one["pred_ckpt_write_s"], one["ckpt_goodput"]) == (1_877_844, 0.05, 0.8)
-    assert one["variant"] == "train.checkpoint=sync/1"
+    assert one["variant"] == "train.checkpoint=sync train.checkpoint_every=1"  # overrides a rerun takes
     table = checkpoint_table(frame)
     assert len(table.rows) == 2  # the point without checkpoints has no row
     row = dict(zip(table.columns, table.rows[0]))

@@ -24,6 +24,19 @@ from bench.history.series import EFFICIENCY, build_series, efficiency_series  # 
 from bench.schemas import DebugKnobs, EnvInfo  # noqa: E402
 from bench.stats import series_key  # noqa: E402
 
+# The first store's table, as version 1 of the store created it.
+V1_STORE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    point_id TEXT NOT NULL, content_hash TEXT NOT NULL, sweep TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
+    model TEXT, strategy TEXT, precision TEXT, cluster TEXT, launcher TEXT, nodes INTEGER, gpus_per_node INTEGER,
+    world_size INTEGER, micro_batch INTEGER, grad_accum INTEGER, seq_len INTEGER, repeat INTEGER,
+    tokens_per_s REAL, tokens_per_s_per_device REAL, mfu REAL, peak_mem_bytes INTEGER, env_fingerprint TEXT,
+    started_at TEXT, finished_at TEXT, source TEXT, ingested_at TEXT NOT NULL, record TEXT NOT NULL,
+    PRIMARY KEY (point_id, content_hash)
+);
+"""
+V1_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "records" / "v1" / "v1_scaling"
+
 BASE = make_record(tokens_per_s=1000.0)
 
 
@@ -184,23 +197,24 @@ def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
     path = tmp_path / "v1.sqlite"
     record = night(0, 1000.0)
     conn = sqlite3.connect(path)
-    conn.executescript(
-        """CREATE TABLE results (point_id TEXT NOT NULL, content_hash TEXT NOT NULL, sweep TEXT NOT NULL,
-        status TEXT NOT NULL, started_at TEXT, finished_at TEXT, source TEXT, ingested_at TEXT NOT NULL,
-        record TEXT NOT NULL, PRIMARY KEY (point_id, content_hash)); PRAGMA user_version = 1;"""
-    )
-    conn.execute(
-        "INSERT INTO results VALUES (?, 'h', ?, 'ok', ?, NULL, NULL, 'now', ?)",
-        (record.point_id, record.sweep, record.started_at, record.model_dump_json()),
-    )
+    conn.executescript(V1_STORE_SCHEMA + "PRAGMA user_version = 1;")
+    insert = "INSERT INTO results (point_id, content_hash, sweep, status, started_at, ingested_at, record) VALUES (?, ?, ?, 'ok', ?, 'now', ?)"
+    conn.execute(insert, (record.point_id, "h", record.sweep, record.started_at, record.model_dump_json()))
+    # A version-1 record as the first store kept it: as written, under its version-1 point id.
+    old_file = next(V1_FIXTURES.glob("*/result.json"))
+    old = json.loads(old_file.read_text())
+    conn.execute(insert, (old["point_id"], "h1", old["sweep"], old["started_at"], json.dumps(old)))
     conn.commit()
     conn.close()
     store = ResultStore(path)
-    assert schema_version(path) == STORE_SCHEMA_VERSION == 3
+    assert schema_version(path) == STORE_SCHEMA_VERSION == 4
     assert store.count(git_sha="a" * 40) == 1
-    (read,), problems = store.records()
-    assert problems == [] and read == record
+    read, problems = store.records(latest_only=False)
+    assert problems == [] and record in read and len(read) == 2
     assert store.preflights() == ([], [])  # schema 3: the preflights table, created by the migration
+    # Schema 4 keys old rows as today's code reads them: the same result.json is not stored twice.
+    report = store.ingest_paths(old_file.parent)
+    assert (report.added, report.unchanged) == (0, 1) and store.count() == 2
 
 
 def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
@@ -208,7 +222,7 @@ def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
 
     path = tmp_path / "v9.sqlite"
     sqlite3.connect(path).execute("PRAGMA user_version = 9").connection.close()
-    with pytest.raises(ValueError, match="schema version 9, this fsdp-bench reads up to 3; rebuild it"):
+    with pytest.raises(ValueError, match="schema version 9, this fsdp-bench reads up to 4; rebuild it"):
         ResultStore(path)
 
 

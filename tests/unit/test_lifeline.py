@@ -22,6 +22,7 @@ from bench import locks as locks_module
 from bench.execute import raise_storage_error
 from bench.locks import MeasurementLocks
 from bench.storage import storage_error_line
+from fsdp_core import protocol
 from fsdp_core.lifeline import TORCHRUN_ENV, abandoned
 from fsdp_core.protocol import LAUNCH_FILE, OWNER_SILENT_S, SWEEP_LOCK, LaunchFile, RankError, sweep_dir_of
 
@@ -202,7 +203,7 @@ class FakeCluster:
 
 
 def left_launch(sweep_dir: Path, name: str, job_id: str, owner: str) -> Path:
-    work = sweep_dir / jobs.LAUNCHES_DIR / name
+    work = sweep_dir / protocol.LAUNCHES_DIR / name
     work.mkdir(parents=True)
     LaunchFile(points=[], owner=owner).write(work / LAUNCH_FILE)
     jobs.note_job(work, "slurm", job_id, {"name": "slurm", "partition": "gpu"})
@@ -225,7 +226,7 @@ def test_jobs_a_dead_holder_left_are_cancelled_by_default(tmp_path, monkeypatch)
         f"cancelled slurm job 11 ({running}), left running by an fsdp-bench that is gone (pid 4242 on login1); "
         "sweep.orphans=wait waits instead"
     ]
-    assert not (running / jobs.JOB_FILE).exists() and not (ended / jobs.JOB_FILE).exists()
+    assert not (running / protocol.JOB_FILE).exists() and not (ended / protocol.JOB_FILE).exists()
 
 
 def test_a_holder_that_waits_adopts_the_left_jobs_tokens_until_they_end(tmp_path, monkeypatch):
