@@ -27,10 +27,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from bench.check.synthetic import make_record, step_times
-from bench.config import flavors
-from bench.records import write_record
-from bench.schemas import PeakMemory, RunResult
+from bench.analysis.check.synthetic import make_record, step_times
+from bench.analysis.records import write_record
+from bench.config.compose import flavors
+from bench.schema.record import PeakMemory, RunResult
 
 # 5 models x 5 strategies x 4 precisions x 5 node counts x 4 micro-batches x 5 repeats = 10,000.
 GRID = {
@@ -50,7 +50,7 @@ PARAMS = {name: args.params for name, args in flavors().items()}
 def synthetic_record(values: dict, rng: random.Random) -> RunResult:
     """A valid record whose throughput scales sub-linearly with the nodes, with noise.
 
-    Built by bench.check.synthetic.make_record (the check's synthetic records), on an H100
+    Built by bench.analysis.check.synthetic.make_record (the check's synthetic records), on an H100
     cluster preset, with a peak memory and hosts added so every plot and header line has data.
     """
     spec = {"sweep.name": "bench_report", "cluster": "p5.48xlarge", "gpus_per_node": 8,

@@ -7,13 +7,13 @@ import pytest
 
 @pytest.fixture(scope="module")
 def eks_specs():
-    from bench.config import load_grid
+    from bench.config.compose import load_grid
 
     return [point.spec for point in load_grid(["experiment=eks_llama2"])]
 
 
 def test_plan_eks_llama2_grid(benchmark, eks_specs):
-    from bench.planner import predict, with_scaling_efficiency
+    from bench.analysis.planner import predict, with_scaling_efficiency
 
     predictions = benchmark(lambda: with_scaling_efficiency([predict(spec) for spec in eks_specs]))
     assert len(predictions) == 30
@@ -22,7 +22,7 @@ def test_plan_eks_llama2_grid(benchmark, eks_specs):
 
 def test_compose_eks_llama2_grid(benchmark):
     """Hydra composition and validation of the same grid (what `plan` and `sweep` pay before anything runs)."""
-    from bench.config import load_grid
+    from bench.config.compose import load_grid
 
     points = benchmark.pedantic(load_grid, args=(["experiment=eks_llama2"],), rounds=3, iterations=1)
     assert len(points) == 30

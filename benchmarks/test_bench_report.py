@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.check.synthetic import make_record, step_times
+from bench.analysis.check.synthetic import make_record, step_times
 
 GRID = [
     (nodes, strategy, precision)
@@ -24,7 +24,7 @@ def sweep_records():
 
 
 def test_render_report(benchmark, sweep_records, tmp_path):
-    from reports import build_report
+    from bench.present.report.build import build_report
 
     page = benchmark.pedantic(build_report, args=(sweep_records, tmp_path / "report"), rounds=3, iterations=1)
     assert page.name == "report.html" and page.stat().st_size > 0
@@ -32,8 +32,8 @@ def test_render_report(benchmark, sweep_records, tmp_path):
 
 
 def test_check_against_baseline(benchmark, sweep_records):
-    from bench.check.compare import compare
-    from bench.check.points import points_from_records
+    from bench.analysis.check.compare import compare
+    from bench.analysis.check.points import points_from_records
 
     points = points_from_records(sweep_records)
     report = benchmark(lambda: compare(points, points))

@@ -23,7 +23,7 @@ def _free_port() -> int:
 def debug_training(monkeypatch_module):
     import torch.distributed as dist
 
-    from bench.config import spec_from_fields
+    from bench.config.compose import spec_from_fields
     from fsdp_core.data import build_source
     from fsdp_core.worker import build_training, loop_config, model_args
 

@@ -4,7 +4,7 @@ The state is FSDP2's sharded model and AdamW state dicts, taken and restored wit
 `torch.distributed.checkpoint.state_dict.get_state_dict`/`set_state_dict` (DTensor shards: each
 rank writes only its own shards; DCP writes a replicated tensor once). Saves go through DCP's file
 system writer, or its fsspec writer for a URL (`s3://...`, `file://...`), each into a new step
-folder; rank 0 writes the marker (fsdp_core/protocol.py's layout) after the save is durable, so a
+folder; rank 0 writes the marker (bench/schema/protocol.py's layout) after the save is durable, so a
 save that fails part-way never hides the previous checkpoint.
 
 Timing (each rank's own view; the worker takes the maximum over ranks):
@@ -33,7 +33,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.metadata import Metadata, TensorStorageMetadata
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from fsdp_core.protocol import (
+from bench.schema.protocol import (
     CHECKPOINT_MARKER,
     CHECKPOINT_STEP_PREFIX,
     DCP_METADATA_FILE,

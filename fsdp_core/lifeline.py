@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from fsdp_core.protocol import OWNER_SILENT_S
+from bench.schema.protocol import OWNER_SILENT_S
 
 PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 # torchrun sets this in every rank's environment: how a rank knows an agent is its parent.

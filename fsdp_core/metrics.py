@@ -14,7 +14,7 @@ import time
 import torch
 import torch.distributed as dist
 
-from fsdp_core.protocol import NODE_NAME_ENV
+from bench.schema.protocol import NODE_NAME_ENV
 
 # Variables that change collective or kernel behaviour: recorded so two results can be told apart.
 ENV_PREFIXES = ("NCCL_", "FI_", "TORCH_", "CUDA_", "OMP_", "KMP_", "GOMP_", "MKL_", "FSDP_BENCH_")

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from fsdp_core.model_args import ModelArgs
+from bench.schema.model_args import ModelArgs
 
 
 class RMSNorm(nn.Module):

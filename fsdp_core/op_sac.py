@@ -1,7 +1,7 @@
 """selective_op made real: torchtitan's per-op selective activation checkpointing policy.
 
 Each block runs under `torch.utils.checkpoint.create_selective_checkpoint_contexts` with a policy
-that, in the block's forward, marks the outputs of the saved op groups (fsdp_core/ac_modes.py:
+that, in the block's forward, marks the outputs of the saved op groups (bench/schema/ac_modes.py:
 every second matmul starting with the first, attention, functional collectives, max) MUST_SAVE and
 everything else PREFER_RECOMPUTE. The matmul count restarts with every block's forward: the
 context function runs once per checkpointed call. In torch >= 2.5 the policy is consulted in the
@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 import torch
 from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
-from fsdp_core.ac_modes import save_ops, saved_matmul
+from bench.schema.ac_modes import save_ops, saved_matmul
 
 _MM = torch.ops.aten.mm.default
 

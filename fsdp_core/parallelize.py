@@ -3,7 +3,7 @@
 Order (torchtitan's): fp8 conversion, activation checkpointing, then torch.compile, then FSDP:
 each transformer block, then the root. Only after sharding are parameters materialised, one full
 parameter at a time, so a 70B model is never whole in one process's memory. What each strategy
-means (its mesh, whether blocks reshard after forward) is its recipe in fsdp_core/recipes.py.
+means (its mesh, whether blocks reshard after forward) is its recipe in bench/schema/recipes.py.
 The root (embeddings, final norm, output) never reshards after forward: backward needs it
 first, so re-gathering it would be wasted traffic (torchtitan does the same).
 """
@@ -19,8 +19,8 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 from torch.distributed.tensor import DTensor, distribute_tensor
 
+from bench.schema.ac_modes import DEFAULT_AC_EVERY, NONE, SELECTIVE_OP, checkpointed_indices
 from fsdp_core import recipes
-from fsdp_core.ac_modes import DEFAULT_AC_EVERY, NONE, SELECTIVE_OP, checkpointed_indices
 from fsdp_core.model import Transformer, init_parameter_, parameter_generator
 from fsdp_core.precision import apply_fp8, mixed_precision_policy
 
@@ -74,7 +74,7 @@ def set_collective_timeout(timeout: dt.timedelta, groups: list | None = None) ->
 def apply_activation_checkpointing(
     model: Transformer, mode: str, every: int = DEFAULT_AC_EVERY, save_ops: tuple[str, ...] | None = None
 ) -> None:
-    """Wrap blocks in checkpoint_wrapper as the mode says (fsdp_core/ac_modes.py): all of them
+    """Wrap blocks in checkpoint_wrapper as the mode says (bench/schema/ac_modes.py): all of them
     (`full`), all of them under the per-op policy (`selective_op`), or every `every`-th one
     (`selective_layer`)."""
     if mode == NONE:

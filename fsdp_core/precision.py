@@ -1,4 +1,4 @@
-"""The precision recipes (fsdp_core/recipes.py) made real: FSDP2 mixed-precision policies, the
+"""The precision recipes (bench/schema/recipes.py) made real: FSDP2 mixed-precision policies, the
 fp16 gradient scaler, fp8 conversion and the device checks.
 
 fp8 converts only Linears whose dimensions are multiples of 16, never the output (fp8_module_filter).
@@ -11,8 +11,8 @@ import torch
 from torch import nn
 from torch.distributed.fsdp import MixedPrecisionPolicy
 
-from fsdp_core.recipes import FP8_EXCLUDED_FQNS, fp8_converts
-from fsdp_core.recipes import precision as recipe_of
+from bench.schema.recipes import FP8_EXCLUDED_FQNS, fp8_converts
+from bench.schema.recipes import precision as recipe_of
 
 TORCH_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 

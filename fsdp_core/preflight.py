@@ -9,7 +9,7 @@ every rank of a local launch shares this host's cores, one rank at a time, so th
 does not decide who looks slow. Nodes' own groups are timed one node at a time for the same reason.
 Every rank times every repetition; rank 0 gathers the raw times and writes them
 (PREFLIGHT_MEASUREMENTS). The parent turns them into the record: medians, bandwidths with
-nccl-tests' conventions, stragglers (bench/preflight.py), so the statistics stay in one place.
+nccl-tests' conventions, stragglers (bench/analysis/preflight.py), so the statistics stay in one place.
 
 Message sizes follow the engine's counting convention (fsdp_core/comm_counter.py): an all-gather's
 size is its gathered output, a reduce-scatter's its input, an all-reduce's its buffer.
@@ -25,13 +25,13 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from bench.schema.model_args import ModelArgs
+from bench.schema.protocol import PREFLIGHT_MEASUREMENTS, STARTED_MARK, PreflightTask, write_json_atomic
 from fsdp_core import recipes
 from fsdp_core.lifeline import check_owned
 from fsdp_core.metrics import capture_env, host_loads, node_name
-from fsdp_core.model_args import ModelArgs
 from fsdp_core.parallelize import ParallelConfig, build_mesh
 from fsdp_core.precision import TORCH_DTYPES
-from fsdp_core.protocol import PREFLIGHT_MEASUREMENTS, STARTED_MARK, PreflightTask, write_json_atomic
 from fsdp_core.train import slow_down_fraction
 
 # A CPU matmul is capped at this many FLOPs (the token dimension shrinks): a CPU preflight takes

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from fsdp_core.protocol import TELEMETRY_CSV, TELEMETRY_PARQUET
+from bench.schema.protocol import TELEMETRY_CSV, TELEMETRY_PARQUET
 from fsdp_core.telemetry_readers import Readers, build_readers, reason_of
 from fsdp_core.telemetry_summary import summarize
 

@@ -2,7 +2,7 @@
 
     torchrun ... -m fsdp_core.worker LAUNCH.json
 
-LAUNCH.json (fsdp_core/protocol.py's LaunchFile, written by bench, resolved: ranks never see
+LAUNCH.json (bench/schema/protocol.py's LaunchFile, written by bench, resolved: ranks never see
 Hydra) holds one or more points that share this world shape; they run in turn, each with a fresh
 model and clean state. Rank 0 writes each point's result.json atomically. A rank that fails
 leaves `<point_dir>/errors/rank<R>.json` with a one-line reason, then exits non-zero; bench turns
@@ -24,26 +24,10 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from fsdp_core.ac_modes import DEFAULT_AC_EVERY
-from fsdp_core.checkpoint import CheckpointConfig, Checkpointer
-from fsdp_core.compile_stats import CompileStats
-from fsdp_core.data import build_source
-from fsdp_core.flops import flops_per_token, hardware_flops_per_token
-from fsdp_core.lifeline import LaunchAbandoned, bind_to_agent, check_owned, hold, still_owned
-from fsdp_core.metrics import (
-    capture_env,
-    gather_floats,
-    host_loads,
-    max_over_ranks,
-    peak_memory_record,
-    step_time_stats,
-)
-from fsdp_core.model import build_model
-from fsdp_core.model_args import ModelArgs
-from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama, set_collective_timeout
-from fsdp_core.precision import build_grad_scaler, check_precision_supported
-from fsdp_core.preflight import run_preflight
-from fsdp_core.protocol import (
+from bench.schema.ac_modes import DEFAULT_AC_EVERY
+from bench.schema.flops import flops_per_token, hardware_flops_per_token
+from bench.schema.model_args import ModelArgs
+from bench.schema.protocol import (
     RANKS_PER_HOST_ENV,
     RECORD_SCHEMA_VERSION,
     RESULT_FILE,
@@ -57,6 +41,22 @@ from fsdp_core.protocol import (
     sweep_dir_of,
     write_json_atomic,
 )
+from fsdp_core.checkpoint import CheckpointConfig, Checkpointer
+from fsdp_core.compile_stats import CompileStats
+from fsdp_core.data import build_source
+from fsdp_core.lifeline import LaunchAbandoned, bind_to_agent, check_owned, hold, still_owned
+from fsdp_core.metrics import (
+    capture_env,
+    gather_floats,
+    host_loads,
+    max_over_ranks,
+    peak_memory_record,
+    step_time_stats,
+)
+from fsdp_core.model import build_model
+from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama, set_collective_timeout
+from fsdp_core.precision import build_grad_scaler, check_precision_supported
+from fsdp_core.preflight import run_preflight
 from fsdp_core.telemetry import gather_telemetry
 from fsdp_core.train import LoopConfig, run_loop
 
@@ -184,7 +184,7 @@ def loop_config(spec: dict, start_step: int = 0) -> LoopConfig:
     train, debug = spec["train"], spec.get("debug") or {}
     if start_step > 0:
         debug = {**debug, "fail_rank": None, "fail_step": None}
-    telemetry = spec.get("telemetry") or {}  # bench.schemas.TelemetrySpec; absent: no sampling
+    telemetry = spec.get("telemetry") or {}  # bench.schema.spec.TelemetrySpec; absent: no sampling
     return LoopConfig(
         steps=train["steps"],
         warmup_steps=train["warmup_steps"],

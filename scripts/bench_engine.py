@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.records import load_records  # noqa: E402 - needs ROOT on sys.path when run as a script
+from bench.analysis.records import load_records  # noqa: E402 - needs ROOT on sys.path when run as a script
 
 TOLERANCE = 0.05
 

@@ -57,7 +57,7 @@ clock = lambda: (time.perf_counter(), time.process_time())
 t0 = clock()
 import hydra, omegaconf, pydantic
 from bench import config
-from bench.planner import predict, with_scaling_efficiency
+from bench.analysis.planner import predict, with_scaling_efficiency
 assert config.__file__.startswith(sys.argv[2]), config.__file__
 t1 = clock()
 points = config.load_grid(json.loads(sys.argv[1]))

@@ -67,7 +67,8 @@ def read_tsv(path: str | Path) -> list[list[str]]:
 
 
 def validate(points: list[list[str]], plan_out: Path | None) -> int:
-    from bench.config import ConfigError, load_point
+    from bench.config.compose import load_point
+    from bench.config.problems import ConfigError
 
     plan, bad = [], 0
     for label, overrides, *_ in points:
@@ -166,7 +167,7 @@ def _cell(text: Any) -> str:
 
 def load(results: Path) -> tuple[dict[str, dict], list[str]]:
     """point_id -> record JSON for every record under RESULTS/gpu_check, plus lines about bad ones."""
-    from bench.records import load_records
+    from bench.analysis.records import load_records
 
     records, problems = load_records(results / SWEEP) if (results / SWEEP).is_dir() else ([], [])
     by_id = {r.point_id: r.model_dump(mode="json") for r in records}
@@ -186,11 +187,11 @@ def load(results: Path) -> tuple[dict[str, dict], list[str]]:
 
 
 def planned_peak(record: dict) -> dict[str, Any]:
-    """The planner's peak allocated and reserved bytes for the record's point (bench/planner/memory.py),
+    """The planner's peak allocated and reserved bytes for the record's point (bench/analysis/planner/memory.py),
     beside the measured ones, so the first GPU run calibrates the memory model; {} when the record's
     spec does not validate or plan here."""
-    from bench.planner.predict import predict
-    from bench.schemas import RunSpec
+    from bench.analysis.planner.predict import predict
+    from bench.schema.spec import RunSpec
 
     try:
         return predict(RunSpec.model_validate(record.get("spec")))["peak_memory_bytes"]

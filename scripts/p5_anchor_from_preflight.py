@@ -6,7 +6,7 @@ p5.48xlarge nodes. With the preset's nominal links (3,200 Gb/s EFA) the planner 
 script builds the record a 2-node preflight would store (16 ranks: the world ring's all-gather,
 reduce-scatter and all-reduce at 1 KiB and 1 GiB, each node's own all-reduce, a matmul rate) for a
 given measured bus bandwidth of the world ring, through the same code a real preflight's
-measurements go through (bench.preflight.from_measurements), and plans llama-recipes' setup at 1 and
+measurements go through (bench.analysis.preflight.from_measurements), and plans llama-recipes' setup at 1 and
 16 nodes with it (`fsdp-bench plan --preflight`'s path). The inputs are stated, not measured here:
 no GPU cluster is reachable from this project's machines.
 
@@ -21,10 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.config import spec_from_fields  # noqa: E402
-from bench.planner.predict import predict  # noqa: E402
-from bench.preflight import bus_factor, from_measurements  # noqa: E402
-from bench.schemas import PreflightSettings  # noqa: E402
+from bench.analysis.planner.predict import predict  # noqa: E402
+from bench.analysis.preflight import bus_factor, from_measurements  # noqa: E402
+from bench.config.compose import spec_from_fields  # noqa: E402
+from bench.schema.options import PreflightSettings  # noqa: E402
 
 SMALL, LARGE = 1024, 2**30
 NVLINK_BUSBW_GBPS = 360.0  # one H100 node's all-reduce bus bandwidth inside the node, GB/s (stated input)

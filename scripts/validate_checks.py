@@ -71,7 +71,7 @@ def sweep(args: argparse.Namespace, name: str, slow_fractions: str, repeats: int
 
 def split_runs(results: Path, out: Path) -> dict[str, Path]:
     """Copy an interleaved sweep's records into clean_even / clean_odd / slow_odd folders (K runs each)."""
-    from bench.records import load_records, write_record
+    from bench.analysis.records import load_records, write_record
 
     records, problems = load_records(results)
     if problems:
@@ -87,7 +87,7 @@ def split_runs(results: Path, out: Path) -> dict[str, Path]:
 
 def run_check(baseline: Path, current: Path, threshold: str) -> tuple[int, str]:
     """`fsdp-bench check CURRENT --baseline BASELINE --threshold T` in-process: (exit code, tokens/s row)."""
-    from bench.cli import main
+    from bench.cli.main import main
 
     out = io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):

@@ -12,9 +12,9 @@
    series takes its runs from a slowed pool from a random run in [--min-before, LENGTH - --max-after].
 3. Evaluation, as a nightly job sees it: after every run (from history's minimum length on), on the
    series so far:
-   - history: `fsdp-bench history --fail-on-new-regression W`'s gate (bench.history.analyse) with
+   - history: `fsdp-bench history --fail-on-new-regression W`'s gate (bench.analysis.history.analyse) with
      the chosen detector (Otava, history's; or signal-processing-algorithms where installed);
-   - check: `fsdp-bench check`'s tokens/s verdict (bench.check.compare, 5 % threshold) of the newest
+   - check: `fsdp-bench check`'s tokens/s verdict (bench.analysis.check.compare, 5 % threshold) of the newest
      run against the run before it (a moving baseline, `--min-runs 1`) and, a second protocol,
      against the series' first 3 runs pooled.
    A clean series alerts when any evaluation fails; a shift is detected at the first evaluation
@@ -119,7 +119,7 @@ def wait_for_quiet(below: float, max_minutes: float) -> float:
 
 def load_pools(args: argparse.Namespace) -> dict[float, list]:
     """The pool sweep's ok records per slow fraction, in repeat order (= the order they ran)."""
-    from bench.records import load_records
+    from bench.analysis.records import load_records
 
     records, problems = load_records(args.out / "pools")
     if problems or not records:
@@ -151,8 +151,8 @@ def draw(pools: dict[float, list], fraction: float, length: int, shift: int, rng
 
 def as_series(records: list):
     """A history Series of these records in this order (their own start times would reorder them)."""
-    from bench.check.points import record_steps
-    from bench.history.series import Run, Series
+    from bench.analysis.check.points import record_steps
+    from bench.analysis.history.series import Run, Series
 
     first = records[0]
     series = Series("validation", "validation", "tokens_per_s", tokens_per_step=float(first.metrics.tokens_per_step))
@@ -166,8 +166,8 @@ def as_series(records: list):
 def history_failures(records: list, args: argparse.Namespace, detector) -> dict[int, list[int]]:
     """For every prefix length (a night's series so far): the first runs of the change points for the
     worse that `history --fail-on-new-regression W` fails on (empty: it passes)."""
-    from bench.history.analyse import analyse_series
-    from bench.history.detect import MIN_SERIES_RUNS
+    from bench.analysis.history.analyse import analyse_series
+    from bench.analysis.history.detect import MIN_SERIES_RUNS
 
     series = as_series(records)
     failures = {}
@@ -184,9 +184,9 @@ def check_failures(records: list, fixed: int = 0) -> list[int]:
     fixed=0: each run against the run before it (a moving baseline); fixed=K: each run from K on
     against the series' first K runs pooled. One run a side needs `--min-runs 1` to gate at all.
     """
-    from bench.check.compare import compare_timing
-    from bench.check.points import points_from_records
-    from bench.check.thresholds import Thresholds
+    from bench.analysis.check.compare import compare_timing
+    from bench.analysis.check.points import points_from_records
+    from bench.analysis.check.thresholds import Thresholds
 
     threshold = Thresholds()["tokens_per_s"]
     points = [points_from_records([r])[0] for r in records]
@@ -223,7 +223,7 @@ def spa_detector(pvalue: float, permutations: int = 100, log_scale: bool = True,
     import numpy as np
     from signal_processing_algorithms.energy_statistics.energy_statistics import e_divisive
 
-    from bench.history.detect import MIN_SERIES_RUNS, Detected
+    from bench.analysis.history.detect import MIN_SERIES_RUNS, Detected
 
     def detect(values):
         if len(values) < MIN_SERIES_RUNS:
@@ -241,7 +241,7 @@ def detectors(names: list[str], min_after: list[int]) -> dict:
     reporting change points with at least N runs after them, for every N of `min_after`."""
     from functools import partial
 
-    from bench.history.detect import MAX_PVALUE, detect
+    from bench.analysis.history.detect import MAX_PVALUE, detect
 
     found = {}
     for name in names:

@@ -119,7 +119,7 @@ def crosscheck(args: argparse.Namespace) -> None:
 
 
 def flags(args: argparse.Namespace) -> None:
-    from bench.preflight import read_preflight
+    from bench.analysis.preflight import read_preflight
 
     results = Path(tempfile.mkdtemp(prefix="validate_preflight_"))
     counts: dict[tuple[str, str], list[int]] = {}

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from bench_cli import CLI, finish
 
-from bench.records import load_records
-from bench.schemas import RunResult
+from bench.analysis.records import load_records
+from bench.schema.record import RunResult
 
 
 def pytest_collection_modifyitems(config, items):

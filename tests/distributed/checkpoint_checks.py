@@ -16,7 +16,7 @@ import torch.distributed.checkpoint as dcp
 from rank_checks import CPU, SEQ_LEN, local
 from torch.distributed.tensor import DTensor
 
-from bench.config import flavors
+from bench.config.compose import flavors
 from fsdp_core import checkpoint
 from fsdp_core.checkpoint import CheckpointConfig, Checkpointer
 from fsdp_core.data import SyntheticTokens

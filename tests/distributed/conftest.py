@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dist_helpers import ENGINE_POINTS, debug_spec, run_engine, run_ranks
 
-from bench.schemas import RunResult
+from bench.schema.record import RunResult
 
 
 @pytest.fixture(scope="session")

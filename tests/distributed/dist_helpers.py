@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import spec_from_fields
-from bench.execute import run_group
-from bench.launch.base import kill_process_group
-from bench.launch.local import LocalLauncher, free_port
-from bench.schemas import RunResult, RunSpec
+from bench.config.compose import spec_from_fields
+from bench.run.execute import run_group
+from bench.run.launch.base import kill_process_group
+from bench.run.launch.local import LocalLauncher, free_port
+from bench.schema.record import RunResult
+from bench.schema.spec import RunSpec
 
 HERE = Path(__file__).resolve().parent
 RANK_TIMEOUT_S = 180  # generous: two cores are shared with the rest of the suite
@@ -88,7 +89,7 @@ def run_engine(specs: list[RunSpec], results_dir: Path) -> dict[str, RunResult]:
 
 def debug_spec(**fields) -> RunSpec:
     """A short `debug` point: 3 steps (1 warm-up), sequence 32, one thread per rank (fields as
-    bench.config.spec_from_fields takes them)."""
+    bench.config.compose.spec_from_fields takes them)."""
     base = {"model": "debug", "seq_len": 32, "steps": 3, "warmup_steps": 1, "threads_per_rank": 1, "sweep.name": "dist"}
     return spec_from_fields(**{**base, **fields})
 

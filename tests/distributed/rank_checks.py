@@ -16,14 +16,14 @@ from torch import nn
 from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from bench.config import flavors
-from fsdp_core.ac_modes import AC_MODES
+from bench.config.compose import flavors
+from bench.schema.ac_modes import AC_MODES
+from bench.schema.recipes import HYBRID, STRATEGIES
 from fsdp_core.comm_counter import _COUNTED_OPS, CommCounter
 from fsdp_core.data import SyntheticTokens, local_batch
 from fsdp_core.model import build_model
 from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
 from fsdp_core.precision import build_grad_scaler
-from fsdp_core.recipes import HYBRID, STRATEGIES
 from fsdp_core.train import LoopConfig, train_step
 
 ARGS = flavors()["debug"]

@@ -1,4 +1,4 @@
-"""Activation checkpointing changes memory and time, never the numbers: every mode (fsdp_core/ac_modes.py)
+"""Activation checkpointing changes memory and time, never the numbers: every mode (bench/schema/ac_modes.py)
 trains to the same losses as no checkpointing, on real FSDP2 over gloo, for every strategy (fp32)
 and every CPU precision (full_shard), at world size 1 and 2 (the same global batch, same seed).
 """
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from rank_checks import AC_CASES, AC_STEPS
 
-from fsdp_core.ac_modes import AC_MODES
+from bench.schema.ac_modes import AC_MODES
 
 # Recomputation reruns the same kernels on the same inputs: on CPU the losses are bit-identical.
 SAME_RUN = 0.0

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import flavors
+from bench.config.compose import flavors
 from fsdp_core.model import build_model
 
 ARGS = flavors()["debug"]

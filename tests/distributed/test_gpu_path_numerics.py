@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 from dist_helpers import run_ranks
 
-from bench.config import flavors
+from bench.config.compose import flavors
 
 ARGS = flavors()["debug"]
 WORLD = 2

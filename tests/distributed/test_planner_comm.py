@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from dist_helpers import ENGINE_POINTS, debug_spec, run_engine
 
-from bench.planner import predict
+from bench.analysis.planner import predict
 
 OWN_POINTS = {
     "hybrid_shard/2x2": {"strategy": "hybrid_shard", "nodes": 2, "gpus_per_node": 2},

@@ -5,7 +5,7 @@ World size 2 for full_shard / shard_grad_op / no_shard; 4 ranks as 2 "nodes" x 2
 
 from __future__ import annotations
 
-from bench.config import flavors
+from bench.config.compose import flavors
 
 ARGS = flavors()["debug"]
 BLOCKS = [f"layers.{i}" for i in range(ARGS.n_layers)]

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.check.synthetic import SYNTHETIC_ENV, make_record, step_times
-from bench.records import write_record
+from bench.analysis.check.synthetic import SYNTHETIC_ENV, make_record, step_times
+from bench.analysis.records import write_record
 
 
 def fsdp_bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
@@ -154,8 +154,8 @@ def test_baseline_save_without_ok_records_exits_2(tmp_path):
 FAKE_FSDP_BENCH = """
 import os, sys, zlib
 from pathlib import Path
-from bench.check.synthetic import make_record, step_times
-from bench.records import write_record
+from bench.analysis.check.synthetic import make_record, step_times
+from bench.analysis.records import write_record
 args = sys.argv[1:]
 assert args[0] == "run", args
 results = Path(next(a.split("=", 1)[1] for a in args if a.startswith("results_dir=")))

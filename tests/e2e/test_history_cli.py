@@ -24,7 +24,7 @@ SWEEPS = {"night1": 0.0, "night2": 0.0, "night3": 9.0}
 
 def in_process(capsys, *args) -> tuple[int, str, str]:
     """`fsdp-bench ARGS` in this process (the CLI's own code, without a new interpreter's start-up)."""
-    from bench.cli import main
+    from bench.cli.main import main
 
     capsys.readouterr()
     code = main([str(a) for a in args])

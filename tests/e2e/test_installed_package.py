@@ -28,7 +28,7 @@ import pytest
 import tomllib
 from fresh_venv import ROOT, borrowed_site_packages, clean_env, docker_context_copy, fresh_venv, purelib_of
 
-from bench.records import load_records
+from bench.analysis.records import load_records
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 PACKAGES = ("bench", "fsdp_core", "reports", "sweeps")
@@ -98,8 +98,8 @@ def test_the_wheel_holds_every_file_of_the_package_folders(wheel, source):
         if path.is_file() and "__pycache__" not in path.parts
     }
     assert expected - shipped == set()
-    assert {"sweeps/device/h100-sxm.yaml", "bench/migrations/v1_registry.json"} <= shipped
-    assert {"bench/planner/data/published_calibration.csv", "reports/templates/report.html.j2"} <= shipped
+    assert {"sweeps/device/h100-sxm.yaml", "bench/schema/migrations/v1_registry.json"} <= shipped
+    assert {"bench/analysis/planner/data/published_calibration.csv", "bench/present/report/templates/report.html.j2"} <= shipped
 
 
 def test_the_installed_copy_is_the_one_that_runs(installed):
@@ -135,7 +135,7 @@ def test_report_reads_new_and_version_1_records(installed, used):
         ("grid", "ok", VERSION),
         ("grid", "ok", VERSION),
         ("single", "ok", VERSION),
-        ("v1_mixed", "ok", ""),  # migrated through bench/migrations/v1_registry.json
+        ("v1_mixed", "ok", ""),  # migrated through bench/schema/migrations/v1_registry.json
         ("v1_mixed", "ok", ""),
     ]
     page = (work / "report" / "report.html").read_text()

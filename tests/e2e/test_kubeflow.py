@@ -18,16 +18,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.config import ConfigError, load_point
-from bench.execute import collect_launch, prepare_launch
-from bench.jobs import note_job, settle_left_jobs
-from bench.launch import get_launcher
-from bench.launch.k8s_manifest import crd_schema, validate_pytorchjob
-from bench.launch.kubeflow import RENDERED
-from bench.launch.results_sync import filesystem, pull_points, push_tree
-from bench.records import read_record
-from bench.version import harness_version
-from fsdp_core.protocol import JOB_FILE
+from bench.analysis.records import read_record
+from bench.config.compose import load_point
+from bench.config.problems import ConfigError
+from bench.config.version import harness_version
+from bench.run.execute import collect_launch, prepare_launch
+from bench.run.launch import get_launcher
+from bench.run.launch.k8s_manifest import crd_schema, validate_pytorchjob
+from bench.run.launch.kubeflow import RENDERED
+from bench.run.launch.results_sync import filesystem, pull_points, push_tree
+from bench.run.ownership.jobs import note_job, settle_left_jobs
+from bench.schema.protocol import JOB_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow.org_pytorchjobs.yaml"
@@ -95,8 +96,8 @@ def test_apply_false_renders_manifests_and_runs_nothing(tmp_path):
 
 
 def test_a_preflight_launch_renders_with_its_folder_inside_the_pods(tmp_path):
-    from bench.preflight import make_task, preflight_dir
-    from bench.schemas import PreflightSettings
+    from bench.analysis.preflight import make_task, preflight_dir
+    from bench.schema.options import PreflightSettings
 
     spec = debug_spec()
     task = make_task(spec, PreflightSettings(), [spec.strategy], preflight_dir(tmp_path, spec))
@@ -208,7 +209,7 @@ def test_running_job_past_its_deadline_is_deleted_as_timeout(tmp_path, monkeypat
 
 def pod_files(tmp_path: Path, spec, started: str) -> Path:
     """What the pods would leave: a started mark and the record, under <sweep>/<point_id>."""
-    from bench.check.synthetic import make_record
+    from bench.analysis.check.synthetic import make_record
 
     pods = tmp_path / "pods"
     point = pods / spec.sweep.name / spec.point_id
@@ -241,7 +242,7 @@ def test_pod_side_push_mirrors_point_files_and_keeps_the_exit_code(tmp_path):
         f"import pathlib; p = pathlib.Path('{local}/s/p1'); p.mkdir(parents=True); "
         "(p / 'started').write_text('x'); (p / '.result.json.tmp').write_text('partial'); raise SystemExit(3)"
     )
-    cmd = [sys.executable, "-m", "bench.launch.results_sync", "push", str(local), f"file://{remote}"]
+    cmd = [sys.executable, "-m", "bench.run.launch.results_sync", "push", str(local), f"file://{remote}"]
     proc = subprocess.run([*cmd, "--every", "0.2", "--", sys.executable, "-c", writer], cwd=REPO, timeout=60)
     assert proc.returncode == 3
     assert sorted(p.relative_to(remote).as_posix() for p in remote.rglob("*") if p.is_file()) == ["s/p1/started"]

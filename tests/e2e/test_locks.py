@@ -1,5 +1,5 @@
 """Clean measurements: two sweeps into one folder never run a point twice or at once, and two local
-benchmarks never share this host's cores unless told to (bench/locks.py), with real processes."""
+benchmarks never share this host's cores unless told to (bench/run/ownership/locks.py), with real processes."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from bench_cli import CLI, finish
 
-from bench.ledger import LEDGER_FILE
-from bench.locks import HOST_LOCK, FileLock
-from bench.records import load_records
+from bench.analysis.records import load_records
+from bench.run.ledger import LEDGER_FILE
+from bench.run.ownership.locks import HOST_LOCK, FileLock
 
 POINTS = ["model=debug", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1"]
 

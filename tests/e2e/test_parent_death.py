@@ -1,7 +1,7 @@
 """When the parent dies: no orphan ranks, no contaminated reruns, one line on a full disk.
 
 Real `fsdp-bench` processes, real torchrun agents and gloo ranks, real signals (fsdp_core/lifeline.py,
-bench/storage.py).
+bench/run/ownership/storage.py).
 """
 
 from __future__ import annotations
@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from bench_cli import CLI, finish
 
-from bench.execute import prepare_launch
-from bench.launch.local import LocalLauncher
-from bench.records import load_records
-from fsdp_core.protocol import RESULT_FILE, STARTED_MARK, SWEEP_LOCK, sweep_dir_of
+from bench.analysis.records import load_records
+from bench.run.execute import prepare_launch
+from bench.run.launch.local import LocalLauncher
+from bench.schema.protocol import RESULT_FILE, STARTED_MARK, SWEEP_LOCK, sweep_dir_of
 
 POINT = ["model=debug", "nodes=2", "train.seq_len=32", "train.warmup_steps=1", "report=false"]
 # Two points in one launch, each long enough to be in flight when the parent is killed.
@@ -100,7 +100,7 @@ def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_po
 def test_ranks_of_an_abandoned_launch_write_nothing(tmp_path):
     """The ownership guard on its own: a launch whose lock now names another run's token (as after a
     rerun took the folder) starts its ranks, which stop before writing a mark, a record or an error."""
-    from bench.config import spec_from_fields
+    from bench.config.compose import spec_from_fields
 
     spec = spec_from_fields(model="debug", nodes=1, seq_len=32, steps=3, warmup_steps=1, **{"sweep.name": "gone"})
     request = prepare_launch([spec], tmp_path, owner="token-of-the-dead-run")

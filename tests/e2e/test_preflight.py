@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from bench.preflight import read_preflight
+from bench.analysis.preflight import read_preflight
 
 # Small messages and few repetitions: a CPU preflight in seconds.
 FAST = ["model=debug", "train.seq_len=32", "preflight.max_bytes=65536", "preflight.iters=3", "preflight.matmul_iters=7"]
@@ -156,7 +156,7 @@ def test_every_record_keeps_each_ranks_step_time_and_the_host_load(fsdp_bench, t
 def test_the_report_draws_a_preflight_and_highlights_its_straggler(slow_rank):
     from matplotlib.colors import to_hex
 
-    from reports.cluster_health import cluster_health, matmul_figure
+    from bench.present.report.cluster_health import cluster_health, matmul_figure
 
     _, record = slow_rank
     bars = matmul_figure(record).axes[0].patches

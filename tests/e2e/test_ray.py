@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import ConfigError
+from bench.config.problems import ConfigError
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -69,7 +69,7 @@ def test_two_worker_point_through_local_ray(tmp_path):
 
 
 def test_ray_missing_is_invalid_input_with_install_hint(monkeypatch):
-    from bench.launch import get_launcher
+    from bench.run.launch import get_launcher
 
     launcher = get_launcher("ray", {"name": "ray"})
     real_find_spec = importlib.util.find_spec
@@ -82,7 +82,7 @@ def test_ray_missing_is_invalid_input_with_install_hint(monkeypatch):
 
 
 def test_unknown_ray_option_is_invalid_input():
-    from bench.launch import get_launcher
+    from bench.run.launch import get_launcher
 
     with pytest.raises(ConfigError) as err:
         get_launcher("ray", {"name": "ray", "adress": "auto"})
@@ -90,7 +90,7 @@ def test_unknown_ray_option_is_invalid_input():
 
 
 def test_negative_ray_max_failures_is_invalid_input():
-    from bench.launch import get_launcher
+    from bench.run.launch import get_launcher
 
     launcher = get_launcher("ray", {"name": "ray", "max_failures": -1})
     if importlib.util.find_spec("ray") is None:

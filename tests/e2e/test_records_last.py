@@ -102,7 +102,7 @@ def test_records_whose_presets_were_renamed_or_never_existed_still_report_and_ch
     v1 = json.loads(source.read_text())
     renamed_v1 = {**v1, "spec": {**v1["spec"], "model": "debug-renamed"}}
     renamed_v2 = json.loads(source.read_text())
-    from bench.records import parse_record
+    from bench.analysis.records import parse_record
 
     record = parse_record(renamed_v2).model_dump(mode="json")
     record["spec"]["model"]["name"] = "our-renamed-model"
@@ -131,9 +131,9 @@ def test_records_of_the_old_selective_read_back_as_selective_layer_with_their_id
     checks against a baseline as the same point."""
     import hashlib
 
-    from bench.cli import main as cli_main
-    from bench.records import parse_record, read_record
-    from bench.schemas import RunSpec
+    from bench.analysis.records import parse_record, read_record
+    from bench.cli.main import main as cli_main
+    from bench.schema.spec import RunSpec
 
     source = next((V1 / "v1_scaling").rglob("result.json"))
     record = parse_record(json.loads(source.read_text())).model_dump(mode="json")

@@ -120,7 +120,7 @@ def browser(tmp_path_factory):
 
 def _records():
     """Hand-made and real records, and the real telemetry sweep's records with their folders."""
-    from bench.records import load_located_records, load_records
+    from bench.analysis.records import load_located_records, load_records
 
     real, _ = load_records(REAL_DIR) if REAL_DIR.is_dir() else ([], [])
     located, _ = load_located_records(TELEMETRY_DIR)
@@ -129,7 +129,7 @@ def _records():
 
 
 def test_report_opens_without_console_errors_and_every_image_loads(browser, tmp_path):
-    from bench.commands.report import write_report
+    from bench.cli.commands.report import write_report
 
     records, dirs = _records()
     page = write_report(records, tmp_path / "report", title="chromium check", point_dirs=dirs)
@@ -146,9 +146,9 @@ def test_report_opens_without_console_errors_and_every_image_loads(browser, tmp_
 
 def test_history_page_opens_without_console_errors_and_every_image_loads(browser, tmp_path):
     """history.html of a series with a step (and an environment change): the same checks as the report."""
-    from bench.history.analyse import analyse
-    from bench.history.page import write_history
-    from bench.history.series import build_series
+    from bench.analysis.history.analyse import analyse
+    from bench.analysis.history.series import build_series
+    from bench.present.history.page import write_history
 
     records = nights(20, step_at=12, torch="2.13.0", env_vars={"NCCL_ALGO": "<script>alert(1)</script>"})
     history = analyse(build_series(records, "tokens_per_s"), metric="tokens_per_s", window=8, detector="apache-otava")

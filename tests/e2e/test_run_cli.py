@@ -2,7 +2,7 @@
 
 The launched points are `debug` with 4 short steps; each costs mostly interpreter start-up and
 rendezvous (~10 s on two shared cores). Bad input is checked in-process through the same
-`bench.cli.main` the console script calls (nothing may launch, so nothing slow happens), plus
+`bench.cli.main.main` the console script calls (nothing may launch, so nothing slow happens), plus
 subprocess runs with shell metacharacters.
 """
 
@@ -14,10 +14,10 @@ import re
 
 import pytest
 
-from bench.cli import main as cli_main
-from bench.config import flavors
-from bench.records import read_record
-from bench.version import harness_version
+from bench.analysis.records import read_record
+from bench.cli.main import main as cli_main
+from bench.config.compose import flavors
+from bench.config.version import harness_version
 
 SHORT = ["model=debug", "train.steps=4", "train.warmup_steps=1", "train.seq_len=32"]
 HANG_TIMEOUT_S = 10

@@ -93,7 +93,7 @@ def test_two_node_point_through_local_slurm(slurm_env, tmp_path):
 @pytest.mark.slurm
 @pytest.mark.timeout(240)
 def test_a_preflight_through_local_slurm_names_each_node(slurm_env, tmp_path):
-    from bench.preflight import read_preflight
+    from bench.analysis.preflight import read_preflight
 
     args = [*QUICK, *LOCAL_CLUSTER, "train.seq_len=32", "preflight.max_bytes=65536", "preflight.iters=3",
             "debug.slow_rank=1", f"results_dir={tmp_path}"]  # fmt: skip

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import load_grid
-from bench.ledger import LEDGER_FILE
-from bench.records import load_records
+from bench.analysis.records import load_records
+from bench.config.compose import load_grid
+from bench.run.ledger import LEDGER_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 CLI = [sys.executable, "-m", "bench"]

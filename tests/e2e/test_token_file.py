@@ -34,7 +34,7 @@ def test_missing_token_file_is_refused_before_launch(tmp_path, fsdp_bench):
 
 
 def test_record_stays_readable_after_its_token_file_is_gone(tmp_path, fsdp_bench):
-    from bench.records import load_records
+    from bench.analysis.records import load_records
 
     path = tmp_path / "tokens.bin"
     (np.arange(5_000) % 97).astype(np.uint16).tofile(path)

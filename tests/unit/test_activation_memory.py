@@ -1,4 +1,4 @@
-"""The planner's activation model (bench/planner/activations.py) against the bytes really kept for backward.
+"""The planner's activation model (bench/analysis/planner/activations.py) against the bytes really kept for backward.
 
 Counted, not estimated: one forward of the engine's model (fsdp_core/model.py, parallelised for
 checkpointing exactly as the engine does it, parameters in the precision's compute dtype as FSDP2
@@ -29,11 +29,11 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 from torch.utils.checkpoint import create_selective_checkpoint_contexts
 
 import fsdp_core.op_sac as op_sac
-from bench.config import flavors, load_preset
-from bench.planner.activations import saved_bytes
-from bench.planner.shapes import llama_shape
-from bench.planner.workload import Workload
-from fsdp_core.ac_modes import AC_MODES
+from bench.analysis.planner.activations import saved_bytes
+from bench.analysis.planner.shapes import llama_shape
+from bench.analysis.planner.workload import Workload
+from bench.config.compose import flavors, load_preset
+from bench.schema.ac_modes import AC_MODES
 from fsdp_core.data import SyntheticTokens, local_batch
 from fsdp_core.model import build_model
 from fsdp_core.parallelize import apply_activation_checkpointing

@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, scaling_records  # noqa: E402
 
-from bench.stats import median_ci, ratio_ci  # noqa: E402
-from reports.analysis import analyse  # noqa: E402
+from bench.analysis.report.views import analyse  # noqa: E402
+from bench.analysis.stats import median_ci, ratio_ci  # noqa: E402
 
 
 def _row(scaling, **match):

@@ -1,4 +1,4 @@
-"""A/B helpers: command prefixes, the alternating schedule, and the B/A summary (bench.check.abtest)."""
+"""A/B helpers: command prefixes, the alternating schedule, and the B/A summary (bench.analysis.check.abtest)."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ import sys
 
 import pytest
 
-from bench.check.abtest import build_command, schedule, summarize
-from bench.check.points import points_from_records
-from bench.check.synthetic import make_record, step_times
+from bench.analysis.check.abtest import summarize
+from bench.run.ab import build_command, schedule
+from bench.analysis.check.points import points_from_records
+from bench.analysis.check.synthetic import make_record, step_times
 
 PY = [sys.executable, "-m", "bench"]
 

@@ -1,14 +1,14 @@
-"""Matching, counters, statuses and repeats in `check` (bench.check.points/compare/fingerprint)."""
+"""Matching, counters, statuses and repeats in `check` (bench.analysis.check.points/compare/fingerprint)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.check import fingerprint
-from bench.check.compare import compare
-from bench.check.points import points_from_records
-from bench.check.synthetic import SYNTHETIC_ENV, make_record, step_times
-from bench.check.thresholds import Thresholds
+from bench.analysis.check import fingerprint
+from bench.analysis.check.compare import compare
+from bench.analysis.check.points import points_from_records
+from bench.analysis.check.synthetic import SYNTHETIC_ENV, make_record, step_times
+from bench.analysis.check.thresholds import Thresholds
 
 
 def _records(seed: int, scale: float = 1.0, repeats: int = 2, **kwargs):
@@ -141,7 +141,7 @@ def test_repeats_are_pooled_and_slowdown_knob_still_matches():
 
 
 def test_peak_memory_is_a_counter_on_cuda_only():
-    from bench.schemas import PeakMemory
+    from bench.schema.record import PeakMemory
 
     def with_memory(record, peak: int, device: str):
         cluster = record.spec.cluster.model_copy(update={"device_type": device})
@@ -158,7 +158,7 @@ def test_peak_memory_is_a_counter_on_cuda_only():
 
 
 def test_mfu_follows_tokens_per_s():
-    from bench.check.timings import compare_timing_metric
+    from bench.analysis.check.timings import compare_timing_metric
 
     record = make_record([0.1, 0.2, 0.1, 0.1], mfu=0.3)
     (point,) = points_from_records([record])
@@ -190,7 +190,7 @@ def test_mixed_environments_in_one_side_are_reported():
 
 def test_fields_added_later_leave_keys_of_points_at_their_default_unchanged(monkeypatch):
     from bench import schemas
-    from bench.check.points import identity_key, match_identity
+    from bench.analysis.check.points import identity_key, match_identity
 
     spec = make_record([0.1] * 3).spec
     before = identity_key(match_identity(spec))
@@ -205,8 +205,8 @@ def test_fields_added_later_leave_keys_of_points_at_their_default_unchanged(monk
 def test_every_field_added_later_is_absent_from_an_identity_at_its_default():
     """The real LATER_FIELDS list: a point that leaves them at their defaults keeps the identity
     (hence the point id and check's match) it had before they existed."""
-    from bench.check.points import match_identity
-    from bench.schemas import LATER_FIELDS
+    from bench.analysis.check.points import match_identity
+    from bench.schema.spec import LATER_FIELDS
 
     identity = match_identity(make_record([0.1] * 3).spec)
     assert [(section, name) for section, name in LATER_FIELDS if name in identity.get(section, {})] == []
@@ -214,7 +214,7 @@ def test_every_field_added_later_is_absent_from_an_identity_at_its_default():
 
 @pytest.mark.parametrize("knob", [{"slow_fraction": 0.1}, {"slow_rank": 0}])
 def test_a_slowed_run_is_compared_with_its_clean_baseline(knob):
-    from bench.check.points import identity_key, match_identity
+    from bench.analysis.check.points import identity_key, match_identity
 
     clean, slowed = make_record([0.1] * 3), make_record([0.1] * 3, spec={"debug": knob})
     assert slowed.point_id != clean.point_id  # a different point to the ledger ...

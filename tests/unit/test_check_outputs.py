@@ -7,15 +7,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from bench.check.baseline import BaselineError, Side, load_side, parse_baseline, save_baseline
-from bench.check.compare import compare
-from bench.check.junit import build_junit, write_junit
-from bench.check.points import points_from_records
-from bench.check.summary import markdown_summary
-from bench.check.synthetic import SYNTHETIC_ENV, make_record, step_times
-from bench.check.table import format_value, hidden_line, report_rows, text_table, verdict_line
-from bench.check.thresholds import Thresholds
-from bench.records import write_record
+from bench.analysis.check.baseline import BaselineError, Side, load_side, parse_baseline, save_baseline
+from bench.analysis.check.compare import compare
+from bench.analysis.check.points import points_from_records
+from bench.analysis.check.synthetic import SYNTHETIC_ENV, make_record, step_times
+from bench.analysis.check.thresholds import Thresholds
+from bench.analysis.records import write_record
+from bench.present.check.junit import build_junit, write_junit
+from bench.present.check.summary import markdown_summary
+from bench.present.check.table import format_value, hidden_line, report_rows, text_table, verdict_line
 
 
 @pytest.fixture
@@ -141,7 +141,7 @@ def test_missing_path_is_named(tmp_path):
 
 
 def test_a_store_is_a_side_too(tmp_path):
-    from bench.store import ResultStore
+    from bench.analysis.store import ResultStore
 
     records = [make_record(step_times(0.05, 0.02, 12, seed=r), spec={"nodes": n}) for r, n in ((1, 1), (2, 2))]
     store = ResultStore(tmp_path / "results.sqlite")

@@ -1,14 +1,14 @@
-"""Verdicts of the timing comparison on synthetic step times (bench.stats, bench/check/compare.py)."""
+"""Verdicts of the timing comparison on synthetic step times (bench.analysis.stats, bench/analysis/check/compare.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.check.compare import compare_timing
-from bench.check.points import PointData
-from bench.check.synthetic import step_times
-from bench.check.thresholds import Threshold, Thresholds
-from bench.stats import compare_runs, ratio_ci
+from bench.analysis.check.compare import compare_timing
+from bench.analysis.check.points import PointData
+from bench.analysis.check.synthetic import step_times
+from bench.analysis.check.thresholds import Threshold, Thresholds
+from bench.analysis.stats import compare_runs, ratio_ci
 
 
 def _point(runs: list[list[float]], label: str = "p") -> PointData:

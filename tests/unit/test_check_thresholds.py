@@ -1,10 +1,10 @@
-"""Parsing of per-metric thresholds such as `tokens_per_s:-5%` (bench.check.thresholds)."""
+"""Parsing of per-metric thresholds such as `tokens_per_s:-5%` (bench.analysis.check.thresholds)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.check.thresholds import Threshold, ThresholdError, Thresholds, parse_threshold
+from bench.analysis.check.thresholds import Threshold, ThresholdError, Thresholds, parse_threshold
 
 
 @pytest.mark.parametrize(

@@ -8,19 +8,20 @@ from pathlib import Path
 
 import pytest
 
-from bench.config import ConfigError, spec_from_fields
-from bench.launch.local import LocalLauncher
-from bench.planner.checkpoint import checkpoint_state_bytes, parameter_tensors, predict_checkpoint
-from bench.planner.workload import workload_from_spec
-from bench.schemas import CheckpointLoad, CheckpointMetrics, CheckpointSave
+from bench.analysis.planner.checkpoint import checkpoint_state_bytes, parameter_tensors, predict_checkpoint
+from bench.analysis.planner.workload import workload_from_spec
+from bench.config.compose import spec_from_fields
+from bench.config.problems import ConfigError
+from bench.run.launch.local import LocalLauncher
+from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave
+from bench.schema.protocol import CheckpointMarker, default_checkpoint_dir
 from fsdp_core.checkpoint import CheckpointConfig
-from fsdp_core.protocol import CheckpointMarker, default_checkpoint_dir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
 
-from reports.checkpoint import checkpoint_figure, checkpoint_table  # noqa: E402
-from reports.frame import records_to_frame  # noqa: E402
+from bench.analysis.report.frame import records_to_frame  # noqa: E402
+from bench.present.report.checkpoint import checkpoint_figure, checkpoint_table  # noqa: E402
 
 
 def spec(**fields):

@@ -1,4 +1,4 @@
-"""Composing a grid once per group combination (bench/config.py) gives what a plain Hydra compose of
+"""Composing a grid once per group combination (bench/config/compose.py) gives what a plain Hydra compose of
 each point gives: every field of the config, and the same validated spec and point id.
 
 The reference composes each point alone with Hydra's own API, every override (group choices and
@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from bench import config
-from bench.config import compose, expand_grid, spec_from_config
-from bench.registry import CONFIG_DIR_ENV, SHIPPED
+from bench.config.compose import compose, expand_grid, spec_from_config
+from bench.config.registry import CONFIG_DIR_ENV, SHIPPED
 
 
 def hydra_per_point(overrides: list[str], user_dir: Path | None) -> dict:

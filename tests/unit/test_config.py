@@ -1,12 +1,14 @@
-"""The Hydra config tree (sweeps/) composed into validated RunSpecs (bench/config.py)."""
+"""The Hydra config tree (sweeps/) composed into validated RunSpecs (bench/config/compose.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.config import ConfigError, compose, flavors, group_options, load_point
-from bench.schemas import LAUNCHERS
-from fsdp_core.recipes import PRECISIONS, STRATEGIES
+from bench.config.compose import compose, flavors, load_point
+from bench.config.problems import ConfigError
+from bench.config.registry import group_options
+from bench.schema.recipes import PRECISIONS, STRATEGIES
+from bench.schema.spec import LAUNCHERS
 
 FLAVORS = flavors()
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from bench.registry import match_device, peak_table
+from bench.config.registry import match_device, peak_table
 from fsdp_core.worker import lookup_peak_tflops
 
 

@@ -1,4 +1,4 @@
-"""The analytic FLOPs formula (fsdp_core/flops.py) against torch's FlopCounterMode on `debug`.
+"""The analytic FLOPs formula (bench/schema/flops.py) against torch's FlopCounterMode on `debug`.
 
 What the formula counts, per trained token (forward + backward):
 - 6·N, N = parameters minus the input embedding: each matmul weight does 2 FLOPs (a multiply-add)
@@ -9,7 +9,7 @@ What the formula counts, per trained token (forward + backward):
   the full s×s matrix (causal masking is not discounted), tripled for backward.
 - Left out: softmax, RoPE, SiLU, norms' arithmetic, the loss: FlopCounterMode counts only
   matmul-like ops too, so the two agree to within the norm weights above.
-HFU adds the recomputation of each checkpointed block under the mode (fsdp_core/ac_modes.py):
+HFU adds the recomputation of each checkpointed block under the mode (bench/schema/ac_modes.py):
 full and selective_layer recompute a block's forward except the final down projection, which
 torch's non-reentrant checkpoint never recomputes (early stop); selective_op recomputes the
 matmuls its policy does not save (wk, wo, w3) and attention when its outputs are not saved.
@@ -34,8 +34,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils.flop_counter import FlopCounterMode, sdpa_backward_flop_count, sdpa_flop_count
 
-from bench.config import flavors
-from fsdp_core.flops import checkpointed_blocks, flops_per_token, hardware_flops_per_token, recompute_flops_per_token
+from bench.config.compose import flavors
+from bench.schema.flops import checkpointed_blocks, flops_per_token, hardware_flops_per_token, recompute_flops_per_token
 from fsdp_core.model import build_model
 from fsdp_core.parallelize import apply_activation_checkpointing
 

@@ -13,7 +13,7 @@ import types
 import pytest
 from torch import nn
 
-from bench.config import flavors
+from bench.config.compose import flavors
 from fsdp_core.model import build_model
 from fsdp_core.precision import apply_fp8, fp8_module_filter
 

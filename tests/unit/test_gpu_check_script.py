@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from bench.planner.predict import predict
-from bench.records import parse_record
+from bench.analysis.planner.predict import predict
+from bench.analysis.records import parse_record
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "gpu_check.sh"

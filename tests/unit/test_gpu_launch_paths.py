@@ -6,15 +6,16 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import ConfigError, flavors, load_point, spec_from_fields
-from bench.execute import prepare_launch
-from bench.launch.cluster_env import EFA_ENV, NCCL_ENV
-from bench.launch.local import agent_gpus, cuda_problems
-from bench.launch.ray import RayOptions, ray_job
-from bench.launch.slurm import SlurmOptions, batch_script
-from bench.registry import match_device, peak_table
-from fsdp_core.protocol import PG_TIMEOUT_MARGIN_S, LaunchFile, LaunchPoint
-from fsdp_core.recipes import PRECISIONS
+from bench.config.compose import flavors, load_point, spec_from_fields
+from bench.config.problems import ConfigError
+from bench.config.registry import match_device, peak_table
+from bench.run.execute import prepare_launch
+from bench.run.launch.cluster_env import EFA_ENV, NCCL_ENV
+from bench.run.launch.local import agent_gpus, cuda_problems
+from bench.run.launch.ray import RayOptions, ray_job
+from bench.run.launch.slurm import SlurmOptions, batch_script
+from bench.schema.protocol import PG_TIMEOUT_MARGIN_S, LaunchFile, LaunchPoint
+from bench.schema.recipes import PRECISIONS
 from fsdp_core.worker import throughput_metrics
 
 FLAVORS = flavors()
@@ -102,7 +103,7 @@ def test_the_planner_compares_memory_with_peak_reserved_on_gpu_and_resident_set_
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
     from record_factory import make_record
 
-    from bench.planner.compare import measured_memory
+    from bench.analysis.planner.compare import measured_memory
 
     cpu = make_record(peak_mem_bytes=3 * 2**30)
     assert measured_memory(cpu) == (3 * 2**30, "resident")

@@ -18,11 +18,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import BASE_ENV as ENV  # noqa: E402
 from record_factory import START, WIGGLE, make_record, night, nights  # noqa: E402
 
-from bench.history.analyse import analyse, analyse_series  # noqa: E402
-from bench.history.envdiff import env_changes  # noqa: E402
-from bench.history.series import EFFICIENCY, build_series, efficiency_series  # noqa: E402
-from bench.schemas import DebugKnobs, EnvInfo  # noqa: E402
-from bench.stats import series_key  # noqa: E402
+from bench.analysis.history.analyse import analyse, analyse_series  # noqa: E402
+from bench.analysis.history.envdiff import env_changes  # noqa: E402
+from bench.analysis.history.series import EFFICIENCY, build_series, efficiency_series  # noqa: E402
+from bench.analysis.stats import series_key  # noqa: E402
+from bench.schema.env import EnvInfo  # noqa: E402
+from bench.schema.spec import DebugKnobs  # noqa: E402
 
 # The first store's table, as version 1 of the store created it.
 V1_STORE_SCHEMA = """
@@ -114,8 +115,8 @@ def test_a_debug_knob_stays_in_its_series_and_is_shown_like_an_environment_chang
 
 
 def test_too_short_series_are_listed_and_never_silently_passed(tmp_path):
-    from bench.history.outputs import write_history_junit
-    from bench.history.table import verdict_line
+    from bench.present.history.outputs import write_history_junit
+    from bench.present.history.table import verdict_line
 
     history = analyse(build_series(nights(4), "tokens_per_s"), metric="tokens_per_s", window=2)
     assert history.exit_code == 0 and len(history.too_short) == 1 and history.changes == []
@@ -168,8 +169,8 @@ def test_env_changes_lists_only_what_changed():
 
 
 def test_outputs_show_the_change_newest_first_and_mark_it_in_the_plot(tmp_path):
-    from bench.history.page import write_history
-    from bench.history.plots import series_figure
+    from bench.present.history.page import write_history
+    from bench.present.history.plots import series_figure
 
     history = analyse(
         build_series(nights(20, step_at=12, torch="2.13.0"), "tokens_per_s"),
@@ -192,7 +193,7 @@ def test_outputs_show_the_change_newest_first_and_mark_it_in_the_plot(tmp_path):
 
 
 def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
-    from bench.store import STORE_SCHEMA_VERSION, ResultStore, schema_version
+    from bench.analysis.store import STORE_SCHEMA_VERSION, ResultStore, schema_version
 
     path = tmp_path / "v1.sqlite"
     record = night(0, 1000.0)
@@ -218,7 +219,7 @@ def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
 
 
 def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
-    from bench.store import ResultStore
+    from bench.analysis.store import ResultStore
 
     path = tmp_path / "v9.sqlite"
     sqlite3.connect(path).execute("PRAGMA user_version = 9").connection.close()
@@ -227,8 +228,8 @@ def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
 
 
 def test_store_add_command(tmp_path, capsys):
-    from bench.cli import main
-    from bench.records import write_record
+    from bench.analysis.records import write_record
+    from bench.cli.main import main
 
     for i, record in enumerate(nights(3)):
         write_record(record, tmp_path / "results" / f"p{i}" / "result.json")
@@ -252,8 +253,8 @@ def test_stored_preflights_list_the_clusters_measured_links_over_time(tmp_path, 
     history lists each one's measured links, oldest first, printed and in its outputs."""
     import importlib.util
 
-    from bench.cli import main
-    from bench.records import write_record
+    from bench.analysis.records import write_record
+    from bench.cli.main import main
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "p5_anchor_from_preflight.py"
     spec = importlib.util.spec_from_file_location("p5_anchor", script)

@@ -2,7 +2,7 @@
 
 - fsdp_core never imports hydra, omegaconf, pydantic, pandas, bench or reports (anywhere, lazily included).
 - reports never imports torch or fsdp_core, and from bench only its torch-free contract: bench.schemas
-  (the records) and bench.stats (the statistics engine).
+  (the records) and bench.analysis.stats (the statistics engine).
 - bench imports torch only lazily: no module-level import of torch or of a torch-importing fsdp_core
   module; importing the CLI, config, schemas and every command module leaves torch unloaded.
 The subprocess checks catch what the static ones cannot (an allowed import that pulls torch in).
@@ -66,7 +66,7 @@ def test_fsdp_core_never_imports_orchestration_libraries(path):
     assert roots(imported_names(path)) & FSDP_CORE_FORBIDDEN == set()
 
 
-REPORTS_MAY_IMPORT = ("bench.schemas", "bench.stats")
+REPORTS_MAY_IMPORT = ("bench.schemas", "bench.analysis.stats")
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "reports").rglob("*.py")), ids=lambda p: p.name)
@@ -91,14 +91,14 @@ def test_bench_imports_torch_only_lazily(path):
 
 
 def test_importing_the_cli_and_every_command_leaves_torch_unloaded():
-    commands = [m for m in package_modules("bench/commands") if m != "bench.commands"]
-    assert "bench.commands.run" in commands
-    modules = ["bench.cli", "bench.config", "bench.schemas", *commands]
+    commands = [m for m in package_modules("bench/cli/commands") if m != "bench.cli.commands"]
+    assert "bench.cli.commands.run" in commands
+    modules = ["bench.cli.main", "bench.config", "bench.schemas", *commands]
     assert loaded_after_import(modules, ["torch", "fsdp_core.model"]) == []
 
 
 def test_building_the_cli_parser_leaves_torch_unloaded():
-    code = "from bench.cli import build_parser; build_parser(); import sys; print('torch' in sys.modules)"
+    code = "from bench.cli.main import build_parser; build_parser(); import sys; print('torch' in sys.modules)"
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.stdout.strip() == "False", proc.stderr
 

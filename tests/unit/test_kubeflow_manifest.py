@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bench.config import load_grid
-from bench.execute import prepare_launch
-from bench.launch.k8s_manifest import (
+from bench.config.compose import load_grid
+from bench.run.execute import prepare_launch
+from bench.run.launch.k8s_manifest import (
     KubeflowOptions,
     crd_schema,
     render_configmap,
@@ -130,7 +130,7 @@ def test_results_url_mode_wraps_the_agent_in_the_sync_and_uses_scratch(schema, t
     assert command[:9] == [
         "python",
         "-m",
-        "bench.launch.results_sync",
+        "bench.run.launch.results_sync",
         "push",
         "/tmp/fsdp-bench-results",
         "s3://bench-bucket/runs",

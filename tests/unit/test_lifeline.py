@@ -1,5 +1,5 @@
 """Processes that die with their parent, launches that stop writing once abandoned, cluster jobs a dead
-parent left, and the one line of a full disk (fsdp_core/lifeline.py, bench/jobs.py, bench/storage.py).
+parent left, and the one line of a full disk (fsdp_core/lifeline.py, bench/run/ownership/jobs.py, bench/run/ownership/storage.py).
 
 The process tests use real processes and real signals (plain Python, no torch: fast)."""
 
@@ -19,12 +19,12 @@ import pytest
 
 from bench import jobs
 from bench import locks as locks_module
-from bench.execute import raise_storage_error
-from bench.locks import MeasurementLocks
-from bench.storage import storage_error_line
+from bench.run.execute import raise_storage_error
+from bench.run.ownership.locks import MeasurementLocks
+from bench.run.ownership.storage import storage_error_line
+from bench.schema.protocol import LAUNCH_FILE, OWNER_SILENT_S, SWEEP_LOCK, LaunchFile, RankError, sweep_dir_of
 from fsdp_core import protocol
 from fsdp_core.lifeline import TORCHRUN_ENV, abandoned
-from fsdp_core.protocol import LAUNCH_FILE, OWNER_SILENT_S, SWEEP_LOCK, LaunchFile, RankError, sweep_dir_of
 
 REPO = Path(__file__).resolve().parents[2]
 HOST = socket.gethostname()
@@ -186,7 +186,7 @@ def test_a_rank_out_of_disk_stops_the_parent_instead_of_a_failed_record(tmp_path
 
 
 class FakeCluster:
-    """A cluster's view of its jobs (the part bench/jobs.py asks a launcher about)."""
+    """A cluster's view of its jobs (the part bench/run/ownership/jobs.py asks a launcher about)."""
 
     def __init__(self, running: set[str], ends_after_polls: int = 0) -> None:
         self.running, self.stopped, self.polls, self.ends_after = set(running), [], 0, ends_after_polls
@@ -252,7 +252,7 @@ def test_a_holder_that_waits_adopts_the_left_jobs_tokens_until_they_end(tmp_path
 
 
 def test_hangup_and_terminate_interrupt_unless_ignored_as_under_nohup():
-    from bench.signals import stop_signals_as_interrupt
+    from bench.run.ownership.signals import stop_signals_as_interrupt
 
     before = signal.signal(signal.SIGHUP, signal.SIG_IGN)  # what nohup does
     try:

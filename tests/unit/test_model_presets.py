@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from bench.config import flavors, load_preset
-from bench.schemas import ModelInfo, ModelSpec
+from bench.config.compose import flavors, load_preset
+from bench.schema.model import ModelInfo, ModelSpec
 from fsdp_core.model import build_model, count_parameters
 
 FLAVORS = flavors()
@@ -76,7 +76,7 @@ def test_a_model_file_that_makes_no_sense_is_refused_naming_the_field():
 
 
 def test_an_unknown_preset_lists_the_known_names():
-    from bench.config import ConfigError
+    from bench.config.problems import ConfigError
 
     with pytest.raises(ConfigError, match="model: unknown model 'gpt5'; allowed: debug, llama2-13b, "):
         load_preset("model", "gpt5")

@@ -1,4 +1,4 @@
-"""The numerics guard in `check`: loss curves of real records against a baseline's (bench.check.numerics).
+"""The numerics guard in `check`: loss curves of real records against a baseline's (bench.analysis.check.numerics).
 
 The records are real runs (tests/fixtures/records/real); a broken run is made by changing one
 loss of a copy, so the expected step and values are known.
@@ -15,12 +15,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import REAL_DIR  # noqa: E402
 
-from bench.check.baseline import Side, build_baseline, parse_baseline  # noqa: E402
-from bench.check.compare import compare  # noqa: E402
-from bench.check.numerics import compare_curves, exact_rule  # noqa: E402
-from bench.check.points import points_from_records  # noqa: E402
-from bench.check.thresholds import Thresholds  # noqa: E402
-from bench.records import load_records  # noqa: E402
+from bench.analysis.check.baseline import Side, build_baseline, parse_baseline  # noqa: E402
+from bench.analysis.check.compare import compare  # noqa: E402
+from bench.analysis.check.numerics import compare_curves, exact_rule  # noqa: E402
+from bench.analysis.check.points import points_from_records  # noqa: E402
+from bench.analysis.check.thresholds import Thresholds  # noqa: E402
+from bench.analysis.records import load_records  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +40,7 @@ def _numerics(base, cur, **kwargs):
 
 
 def test_an_identical_curve_passes_exactly_and_is_not_listed(record):
-    from bench.check.table import hidden_line, report_rows
+    from bench.present.check.table import hidden_line, report_rows
 
     report, (finding,) = _numerics(record, record)
     assert (finding.metric, finding.verdict, finding.confidence) == ("loss_curve", "ok", "loss curve matches (exact)")

@@ -1,6 +1,6 @@
 """One statistics engine: the report and `check` give the same numbers for the same records.
 
-Both compute medians, intervals and ratios through bench.stats, from the records' step times:
+Both compute medians, intervals and ratios through bench.analysis.stats, from the records' step times:
 a configuration's tokens/s is its tokens per step over the pooled median step time of its runs.
 """
 
@@ -14,12 +14,12 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
 
-from bench.check.compare import compare  # noqa: E402
-from bench.check.points import points_from_records  # noqa: E402
-from bench.check.synthetic import step_times  # noqa: E402
-from bench.check.thresholds import Thresholds  # noqa: E402
-from bench.stats import median_ci, ratio_ci  # noqa: E402
-from reports.analysis import analyse  # noqa: E402
+from bench.analysis.check.compare import compare  # noqa: E402
+from bench.analysis.check.points import points_from_records  # noqa: E402
+from bench.analysis.check.synthetic import step_times  # noqa: E402
+from bench.analysis.check.thresholds import Thresholds  # noqa: E402
+from bench.analysis.report.views import analyse  # noqa: E402
+from bench.analysis.stats import median_ci, ratio_ci  # noqa: E402
 
 
 def _repeats(sweep: str, level: float, nodes: int = 1, seed: int = 0) -> list:

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from bench.config import flavors, load_preset, spec_from_fields
-from bench.planner.calibration import calibrated_cluster, load_cpu_calibration
-from bench.planner.comm import ring_time, shard_group_link
-from bench.planner.compute import cpu_rate
-from bench.planner.measure import MESSAGE_SIZES, fit_link, step_patterns
-from bench.planner.shapes import llama_shape
-from bench.planner.workload import Workload
+from bench.analysis.planner.calibration import calibrated_cluster, load_cpu_calibration
+from bench.analysis.planner.comm import ring_time, shard_group_link
+from bench.analysis.planner.compute import cpu_rate
+from bench.analysis.planner.shapes import llama_shape
+from bench.analysis.planner.workload import Workload
+from bench.config.compose import flavors, load_preset, spec_from_fields
+from bench.run.calibrate import MESSAGE_SIZES, fit_link, step_patterns
 
 FLAVORS = flavors()
 LOCAL_CPU = load_preset("cluster", "local-cpu")
@@ -108,7 +108,7 @@ def test_missing_calibration_falls_back_to_documented_defaults(tmp_path, monkeyp
 
 
 def test_efficiency_flag_names_the_likely_cause():
-    from bench.planner.compare import efficiency_flag
+    from bench.analysis.planner.compare import efficiency_flag
 
     comm_heavy = {"scaling_efficiency": 0.95, "step_time_s": 1.0, "comm_time_s": {"exposed": 0.1, "overlapped": 0.3}}
     compute_heavy = {**comm_heavy, "comm_time_s": {"exposed": 0.0, "overlapped": 0.05}}

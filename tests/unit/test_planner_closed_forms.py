@@ -12,12 +12,12 @@ import dataclasses
 
 import pytest
 
-from bench.config import flavors, load_preset
-from bench.planner.activations import block_bytes, held_bytes, recompute_bytes, root_bytes, saved_bytes
-from bench.planner.comm import Link, comm_bytes_per_step, ring_time
-from bench.planner.memory import moments, state_bytes, unsharded_bytes
-from bench.planner.shapes import llama_shape, mpt_shape, padded_numel
-from bench.planner.workload import Workload
+from bench.analysis.planner.activations import block_bytes, held_bytes, recompute_bytes, root_bytes, saved_bytes
+from bench.analysis.planner.comm import Link, comm_bytes_per_step, ring_time
+from bench.analysis.planner.memory import moments, state_bytes, unsharded_bytes
+from bench.analysis.planner.shapes import llama_shape, mpt_shape, padded_numel
+from bench.analysis.planner.workload import Workload
+from bench.config.compose import flavors, load_preset
 
 FLAVORS = flavors()
 DEBUG = llama_shape(FLAVORS["debug"])

@@ -6,13 +6,13 @@ import json
 
 import pytest
 
-from bench.cli import main as cli_main
-from bench.config import flavors, load_preset, spec_from_fields
-from bench.planner import predict, with_scaling_efficiency
-from bench.planner.memory import fits, max_micro_batch, memory_breakdown
-from bench.planner.shapes import llama_shape
-from bench.planner.step import step_time
-from bench.planner.workload import Workload
+from bench.analysis.planner import predict, with_scaling_efficiency
+from bench.analysis.planner.memory import fits, max_micro_batch, memory_breakdown
+from bench.analysis.planner.shapes import llama_shape
+from bench.analysis.planner.step import step_time
+from bench.analysis.planner.workload import Workload
+from bench.cli.main import main as cli_main
+from bench.config.compose import flavors, load_preset, spec_from_fields
 
 FLAVORS = flavors()
 P5 = load_preset("cluster", "p5.48xlarge")
@@ -153,7 +153,7 @@ def test_plan_refuses_meaningless_hardware(capsys, override, message):
 
 
 def test_sweep_plan_skips_points_predicted_not_to_fit():
-    from bench.planner.skip import skip_if_not_fitting
+    from bench.analysis.planner.skip import skip_if_not_fitting
 
     assert skip_if_not_fitting(spec_from_fields(model="debug")) is None
     tight = spec_from_fields(model="debug", nodes=2, cluster={"device_memory_gib": 0.25})

@@ -1,14 +1,13 @@
-"""The planner against published FSDP figures (bench/planner/data/published_calibration.csv)."""
+"""The planner against published FSDP figures (bench/analysis/planner/data/published_calibration.csv)."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.config import load_preset
-from bench.planner import calibration
-from bench.planner.fit import fit
-from bench.planner.predict import predict_workload
-from bench.planner.published import (
+from bench.analysis.planner import calibration
+from bench.analysis.planner.fit import fit
+from bench.analysis.planner.predict import predict_workload
+from bench.analysis.planner.published import (
     anchor_table,
     fit_rows,
     fp8_table,
@@ -20,7 +19,8 @@ from bench.planner.published import (
     scaling_table,
     throughput_table,
 )
-from fsdp_core.flops import flops_per_token
+from bench.config.compose import load_preset
+from bench.schema.flops import flops_per_token
 
 H100_BF16_PEAK = 989e12  # llm-foundry's MFU denominator
 
@@ -84,7 +84,7 @@ def test_p5_anchor_prediction():
 
 
 def test_fp8_rows_speed_up_over_bf16_as_published(rows):
-    """The fp8 model (bench/planner/fp8.py) predicts torchtitan's compile + float8 speed-up over
+    """The fp8 model (bench/analysis/planner/fp8.py) predicts torchtitan's compile + float8 speed-up over
     compile alone; the fp8 rows then err as their bf16 counterparts do (the 500 W parts)."""
     table = fp8_table(rows)
     assert [(e["series"], e["gpus"]) for e in table] == [

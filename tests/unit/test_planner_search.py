@@ -1,5 +1,5 @@
 """`fsdp-bench plan --best`: the search space, its ranking, why the next ones lose, bad input; the
-report's autotune section; Spearman's rank correlation (bench.stats)."""
+report's autotune section; Spearman's rank correlation (bench.analysis.stats)."""
 
 from __future__ import annotations
 
@@ -10,18 +10,18 @@ from pathlib import Path
 
 import pytest
 
-from bench.cli import main as cli_main
-from bench.config import load_point
-from bench.planner import predict
-from bench.planner.search import AXES, Candidate, loss_reason, search
-from bench.schemas import CHECKPOINTING
-from bench.stats import rank_correlation
+from bench.analysis.planner import predict
+from bench.analysis.planner.search import AXES, Candidate, loss_reason, search
+from bench.analysis.stats import rank_correlation
+from bench.cli.main import main as cli_main
+from bench.config.compose import load_point
+from bench.schema.spec import CHECKPOINTING
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
 
-from reports.analysis import analyse  # noqa: E402
-from reports.autotune import autotune_section  # noqa: E402
+from bench.analysis.report.views import analyse  # noqa: E402
+from bench.present.report.autotune import autotune_section  # noqa: E402
 
 CPU_SETUP = ["model=debug", "nodes=1", "gpus_per_node=2", "train.seq_len=32"]
 
@@ -194,8 +194,8 @@ def test_report_sets_predicted_beside_measured_ranking():
 )
 def test_max_micro_batch_is_the_largest_that_fits(overrides):
     """The search keeps what fits: max_micro_batch (started from the memory line) is the fitting edge."""
-    from bench.planner.memory import fits, max_micro_batch
-    from bench.planner.workload import workload_from_spec
+    from bench.analysis.planner.memory import fits, max_micro_batch
+    from bench.analysis.planner.workload import workload_from_spec
 
     w = workload_from_spec(load_point(overrides).spec)
     largest = max_micro_batch(w)

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bench.planner.comm import ring_time, shard_group_link
-from bench.planner.from_preflight import measured_cluster
-from bench.planner.workload import workload_from_spec
-from bench.preflight import find_stragglers
+from bench.analysis.planner.comm import ring_time, shard_group_link
+from bench.analysis.planner.from_preflight import measured_cluster
+from bench.analysis.planner.workload import workload_from_spec
+from bench.analysis.preflight import find_stragglers
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "p5_anchor_from_preflight.py"
 

@@ -1,4 +1,4 @@
-"""Every strategy and precision recipe (fsdp_core/recipes.py) is covered by every consumer.
+"""Every strategy and precision recipe (bench/schema/recipes.py) is covered by every consumer.
 
 A recipe is the one home of what a strategy or precision means; this test fails when a consumer
 (the config tree, the schema, the engine, the planner, MFU, the report's labels) does not know one.
@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import group_options, load_preset, spec_from_fields
-from bench.planner import predict
-from bench.schemas import Precision, RunSpec, Strategy, launch_problems
+from bench.analysis.planner import predict
+from bench.config.compose import load_preset, spec_from_fields
+from bench.config.registry import group_options
+from bench.config.rules import launch_problems
+from bench.schema.spec import Precision, RunSpec, Strategy
 from fsdp_core import recipes
 from fsdp_core.precision import TORCH_DTYPES, compute_dtype, mixed_precision_policy
 
@@ -62,7 +64,7 @@ def test_each_precision_has_dtypes_a_policy_a_peak_and_a_planner_rate(name):
 
 
 def test_a_record_carries_the_recipes_it_ran_with():
-    from bench.schemas import recipe_of
+    from bench.schema.record import recipe_of
 
     spec = spec_from_fields(model="debug", strategy="hybrid_shard", precision="bf16_pure", nodes=2)
     recipe = recipe_of(spec)

@@ -1,4 +1,4 @@
-"""The below-prediction flag and its likely cause (reports/diagnosis.py), in report.html and summary.md."""
+"""The below-prediction flag and its likely cause (bench/analysis/report/diagnosis.py), in report.html and summary.md."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
 
-from reports import build_report  # noqa: E402
-from reports.diagnosis import COMM_CAUSE, COMPUTE_CAUSE, diagnose, is_below, likely_cause  # noqa: E402
+from bench.analysis.report.diagnosis import COMM_CAUSE, COMPUTE_CAUSE, diagnose, is_below, likely_cause  # noqa: E402
+from bench.present.report.build import build_report  # noqa: E402
 
 COMM_TEXT = "below prediction; likely cause: exposed communication: check the network (EFA/InfiniBand) and NCCL"
 
@@ -80,7 +80,7 @@ def test_diagnose_text_threshold_and_missing_values():
 
 @pytest.mark.parametrize("measured, expected", [(0.90, None), (0.80, "points below prediction")])
 def test_planner_flag_reuses_the_report_logic(measured, expected):
-    from bench.planner.compare import efficiency_flag
+    from bench.analysis.planner.compare import efficiency_flag
 
     flag = efficiency_flag(prediction(0.95, 0.1, 0.3), measured)
     assert flag == expected if expected is None else expected in flag and flag.endswith(COMM_CAUSE)

@@ -15,7 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, sample_sweep, scaling_records  # noqa: E402
 
-from reports import build_report  # noqa: E402
+from bench.present.report.build import build_report  # noqa: E402
 
 SCRIPT = "<script>alert(1)</script>"
 
@@ -207,14 +207,14 @@ def test_report_of_failures_only_still_renders(tmp_path):
 
 
 def _write(records, root: Path) -> None:
-    from bench.records import write_record
+    from bench.analysis.records import write_record
 
     for record in records:
         write_record(record, root / record.sweep / record.point_id / "result.json")
 
 
 def test_cli_report_from_folder_and_exit_codes(tmp_path, capsys):
-    from bench.cli import main
+    from bench.cli.main import main
 
     results = tmp_path / "results"
     _write(sample_sweep(), results)
@@ -237,8 +237,8 @@ def test_cli_report_from_folder_and_exit_codes(tmp_path, capsys):
 
 
 def test_cli_report_from_store(tmp_path):
-    from bench.cli import main
-    from bench.store import ResultStore
+    from bench.analysis.store import ResultStore
+    from bench.cli.main import main
 
     store = ResultStore(tmp_path / "results.sqlite")
     store.ingest(sample_sweep())

@@ -11,8 +11,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, sample_sweep, scaling_records  # noqa: E402
 
-from reports import plots  # noqa: E402
-from reports.analysis import analyse  # noqa: E402
+from bench.analysis.report.views import analyse  # noqa: E402
+from bench.present.report import plots  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_all_figures_skips_plots_without_data():
 
 
 def test_parallel_rendering_gives_the_same_pngs_as_serial(analysis):
-    from reports.render import render_figures
+    from bench.present.report.render import render_figures
 
     serial = render_figures(analysis.points, analysis.scaling, workers=1)
     parallel = render_figures(analysis.points, analysis.scaling, workers=2)

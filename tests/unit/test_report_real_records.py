@@ -16,9 +16,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import REAL_DIR  # noqa: E402
 
-from bench.records import load_records  # noqa: E402
-from reports import build_report  # noqa: E402
-from reports.analysis import analyse  # noqa: E402
+from bench.analysis.records import load_records  # noqa: E402
+from bench.analysis.report.views import analyse  # noqa: E402
+from bench.present.report.build import build_report  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -11,9 +11,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
 
-from bench.config import load_point  # noqa: E402
-from reports.frame import records_to_frame  # noqa: E402
-from reports.reproduce import run_command  # noqa: E402
+from bench.analysis.report.frame import records_to_frame  # noqa: E402
+from bench.config.compose import load_point  # noqa: E402
+from bench.present.report.reproduce import run_command  # noqa: E402
 
 
 @pytest.mark.parametrize(

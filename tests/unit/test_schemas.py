@@ -1,4 +1,4 @@
-"""RunSpec validation and identity, launch rules, RunResult round trips (bench/schemas.py, bench/records.py)."""
+"""RunSpec validation and identity, launch rules, RunResult round trips (bench/schemas.py, bench/analysis/records.py)."""
 
 from __future__ import annotations
 
@@ -8,21 +8,14 @@ import re
 import pytest
 from pydantic import ValidationError
 
-from bench.config import ConfigError, spec_from_fields
-from bench.records import read_record, write_record
-from bench.schemas import (
-    STATUSES,
-    CommBytes,
-    EnvInfo,
-    Metrics,
-    RunResult,
-    RunSpec,
-    StepTimeStats,
-    describe_validation_error,
-    launch_problems,
-    model_info,
-    recipe_of,
-)
+from bench.analysis.records import read_record, write_record
+from bench.config.compose import spec_from_fields
+from bench.config.problems import ConfigError, describe_validation_error
+from bench.config.rules import launch_problems
+from bench.schema.base import STATUSES
+from bench.schema.env import EnvInfo
+from bench.schema.record import CommBytes, Metrics, RunResult, StepTimeStats, model_info, recipe_of
+from bench.schema.spec import RunSpec
 
 
 def spec(**fields) -> RunSpec:

@@ -14,8 +14,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, sample_sweep  # noqa: E402
 
-from bench.records import write_record  # noqa: E402
-from bench.store import ResultStore, content_hash, export, rebuild  # noqa: E402
+from bench.analysis.records import write_record  # noqa: E402
+from bench.analysis.store import ResultStore, content_hash, export, rebuild  # noqa: E402
 
 
 def _write_many(root: Path, count: int, sweep: str) -> None:
@@ -89,7 +89,7 @@ def test_two_processes_ingesting_500_records_each_end_with_1000_rows(tmp_path):
     command = [
         sys.executable,
         "-c",
-        "import sys; from bench.store import ResultStore; "
+        "import sys; from bench.analysis.store import ResultStore; "
         "from bench import store; store.BATCH_SIZE = 25; "  # many small transactions: real interleaving
         "r = ResultStore(sys.argv[1]).ingest_paths(sys.argv[2]); print(r.added, len(r.problems))",
     ]
@@ -145,7 +145,7 @@ def test_command_line_ingest_exit_codes(tmp_path):
     results = tmp_path / "results"
     write_record(make_record(), results / "unit" / "p" / "result.json")
     db = str(tmp_path / "s.sqlite")
-    run = [sys.executable, "-m", "bench.store"]
+    run = [sys.executable, "-m", "bench.analysis.store"]
     done = subprocess.run([*run, "ingest", db, str(results)], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "store: 1 added, 0 unchanged, 0 skipped"
     (results / "unit" / "bad").mkdir()

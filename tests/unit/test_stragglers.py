@@ -1,11 +1,11 @@
-"""The straggler rule (bench.stats.stragglers): slower than the median by more than
+"""The straggler rule (bench.analysis.stats.stragglers): slower than the median by more than
 max(k x MAD, floor x median); the floor alone with two values; nobody in a tight group."""
 
 from __future__ import annotations
 
 import pytest
 
-from bench.stats import stragglers
+from bench.analysis.stats import stragglers
 
 
 def test_one_slow_rank_among_eight_is_named_with_how_much_slower():

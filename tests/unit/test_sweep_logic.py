@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from bench.config import group_options, load_grid
-from bench.execute import point_dir
-from bench.ledger import Ledger
-from bench.records import write_record
-from bench.schemas import RunResult, model_info
-from bench.sweep import expand_repeats, group_by_world_shape
+from bench.analysis.records import write_record
+from bench.config.compose import load_grid
+from bench.config.registry import group_options
+from bench.schema.protocol import point_dir
+from bench.run.ledger import Ledger
+from bench.run.sweep import expand_repeats, group_by_world_shape
+from bench.schema.record import RunResult, model_info
 
 EXPECTED_SIZES = {"cpu_smoke": 12, "cpu_scaling": 4, "eks_llama2": 30, "strategy_shootout": 25}
 
@@ -105,7 +106,7 @@ def test_ledger_reruns_an_unknown_schema_version(tmp_path):
     ],
 )
 def test_cluster_grids_refuse_what_the_hardware_cannot_do(overrides, message):
-    from bench.config import ConfigError
+    from bench.config.problems import ConfigError
 
     base = ["model=llama2-7b", "cluster=p4d.24xlarge", "gpus_per_node=8", "launcher=kubeflow"]
     with pytest.raises(ConfigError) as err:
@@ -122,8 +123,9 @@ def test_cluster_grids_refuse_what_the_hardware_cannot_do(overrides, message):
     ],
 )
 def test_sweep_settings_are_checked(key, value, message):
-    from bench.commands.sweep import check_sweep_settings
-    from bench.config import ConfigError, compose
+    from bench.cli.commands.sweep import check_sweep_settings
+    from bench.config.compose import compose
+    from bench.config.problems import ConfigError
 
     settings = compose(["experiment=cpu_smoke"])["sweep"] | {key: value}
     with pytest.raises(ConfigError) as err:

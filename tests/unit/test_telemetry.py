@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from bench.schemas import Telemetry
+from bench.schema.telemetry import Telemetry
 from fsdp_core import telemetry as tm
 from fsdp_core import telemetry_readers as rd
 from fsdp_core import telemetry_summary as ts

@@ -7,14 +7,15 @@ import sys
 
 import pytest
 
-from bench.check.abtest import run_rounds
-from bench.check.compare import compare
-from bench.check.points import points_from_records
-from bench.check.synthetic import make_record, step_times
-from bench.check.thresholds import ThresholdError, Thresholds, parse_threshold
-from bench.cli import main as cli_main
-from bench.config import ConfigError, load_point
-from bench.schemas import Telemetry
+from bench.run.ab import run_rounds
+from bench.analysis.check.compare import compare
+from bench.analysis.check.points import points_from_records
+from bench.analysis.check.synthetic import make_record, step_times
+from bench.analysis.check.thresholds import ThresholdError, Thresholds, parse_threshold
+from bench.cli.main import main as cli_main
+from bench.config.compose import load_point
+from bench.config.problems import ConfigError
+from bench.schema.telemetry import Telemetry
 
 DEBUG = ["model=debug", "train.steps=4", "train.warmup_steps=1"]
 
@@ -70,8 +71,8 @@ def test_the_worker_samples_only_when_telemetry_is_enabled():
 
 
 def test_a_new_launch_clears_a_stale_series(tmp_path):
-    from bench.execute import prepare_launch
-    from fsdp_core.protocol import TELEMETRY_SIDECARS
+    from bench.run.execute import prepare_launch
+    from bench.schema.protocol import TELEMETRY_SIDECARS
 
     spec = load_point(DEBUG).spec
     folder = tmp_path / spec.sweep.name / spec.point_id

@@ -1,0 +1,143 @@
+"""One comparable point: its matching identity, deterministic counters and per-step step times.
+
+Both sides of a check (a results folder or a saved baseline) become a list of `PointData`.
+Repeats of a point (`sweep.repeats=K`: the same spec but `repeat`) are grouped into one
+`PointData` whose step times keep one list per run, so the statistics can see run-to-run spread.
+Every timing metric (step time, tokens/s, MFU) derives from those step times (bench/analysis/check/timings.py);
+run-level metrics (energy per token, utilization) keep one value per run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.schema.labels import point_label as short_label
+from bench.schema.record import RunResult
+from bench.schema.spec import SLOWDOWN_KNOBS, RunSpec
+
+# Spec fields that do not change what is measured, on top of RunSpec.identity()'s exclusions:
+# the repeat index (repeats are pooled) and the slow-down knobs (an injected slowdown, on every
+# rank or on one, must be compared against its clean baseline; that is what the knobs are for).
+_IGNORED_FIELDS = ("repeat",)
+_IGNORED_DEBUG_FIELDS = SLOWDOWN_KNOBS
+
+
+@dataclass
+class PointData:
+    """Everything `check` compares about one point, pooled over its repeats."""
+
+    key: str
+    label: str
+    identity: dict[str, Any]
+    status: str
+    runs: int
+    counters: dict[str, float] = field(default_factory=dict)
+    step_runs: list[list[float]] = field(default_factory=list)  # one list of timed step times per run
+    tokens_per_step: float | None = None
+    # MFU over tokens/s: a constant of the configuration (FLOPs per token / peak / devices); None
+    # where MFU is unknown (CPU, a device without a published peak).
+    mfu_per_token_rate: float | None = None
+    fingerprint: dict[str, Any] = field(default_factory=dict)
+    # One value per run of each run-level metric (bench/analysis/check/thresholds.py: per="run"), e.g. the
+    # run's energy per token and mean device utilization from its telemetry.
+    run_values: dict[str, list[float]] = field(default_factory=dict)
+    loss_runs: list[list[float]] = field(default_factory=list)  # one loss curve per run (bench.analysis.check.numerics)
+    hosts: list[str] = field(default_factory=list)  # where the first ok run ran (none in a baseline file)
+
+
+def match_identity(spec: RunSpec) -> dict[str, Any]:
+    """RunSpec.identity() without the fields that repeats and injected slowdowns vary."""
+    identity = spec.identity()
+    for name in _IGNORED_FIELDS:
+        identity.pop(name, None)
+    debug = dict(identity.get("debug") or {})
+    for name in _IGNORED_DEBUG_FIELDS:
+        debug.pop(name, None)
+    identity["debug"] = debug
+    return identity
+
+
+def identity_key(identity: dict[str, Any]) -> str:
+    """A short content hash of a matching identity (what points are matched on)."""
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def point_label(identity: dict[str, Any], key: str) -> str:
+    """The point's short name (bench.schema.labels) and its key, which makes it unique."""
+    return f"{short_label(identity)} #{key[:6]}"
+
+
+def record_counters(record: RunResult) -> dict[str, float]:
+    """The deterministic counters a record measured (skipping nulls).
+
+    Peak memory counts only on CUDA, where the caching allocator's peak is reproducible for a
+    fixed config; on CPU it is the process's max RSS, which is not.
+    """
+    metrics = record.metrics
+    counters: dict[str, float] = {"params": record.model_info.params}
+    if metrics.flops_per_token is not None:
+        counters["flops_per_token"] = metrics.flops_per_token
+    if metrics.comm_bytes_per_step is not None:
+        for name, value in metrics.comm_bytes_per_step.model_dump().items():
+            counters[f"comm_bytes_per_step.{name}"] = value
+    if record.spec.device_type == "cuda" and metrics.peak_mem_bytes is not None:
+        counters["peak_mem_bytes"] = metrics.peak_mem_bytes.max
+    return counters
+
+
+def record_steps(record: RunResult) -> list[float]:
+    """The record's timed step times (positive ones: a zero would be a broken timer)."""
+    return [t for t in record.metrics.step_times_s if t > 0]
+
+
+def record_run_values(record: RunResult) -> dict[str, float]:
+    """The run-level metrics a record measured (telemetry; skipping nulls)."""
+    telemetry = record.metrics.telemetry
+    if telemetry is None:
+        return {}
+    values = {"energy_per_token": telemetry.energy_per_token_j, "utilization": telemetry.util_pct}
+    return {name: value for name, value in values.items() if value is not None}
+
+
+def mfu_per_token_rate(record: RunResult) -> float | None:
+    metrics = record.metrics
+    if metrics.mfu is None or not metrics.tokens_per_s:
+        return None
+    return metrics.mfu / metrics.tokens_per_s
+
+
+def points_from_records(records: Iterable[RunResult]) -> list[PointData]:
+    """Group records by matching identity (pooling repeats) into PointData, in first-seen order."""
+    groups: dict[str, list[RunResult]] = {}
+    identities: dict[str, dict[str, Any]] = {}
+    for record in records:
+        identity = match_identity(record.spec)
+        key = identity_key(identity)
+        groups.setdefault(key, []).append(record)
+        identities[key] = identity
+    return [_pool(key, identities[key], group) for key, group in groups.items()]
+
+
+def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointData:
+    """One point from its repeats: counters of the first ok run, step times of every ok run."""
+    ok = sorted((r for r in group if r.status == "ok"), key=lambda r: r.spec.repeat)
+    point = PointData(key, point_label(identity, key), identity, "ok" if ok else group[0].status, len(ok))
+    if not ok:
+        return point
+    first = ok[0]
+    point.counters = record_counters(first)
+    point.fingerprint = first.env.fingerprint()
+    point.step_runs = [steps for steps in map(record_steps, ok) if steps]
+    point.tokens_per_step = float(first.metrics.tokens_per_step or first.spec.tokens_per_step)
+    point.mfu_per_token_rate = mfu_per_token_rate(first)
+    for values in map(record_run_values, ok):
+        for name, value in values.items():
+            point.run_values.setdefault(name, []).append(value)
+    point.loss_runs = [list(r.metrics.losses) for r in ok if r.metrics.losses]
+    point.hosts = list(first.env.hostnames)
+    return point

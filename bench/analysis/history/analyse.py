@@ -1,0 +1,209 @@
+"""Series -> change points with magnitude, interval, significance and environment change; the
+numerics guard along each series; the CI gate (`--fail-on-new-regression N`).
+
+A change point's magnitude compares the runs between the previous change point (or the series'
+start) and it with the runs between it and the next (or the end): the ratio of their pooled
+medians with its bootstrap interval and the two sides' runs, from the statistics engine that
+`check` uses (bench.analysis.stats). Its significance is the detector's t-test p-value. It is a regression
+when the metric moved the worse way (tokens/s, MFU, efficiency down; step time up).
+
+The numerics guard compares each run's loss curve with the run before it in its series
+(bench.analysis.check.numerics: exact on CPU with the same software stack, within a relative tolerance
+otherwise; NaN/inf fails), so a run that got faster because training broke is named where it broke.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from bench.analysis.check.numerics import LOSS_RTOL, CurveVerdict, compare_curves, exact_rule
+from bench.analysis.history.detect import MIN_SERIES_RUNS, Detected, detect
+from bench.analysis.history.envdiff import env_changes
+from bench.analysis.history.series import EFFICIENCY, Run, Series
+
+
+@dataclass(frozen=True)
+class ChangePoint:
+    """A step in a series, at the first run after it."""
+
+    series: Series
+    index: int  # of the first run after the change
+    pvalue: float
+    runs_before: int  # runs on each side that the magnitude compares
+    runs_after: int
+    before: float  # pooled medians of the two sides
+    after: float
+    ratio: float  # after / before, with its 95 % bootstrap interval
+    ci_low: float
+    ci_high: float
+    environment: list[str]
+    new: bool = False  # among the last N runs of the series (--fail-on-new-regression N)
+
+    @property
+    def run(self) -> Run:
+        return self.series.runs[self.index]
+
+    @property
+    def previous(self) -> Run:
+        return self.series.runs[self.index - 1]
+
+    @property
+    def change(self) -> float:
+        return self.ratio - 1.0
+
+    @property
+    def regression(self) -> bool:
+        return self.ratio < 1.0 if self.series.higher_is_better else self.ratio > 1.0
+
+    @property
+    def direction(self) -> str:
+        return "regression" if self.regression else "improvement"
+
+
+@dataclass(frozen=True)
+class NumericsIssue:
+    """A run whose loss curve left the rule against the run before it (or held a NaN/inf)."""
+
+    series: Series
+    index: int
+    verdict: CurveVerdict
+    new: bool = False
+
+    @property
+    def run(self) -> Run:
+        return self.series.runs[self.index]
+
+
+@dataclass
+class SeriesResult:
+    series: Series
+    changes: list[ChangePoint] = field(default_factory=list)
+    numerics: list[NumericsIssue] = field(default_factory=list)
+    numerics_checked: int = 0  # curves compared (runs with a curve and a predecessor with one)
+
+    @property
+    def too_short(self) -> bool:
+        return len(self.series.runs) < MIN_SERIES_RUNS
+
+    @property
+    def failing(self) -> list[ChangePoint | NumericsIssue]:
+        """What fails the gate: new regressions and new numerics failures."""
+        return [c for c in self.changes if c.new and c.regression] + [n for n in self.numerics if n.new]
+
+
+@dataclass
+class History:
+    """Every series' result, and the gate's window (None: report only, exit 0)."""
+
+    metric: str
+    results: list[SeriesResult]
+    window: int | None = None
+    numerics: bool = True
+    detector: str = ""
+    # The cluster's measured links over time: bench.analysis.history.links rows of the stored preflights.
+    links: list[list[str]] = field(default_factory=list)
+
+    @property
+    def changes(self) -> list[ChangePoint]:
+        """Every change point, newest first."""
+        found = [c for r in self.results for c in r.changes]
+        return sorted(found, key=lambda c: (c.run.started_at, c.series.label), reverse=True)
+
+    @property
+    def numerics_issues(self) -> list[NumericsIssue]:
+        found = [n for r in self.results for n in r.numerics]
+        return sorted(found, key=lambda n: n.run.started_at, reverse=True)
+
+    @property
+    def too_short(self) -> list[SeriesResult]:
+        return [r for r in self.results if r.too_short]
+
+    @property
+    def failing(self) -> list[ChangePoint | NumericsIssue]:
+        return [item for r in self.results for item in r.failing]
+
+    @property
+    def exit_code(self) -> int:
+        """1 when the gate is on and something new failed it, else 0 (bad input is 2, before this)."""
+        return 1 if self.window is not None and self.failing else 0
+
+
+def analyse_series(
+    series: Series,
+    *,
+    window: int | None = None,
+    numerics: bool = True,
+    loss_rtol: float = LOSS_RTOL,
+    detector: Callable[[Sequence[float]], list[Detected]] = detect,
+    intervals: bool = True,
+) -> SeriesResult:
+    """Change points (with magnitudes) and numerics issues of one series. For
+    scripts/validate_history.py: `detector`, another implementation; `intervals=False`, each change's
+    ratio without its bootstrap (medians and bounds NaN), which is all the gate needs."""
+    result = SeriesResult(series)
+    first_new = len(series.runs) - window if window is not None else len(series.runs)
+    detected = detector(series.values) if len(series.runs) >= MIN_SERIES_RUNS else []
+    bounds = [0, *(d.index for d in detected), len(series.runs)]
+    for i, found in enumerate(detected):
+        before, after = series.runs[bounds[i] : found.index], series.runs[found.index : bounds[i + 2]]
+        if intervals:
+            c = series.compare(before, after)
+            levels = (c.baseline, c.current, c.ratio, c.ci_low, c.ci_high)
+        else:
+            levels = (math.nan, math.nan, series.ratio(before, after), math.nan, math.nan)
+        environment = env_changes(series.runs[found.index - 1].record, series.runs[found.index].record)
+        result.changes.append(
+            ChangePoint(
+                series,
+                found.index,
+                found.pvalue,
+                len(before),
+                len(after),
+                *levels,
+                environment,
+                new=found.index >= first_new,
+            )  # fmt: skip
+        )
+    if numerics:
+        result.numerics, result.numerics_checked = numerics_along(series, first_new, loss_rtol)
+    return result
+
+
+def numerics_along(series: Series, first_new: int, rtol: float = LOSS_RTOL) -> tuple[list[NumericsIssue], int]:
+    """Each run's loss curve against the run before it: (the runs that failed, curves compared).
+
+    The first run's curve has no reference, but a NaN/inf in it still fails.
+    """
+    issues, checked = [], 0
+    previous = None
+    for index, run in enumerate(series.runs):
+        curve = run.record.metrics.losses
+        if not curve:
+            continue
+        reference = previous.record.metrics.losses if previous is not None else None
+        before, now = (previous.record.env if previous else None), run.record.env
+        exact = before is not None and exact_rule(
+            before.fingerprint(), now.fingerprint(), run.record.spec.device_type, before.hostnames, now.hostnames
+        )
+        verdict = compare_curves(reference, curve, exact=exact, rtol=rtol)
+        checked += reference is not None
+        if verdict.fails:
+            issues.append(NumericsIssue(series, index, verdict, new=index >= first_new))
+        previous = run
+    return issues, checked
+
+
+def analyse(
+    series: list[Series], *, metric: str, window: int | None = None, numerics: bool = True,
+    loss_rtol: float = LOSS_RTOL, detector: str = "",
+) -> History:  # fmt: skip
+    """The history of every series, longest first."""
+    # An efficiency series' runs are its largest node count's records, whose curves that series checks.
+    results = [
+        analyse_series(s, window=window, numerics=numerics and s.metric != EFFICIENCY, loss_rtol=loss_rtol)
+        for s in series
+    ]
+    results.sort(key=lambda r: (-len(r.series.runs), r.series.label))
+    return History(metric, results, window, numerics, detector)

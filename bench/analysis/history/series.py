@@ -1,0 +1,197 @@
+"""Records -> history series: one per workload configuration, its runs in the order they ran.
+
+A series is every ok record whose identity (RunSpec.identity()) agrees apart from the repeat index
+and the `debug` knobs (bench.analysis.stats.series_key): model, strategy, precision, cluster, nodes, ranks per
+node, batch, sequence and the other settings that define the work. The sweep name is not part of it,
+so nightly sweeps, clusters' results folders and repeats all join their configuration's series.
+
+Each record is one run; its value is the metric it measured (tokens/s, median step time or MFU), and
+its step times are what the magnitude's interval resamples (bench.analysis.stats, like `check`).
+
+The scaling efficiency at a family's largest node count (the family: a series without what scales,
+bench.analysis.stats.series_key(across_nodes=True)) is a series too: one value per sweep run (a results
+folder of a sweep) that measured both the family's smallest and largest node count, the pooled
+median tokens/s of each (repeats pooled) put through bench.analysis.stats.scaling_efficiency.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from bench.analysis.check.points import PointData, mfu_per_token_rate, record_steps
+from bench.analysis.check.thresholds import METRICS, STEP_TIMINGS
+from bench.analysis.check.timings import TimingComparison, compare_timing_metric
+from bench.analysis.stats import compare_runs, pooled_median, scaling_efficiency, series_key
+from bench.schema.labels import point_label
+from bench.schema.preflight import PreflightResult
+from bench.schema.record import RunResult
+
+EFFICIENCY = "scaling_efficiency"
+# What `--metric` may name: the timings `check` knows (one definition of which way is better).
+HISTORY_METRICS = STEP_TIMINGS
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run of a series: when and in which sweep it ran, its value, and the record behind it."""
+
+    sweep: str
+    started_at: datetime
+    value: float
+    samples: list[list[float]]  # step times of the run (timings) or [value] (efficiency)
+    record: RunResult  # environment, debug knobs, loss curve, git sha
+
+    @property
+    def name(self) -> str:
+        """`nightly 2026-05-03 02:00:01` (UTC): how tables name a run."""
+        return f"{self.sweep} {self.started_at.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S}"
+
+
+@dataclass
+class Series:
+    """The runs of one configuration (or one family's efficiency) in time order."""
+
+    key: str  # 12 hex digits of the series key
+    label: str
+    metric: str
+    runs: list[Run] = field(default_factory=list)
+    tokens_per_step: float | None = None
+    mfu_per_token_rate: float | None = None
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.metric == EFFICIENCY or METRICS[self.metric].better == "higher"
+
+    @property
+    def values(self) -> list[float]:
+        return [run.value for run in self.runs]
+
+    def compare(self, before: Sequence[Run], after: Sequence[Run]) -> TimingComparison:
+        """The two sides' medians, ratio (after / before) and its bootstrap interval (bench.analysis.stats)."""
+        if self.metric == EFFICIENCY:
+            steps = compare_runs([s for r in before for s in r.samples], [s for r in after for s in r.samples])
+            return TimingComparison(
+                steps.baseline_median, steps.current_median, steps.ratio, steps.ci_low, steps.ci_high,
+                steps.p_greater, steps.p_less, steps.n_baseline, steps.n_current, len(before), len(after),
+            )  # fmt: skip
+        return compare_timing_metric(self._point(before), self._point(after), self.metric)
+
+    def ratio(self, before: Sequence[Run], after: Sequence[Run]) -> float:
+        """after / before of the pooled medians, without an interval (`compare`'s ratio, cheaply)."""
+        base = pooled_median([s for r in before for s in r.samples])
+        cur = pooled_median([s for r in after for s in r.samples])
+        if self.metric in (EFFICIENCY, "step_time_s"):
+            return cur / base
+        return base / cur  # tokens/s and MFU: a constant over the step time
+
+    def _point(self, runs: Sequence[Run]) -> PointData:
+        point = PointData(self.key, self.label, {}, "ok", len(runs))
+        point.step_runs = [samples for run in runs for samples in run.samples]
+        point.tokens_per_step, point.mfu_per_token_rate = self.tokens_per_step, self.mfu_per_token_rate
+        return point
+
+
+def run_time(record: RunResult | PreflightResult) -> datetime | None:
+    """When the run started (its end where the start is unknown), timezone-aware (UTC if unstated)."""
+    for stamp in (record.started_at, record.finished_at):
+        if stamp:
+            try:
+                moment = datetime.fromisoformat(stamp)
+            except ValueError:
+                continue
+            return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return None
+
+
+def metric_value(record: RunResult, metric: str) -> float | None:
+    """The record's value of a history metric (None where it did not measure it, e.g. MFU on CPU)."""
+    metrics = record.metrics
+    if metric == "tokens_per_s":
+        return metrics.tokens_per_s
+    if metric == "step_time_s":
+        return metrics.step_time_s.median if metrics.step_time_s else None
+    if metric == "mfu":
+        return metrics.mfu
+    raise ValueError(f"unknown history metric {metric!r}; allowed: {', '.join(HISTORY_METRICS)}")
+
+
+def _short(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+def _label(identity: dict[str, Any], key: str) -> str:
+    return f"{point_label(identity)} {identity['cluster']['name']} #{key[:6]}"
+
+
+def _timed(records: Iterable[RunResult], since: datetime | None) -> list[tuple[datetime, RunResult]]:
+    """Ok records with a known run time (at or after `since`), in run order (ties: sweep, repeat, id)."""
+    timed = [(run_time(r), r) for r in records if r.status == "ok"]
+    kept = [(t, r) for t, r in timed if t is not None and (since is None or t >= since)]
+    return sorted(kept, key=lambda item: (item[0], item[1].sweep, item[1].spec.repeat, item[1].point_id))
+
+
+def build_series(records: Iterable[RunResult], metric: str, since: datetime | None = None) -> list[Series]:
+    """One series per configuration, of the runs that measured `metric`, in order of their first run."""
+    by_key: dict[str, Series] = {}
+    for moment, record in _timed(records, since):
+        value = metric_value(record, metric)
+        if value is None:
+            continue
+        identity = record.spec.identity()
+        full_key = series_key(identity)
+        series = by_key.get(full_key)
+        if series is None:
+            key = _short(full_key)
+            series = by_key[full_key] = Series(key, _label(identity, key), metric)
+            series.tokens_per_step = float(record.metrics.tokens_per_step or record.spec.tokens_per_step)
+            series.mfu_per_token_rate = mfu_per_token_rate(record)
+        series.runs.append(Run(record.sweep, moment, value, [record_steps(record)], record))
+    return list(by_key.values())
+
+
+def efficiency_series(records: Iterable[RunResult], since: datetime | None = None) -> list[Series]:
+    """Per family with at least two node counts: the efficiency at its largest node count, one run per
+    sweep run that measured the smallest and the largest (repeats pooled)."""
+    families: dict[str, dict[tuple[str, str], dict[int, list[tuple[datetime, RunResult]]]]] = {}
+    for moment, record in _timed(records, since):
+        if not record.metrics.step_times_s:
+            continue
+        family = series_key(record.spec.identity(), across_nodes=True)
+        cell = families.setdefault(family, {}).setdefault(_sweep_run(record), {})
+        cell.setdefault(record.spec.nodes, []).append((moment, record))
+    out = []
+    for family, sweep_runs in families.items():
+        nodes = sorted({n for by_nodes in sweep_runs.values() for n in by_nodes})
+        if len(nodes) < 2:
+            continue
+        low, high = nodes[0], nodes[-1]
+        key = _short(family)
+        label = ""
+        runs = []
+        for by_nodes in sweep_runs.values():
+            if low not in by_nodes or high not in by_nodes:
+                continue
+            first_time, first = by_nodes[high][0]
+            label = label or f"{_label(first.spec.identity(), key)} efficiency vs {low} node(s)"
+            value = float(scaling_efficiency(_tokens_per_s(by_nodes[high]), _tokens_per_s(by_nodes[low]), high, low))
+            runs.append(Run(first.sweep, first_time, value, [[value]], first))
+        if runs:
+            out.append(Series(key, label, EFFICIENCY, sorted(runs, key=lambda r: (r.started_at, r.sweep))))
+    return out
+
+
+def _sweep_run(record: RunResult) -> tuple[str, str]:
+    """Which sweep run a record belongs to: its sweep and results folder (the point folder's parent)."""
+    return record.sweep, str(Path(record.log_dir).parent) if record.log_dir else ""
+
+
+def _tokens_per_s(timed: list[tuple[datetime, RunResult]]) -> float:
+    """Tokens per step over the pooled median step time of the repeats (bench.analysis.stats' center)."""
+    record = timed[0][1]
+    tokens = float(record.metrics.tokens_per_step or record.spec.tokens_per_step)
+    return tokens / pooled_median([record_steps(r) for _, r in timed])

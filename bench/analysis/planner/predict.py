@@ -1,0 +1,144 @@
+"""Assemble one point's prediction as plain, JSON-able data, and scaling efficiency across points.
+
+`predict(spec)` is the entry point for `plan`, the sweep (`sweep.plan=true` skips points with
+`fits == False` and stores this dict in `RunResult.prediction`) and reports. Keys:
+
+| key | meaning |
+|---|---|
+| `spec`, `model_info` | the resolved spec and the model's parameter counts (as in a result record) |
+| `memory_bytes_per_device` | `params`, `grads`, `optimizer`, `unsharded_params`, `unsharded_grads`, `activations`, `logits`, `headroom`, `total`, `host_offloaded` |
+| `peak_memory_bytes` | `moment` (`loss` or `backward`, bench/analysis/planner/memory.py), `allocated` and `reserved` (the allocator's peaks, as a record's `peak_mem_bytes.max` and `reserved_max` on GPUs), `device` (= `total`: the runtime added) |
+| `device_memory_bytes`, `fits`, `max_micro_batch` | capacity, whether `total` fits (a CPU host's RAM is shared by all its ranks), the largest micro-batch that fits (0: none) |
+| `step_time_s` | predicted seconds per optimizer step |
+| `step_time_split_s` | `compute`, `exposed_comm`, `other` (they sum to `step_time_s`) |
+| `other_detail_s` | `optimizer`, `comm_interference`, `offload` |
+| `comm_bytes_per_step` | `all_gather`, `reduce_scatter`, `all_reduce`: per rank, the engine's counting convention |
+| `comm_time_s` | `exposed`, `overlapped` seconds of communication per step |
+| `tokens_per_step`, `tokens_per_s`, `tokens_per_s_per_device` | global batch tokens and predicted throughput |
+| `mfu`, `hfu` | predicted, against the datasheet peak; null without one (CPU) |
+| `scaling_efficiency`, `scaling_baseline_nodes` | filled by `with_scaling_efficiency`; null for a group's baseline or a lone point |
+| `assumptions` | the efficiency, interference, links and calibration file the numbers rest on |
+| `checkpoint` | one DCP save of model + AdamW state: `state_bytes` (exact), `state_bytes_per_rank`, `write_s`, `read_s` at `storage_gbps`; with train.checkpoint, `blocked_s` per save and `goodput` at its interval (bench/analysis/planner/checkpoint.py) |
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bench.analysis.planner.calibration import calibrated_cluster, load_cpu_calibration, overlap_interference
+from bench.analysis.planner.checkpoint import predict_checkpoint
+from bench.analysis.planner.comm import comm_bytes_per_step
+from bench.analysis.planner.compute import compute_rate
+from bench.analysis.planner.memory import device_memory_bytes, fits, max_micro_batch, memory_breakdown, peak_memory
+from bench.analysis.planner.step import step_time
+from bench.analysis.planner.workload import Workload, workload_from_spec
+from bench.analysis.stats import scaling_efficiency, scaling_key
+from bench.schema.flops import flops_per_token, hardware_flops_per_token
+
+
+def predict_workload(w: Workload) -> dict[str, Any]:
+    """Everything the planner says about one workload (keys: the module docstring, minus `spec`)."""
+    times = step_time(w)
+    tokens_per_step = w.world_size * w.micro_batch * w.grad_accum * w.seq_len
+    per_device = tokens_per_step / times["total"] / w.world_size
+    return {
+        "model_info": w.shape.info(),
+        "memory_bytes_per_device": memory_breakdown(w),
+        "peak_memory_bytes": peak_memory(w),
+        "device_memory_bytes": device_memory_bytes(w),
+        "fits": fits(w),
+        "max_micro_batch": max_micro_batch(w),
+        "step_time_s": times["total"],
+        "step_time_split_s": {k: times[k] for k in ("compute", "exposed_comm", "other")},
+        "other_detail_s": times["other_detail"],
+        "comm_bytes_per_step": comm_bytes_per_step(w),
+        "comm_time_s": {"exposed": times["exposed_comm"], "overlapped": times["overlapped_comm"]},
+        "tokens_per_step": tokens_per_step,
+        "tokens_per_s": per_device * w.world_size,
+        "tokens_per_s_per_device": per_device,
+        **utilization(w, per_device),
+        "scaling_efficiency": None,
+        "scaling_baseline_nodes": None,
+        "assumptions": assumptions(w),
+    }
+
+
+def utilization(w: Workload, tokens_per_s_per_device: float) -> dict[str, float | None]:
+    """Predicted MFU and HFU against the datasheet peak of the compute dtype (null without one)."""
+    # The engine's convention: fp8 runs divide by the bf16 peak (recipes' mfu_peak_dtype).
+    peak = w.cluster.peak_tflops.get(w.precision_recipe.mfu_peak_dtype) if w.cluster.device_type != "cpu" else None
+    if not peak:
+        return {"mfu": None, "hfu": None}
+    model = flops_per_token(w.shape, w.seq_len)
+    hardware = hardware_flops_per_token(w.shape, w.seq_len, w.activation_checkpointing, w.ac_every, w.ac_save_ops)
+    return {
+        "mfu": tokens_per_s_per_device * model / (peak * 1e12),
+        "hfu": tokens_per_s_per_device * hardware / (peak * 1e12),
+    }
+
+
+def assumptions(w: Workload) -> dict[str, Any]:
+    c = w.cluster
+    out: dict[str, Any] = {
+        "cluster": c.name,
+        "device": c.device.name,
+        "intra_node_gbps": c.intra_node_gbps,
+        "inter_node_gbps": c.inter_node_gbps,
+        "link_latency_s": c.link_latency_s,
+        "achieved_tflops_per_device": compute_rate(w) / 1e12,
+        "overlap_interference": overlap_interference(c.device_type),
+    }
+    if c.device_type == "cpu":
+        calibration = w.cpu or load_cpu_calibration()
+        out["calibration"] = calibration.path or "none: run `fsdp-bench calibrate` (defaults used)"
+        out["collective_links"] = dict(w.links)
+    return out
+
+
+def predict(spec, preflight=None) -> dict[str, Any]:
+    """The prediction for one RunSpec as a plain dict (keys: the module docstring); with a
+    `preflight` record (bench/analysis/planner/from_preflight.py), from the links and rates it measured."""
+    cluster, links = calibrated_cluster(spec.cluster)
+    cpu = None
+    if preflight is not None:
+        from bench.analysis.planner import from_preflight
+
+        cluster = from_preflight.measured_cluster(cluster, preflight)
+        links = {**links, **from_preflight.measured_links(preflight)}
+        cpu = from_preflight.cpu_calibration(preflight)
+    out = {"spec": spec.model_dump(mode="json")}
+    workload = workload_from_spec(spec, cluster, links, cpu)
+    out.update(predict_workload(workload))
+    if preflight is not None:
+        out["assumptions"]["preflight"] = (
+            f"{preflight.spec.nodes}x{preflight.spec.gpus_per_node} {preflight.finished_at}"
+        )
+    train = spec.train
+    every = train.checkpoint_every or train.steps - train.warmup_steps
+    out["checkpoint"] = predict_checkpoint(workload, out["step_time_s"], train.checkpoint, every)
+    return out
+
+
+def with_scaling_efficiency(
+    predictions: Sequence[dict[str, Any]], specs: Sequence | None = None
+) -> list[dict[str, Any]]:
+    """Fill scaling efficiency against the smallest node count of each weak-scaling series
+    (bench.analysis.stats: the same series and formula as the report's). `specs`: the predictions' RunSpecs,
+    when the caller has them (else they are validated again from the predictions)."""
+    from bench.schema.spec import RunSpec
+
+    specs = specs if specs is not None else [RunSpec.model_validate(p["spec"]) for p in predictions]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for p, spec in zip(predictions, specs, strict=True):
+        groups.setdefault(scaling_key(spec.identity()), []).append(p)
+    for members in groups.values():
+        base = min(members, key=lambda p: p["spec"]["nodes"])
+        for p in members:
+            if p is base or p["spec"]["nodes"] == base["spec"]["nodes"]:
+                continue
+            p["scaling_efficiency"] = scaling_efficiency(
+                p["tokens_per_s"], base["tokens_per_s"], p["spec"]["nodes"], base["spec"]["nodes"]
+            )
+            p["scaling_baseline_nodes"] = base["spec"]["nodes"]
+    return list(predictions)

@@ -1,0 +1,310 @@
+"""Search, not only predict: rank every configuration of one setup by the planner and keep the best.
+
+`fsdp-bench plan --best` and `sweep.autotune=K` take a setup (model, cluster, nodes, sequence, ...:
+every override that is not a searched axis) and search the axes
+
+    strategy x precision x train.micro_batch x train.grad_accum x train.activation_checkpointing x train.compile
+
+Each axis takes every value the registry and the schema allow (strategies and precisions: the
+config groups, which follow bench/schema/recipes.py; checkpointing modes: bench.schema.spec.CHECKPOINTING;
+micro-batches 1 to 64 in powers of two; compile only where the planner models its speed-up, GPUs),
+unless an override constrains it (`precision=bf16,bf16_pure`, `train.micro_batch=4`). grad_accum
+keeps the setup's value, unless constrained, or unless `search.global_batch` fixes the sequences
+per optimizer step: then it follows from the micro-batch and the world size. Every candidate is
+composed and validated like a grid point (bench.config.compose.load_points); those that break a launch
+rule (fp8 on a CPU, ...) are counted and dropped, the others predicted (with a preflight's measured
+links when given), and those that fit are ranked by `search.objective`.
+
+Each configuration that loses gets its main reason against the winner: it does not fit, or the
+part of its step time per token that grows most (recomputation, communication left exposed,
+slower compute, optimizer and interference overhead).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench.schema.units import GIB
+from bench.config.compose import Point, compose, grid_items, is_grid_override, load_points, sweep_values
+from bench.config.problems import ConfigError, describe_validation_error
+from bench.config.registry import group_options
+from bench.schema.flops import flops_per_token, hardware_flops_per_token
+from bench.schema.options import OBJECTIVES, SearchOptions
+from bench.schema.spec import CHECKPOINTING
+
+AXES = (
+    "strategy",
+    "precision",
+    "train.micro_batch",
+    "train.grad_accum",
+    "train.activation_checkpointing",
+    "train.compile",
+)
+DEFAULT_MICRO_BATCHES = ("1", "2", "4", "8", "16", "32", "64")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    point: Point
+    prediction: dict[str, Any]
+
+    @property
+    def fits(self) -> bool:
+        return bool(self.prediction["fits"])
+
+    def value(self, objective: str) -> float:
+        return float(self.prediction[objective])
+
+
+@dataclass
+class SearchResult:
+    """What a search found. `ranked`: the fitting candidates, best first; `not_fitting`: by objective."""
+
+    objective: str
+    setup: dict[str, Any]  # the base spec (JSON) the candidates vary
+    axes: dict[str, list[str]]  # the values searched per axis
+    ranked: list[Candidate] = field(default_factory=list)
+    not_fitting: list[Candidate] = field(default_factory=list)
+    excluded: dict[str, int] = field(default_factory=dict)  # launch-rule problem -> candidates it excluded
+
+    @property
+    def searched(self) -> int:
+        return len(self.ranked) + len(self.not_fitting) + sum(self.excluded.values())
+
+    def beaten_by_misfits(self) -> list[Candidate]:
+        """Configurations predicted to beat the winner that do not fit, the nearest to fitting first."""
+        best = self.ranked[0].value(self.objective)
+        beaten = [c for c in self.not_fitting if c.value(self.objective) > best]
+        return sorted(beaten, key=lambda c: c.prediction["memory_bytes_per_device"]["total"])
+
+
+def search_options(cfg: dict[str, Any], objective: str | None = None) -> SearchOptions:
+    """The config's `search.*`, validated; `objective` (the `--objective` flag) wins over search.objective."""
+    from pydantic import ValidationError
+
+    raw = dict(cfg.get("search") or {})
+    if objective is not None:
+        if objective not in OBJECTIVES:
+            raise ConfigError([f"--objective: unknown objective '{objective}'; allowed: {', '.join(OBJECTIVES)}"])
+        raw["objective"] = objective
+    try:
+        return SearchOptions.model_validate(raw)
+    except ValidationError as exc:
+        raise ConfigError(describe_validation_error(exc, "search.")) from None
+
+
+def setup_and_axes(overrides: Sequence[str]) -> tuple[list[str], dict[str, list[str]], dict[str, Any]]:
+    """(the setup's overrides, the values of each searched axis, the setup's composed config).
+
+    Overrides of a searched axis constrain it; any other key must have one value (a search ranks
+    the configurations of one setup). Without `gpus_per_node`, a search uses whole nodes.
+    """
+    setup, constrained = [], {}
+    for key, item in grid_items(overrides).items():
+        if key in AXES:
+            constrained[key] = sweep_values(item)
+        elif is_grid_override(item):
+            raise ConfigError(
+                [
+                    f"{key}: a search ranks one setup, and {item} gives several; choose one value "
+                    f"(the searched axes take several: {', '.join(AXES)})"
+                ]  # fmt: skip
+            )
+        else:
+            setup.append(item)
+    cfg = compose(setup)
+    if not any(o.partition("=")[0] == "gpus_per_node" for o in overrides):
+        setup.append(f"gpus_per_node={cfg['cluster']['gpus_per_node']}")
+        cfg = compose(setup)
+    cuda = cfg["cluster"].get("device_type") == "cuda"
+    defaults = {
+        "strategy": group_options("strategy"),
+        "precision": group_options("precision"),
+        "train.micro_batch": list(DEFAULT_MICRO_BATCHES),
+        "train.grad_accum": [str(cfg["train"]["grad_accum"])],
+        "train.activation_checkpointing": list(CHECKPOINTING),
+        # The planner models compile's speed-up on GPUs only: on a CPU both values would tie.
+        "train.compile": ["false", "true"] if cuda else ["false"],
+    }
+    return setup, {axis: constrained.get(axis, defaults[axis]) for axis in AXES}, cfg
+
+
+def candidate_overrides(
+    setup: list[str], axes: dict[str, list[str]], world_size: int, global_batch: int | None, ga_constrained: bool
+) -> list[list[str]]:
+    """Every candidate's override list; with a global batch, grad_accum = global / (world x micro-batch)."""
+    grid = []
+    fixed_axes = [a for a in AXES if a not in ("train.micro_batch", "train.grad_accum")]
+    for values in itertools.product(*(axes[a] for a in fixed_axes)):
+        for micro_batch in axes["train.micro_batch"]:
+            if global_batch is None:
+                accums = axes["train.grad_accum"]
+            else:
+                per_step = world_size * _integer("train.micro_batch", micro_batch)
+                accum = global_batch // per_step
+                if accum < 1 or accum * per_step != global_batch:
+                    continue
+                if ga_constrained and str(accum) not in axes["train.grad_accum"]:
+                    continue
+                accums = [str(accum)]
+            for accum in accums:
+                chosen = dict(zip(fixed_axes, values)) | {"train.micro_batch": micro_batch, "train.grad_accum": accum}
+                grid.append([*setup, *(f"{axis}={chosen[axis]}" for axis in AXES)])
+    return grid
+
+
+def _integer(key: str, value: str) -> int:
+    try:
+        return int(value)
+    except ValueError:
+        raise ConfigError([f"{key}: got '{value}'; allowed: positive integers"]) from None
+
+
+def search(overrides: Sequence[str], objective: str | None = None, preflight=None) -> SearchResult:
+    """Rank every configuration of the setup the overrides describe (see the module docstring).
+
+    Raises ConfigError (one line each) for an unknown objective, a grid outside the searched axes,
+    an empty search space, an objective the cluster cannot give (MFU without a datasheet peak) and
+    a space where nothing fits.
+    """
+    from bench.analysis.planner.predict import predict
+
+    setup, axes, cfg = setup_and_axes(overrides)
+    options = search_options(cfg, objective)
+    world = int(cfg["nodes"]) * int(cfg["gpus_per_node"])
+    ga_constrained = any(o.partition("=")[0] == "train.grad_accum" for o in overrides)
+    grid = candidate_overrides(setup, axes, world, options.global_batch, ga_constrained)
+    if not grid:
+        raise ConfigError(
+            [
+                f"search.global_batch: {options.global_batch} sequences per step is no micro-batch "
+                f"({', '.join(axes['train.micro_batch'])}) x grad_accum x {world} ranks; allowed: a multiple of "
+                f"{world * min(_integer('train.micro_batch', m) for m in axes['train.micro_batch'])}"
+            ]  # fmt: skip
+        )
+    points, invalid = load_points(grid)
+    excluded = Counter(_problem(lines[0]) for _, lines in invalid)
+    if not points:
+        (problem, _), *_ = excluded.most_common(1)
+        raise ConfigError([f"empty search space: all {len(grid)} configurations break a launch rule ({problem})"])
+    if preflight is not None:
+        _check_preflight(points[0], preflight)
+    candidates = [Candidate(point, predict(point.spec, preflight)) for point in points]
+    if candidates[0].prediction.get(options.objective) is None:
+        allowed = ", ".join(o for o in OBJECTIVES if o != options.objective)
+        raise ConfigError(
+            [
+                f"search.objective: {options.objective} needs the device's datasheet peak, which "
+                f"{points[0].spec.cluster.name} does not have; allowed here: {allowed}"
+            ]  # fmt: skip
+        )
+    by_value = sorted(candidates, key=lambda c: -c.value(options.objective))  # stable: enumeration order on ties
+    result = SearchResult(
+        objective=options.objective,
+        setup=points[0].spec.model_dump(mode="json"),
+        axes=axes,
+        ranked=[c for c in by_value if c.fits],
+        not_fitting=[c for c in by_value if not c.fits],
+        excluded=dict(excluded),
+    )
+    if not result.ranked:
+        lean = min(result.not_fitting, key=lambda c: c.prediction["memory_bytes_per_device"]["total"])
+        raise ConfigError([f"search: none of the {len(candidates)} valid configurations fits ({does_not_fit(lean)})"])
+    return result
+
+
+def _problem(line: str) -> str:
+    """A launch-rule problem without the point's label."""
+    return line.split("] ", 1)[1] if line.startswith("[") and "] " in line else line
+
+
+def _check_preflight(point: Point, preflight) -> None:
+    from bench.analysis.planner.from_preflight import compatibility_problem
+
+    problem = compatibility_problem(point.spec, preflight)
+    if problem:
+        raise ConfigError([problem])
+
+
+# --- why a configuration loses ------------------------------------------------------------------
+
+
+def does_not_fit(candidate: Candidate) -> str:
+    p = candidate.prediction
+    need, have = p["memory_bytes_per_device"]["total"] / GIB, p["device_memory_bytes"] / GIB
+    return f"does not fit: {candidate_label(candidate)} needs {need:.1f} GiB per device, {have:.1f} GiB available"
+
+
+def seconds_per_token(candidate: Candidate) -> dict[str, float]:
+    """One device's step time per token it trains, split by cause: recomputation (the share of
+    compute the hardware spends on checkpointed blocks' forward again), the rest of compute,
+    exposed communication, and the rest (optimizer, overlap interference, offload)."""
+    p, spec = candidate.prediction, candidate.point.spec
+    tokens = p["tokens_per_step"] / spec.world_size
+    split = p["step_time_split_s"]
+    args, seq = spec.model.args(), spec.train.seq_len
+    train = spec.train
+    hardware = hardware_flops_per_token(args, seq, train.activation_checkpointing, train.ac_every, train.ac_save_ops)
+    recompute_share = 1 - flops_per_token(args, seq) / hardware
+    return {
+        "recompute": split["compute"] * recompute_share / tokens,
+        "compute": split["compute"] * (1 - recompute_share) / tokens,
+        "exposed_comm": split["exposed_comm"] / tokens,
+        "other": split["other"] / tokens,
+    }
+
+
+def loss_reason(candidate: Candidate, winner: Candidate) -> str:
+    """The main reason `candidate` ranks below `winner`: the cause that adds the most time per token."""
+    if not candidate.fits:
+        return does_not_fit(candidate)
+    mine, best = seconds_per_token(candidate), seconds_per_token(winner)
+    cause = max(mine, key=lambda k: mine[k] - best[k])
+    step = sum(mine.values())
+    spec = candidate.point.spec.train
+    if mine[cause] - best[cause] <= 0:
+        return "ties with #1"
+    if cause == "recompute":
+        return f"recompute cost: activation_checkpointing={spec.activation_checkpointing} recomputes {mine[cause] / step:.0%} of its step"
+    if cause == "exposed_comm":
+        return f"communication-bound: {mine[cause] / step:.0%} of its step is exposed communication (#1: {best[cause] / sum(best.values()):.0%})"
+    if cause == "compute":
+        precision = candidate.point.spec.precision
+        return f"slower compute: {precision}{'' if spec.compile else ', not compiled'} ({mine[cause] / best[cause]:.2f}x #1's compute per token)"
+    return f"overhead: optimizer and overlap interference take {mine[cause] / step:.0%} of its step"
+
+
+def candidate_label(candidate: Candidate) -> str:
+    """The searched axes of a candidate: `full_shard bf16 mb=2 ga=1 ac=full compile`."""
+    spec = candidate.point.spec
+    train = spec.train
+    label = f"{spec.strategy} {spec.precision} mb={train.micro_batch} ga={train.grad_accum} ac={train.activation_checkpointing}"
+    return label + (" compile" if train.compile else "")
+
+
+def as_json(result: SearchResult, top: int) -> dict[str, Any]:
+    """The search as plain data: each configuration is the dict `plan --json` prints, plus its rank
+    (and, for the ones after the top K, the reason it loses to #1)."""
+    winner = result.ranked[0]
+    shown = result.ranked[:top]
+    following = result.ranked[top : 2 * top]
+    return {
+        "objective": result.objective,
+        "setup": result.setup,
+        "axes": result.axes,
+        "searched": result.searched,
+        "fitting": len(result.ranked),
+        "not_fitting": len(result.not_fitting),
+        "excluded": result.excluded,
+        "top": [{"rank": i + 1, **c.prediction} for i, c in enumerate(shown)],
+        "next": [
+            {"rank": top + i + 1, "reason": loss_reason(c, winner), **c.prediction} for i, c in enumerate(following)
+        ],
+        "beaten_by_not_fitting": [
+            {"reason": does_not_fit(c), **c.prediction} for c in result.beaten_by_misfits()[:top]
+        ],
+    }

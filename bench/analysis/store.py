@@ -1,0 +1,463 @@
+"""The results store: an SQLite index over result records (stdlib sqlite3, WAL mode).
+
+The JSON records stay the source of truth (they travel across shared filesystems and object
+stores); this database indexes them by point id, sweep, spec fields, status and environment
+fingerprint, and can be rebuilt from them at any time (`rebuild`).
+
+- Idempotent: a row is keyed by (point_id, content_hash); ingesting the same record twice
+  changes nothing, while a re-measurement of a point (new numbers) is kept beside the old.
+- Concurrent writers: WAL lets readers proceed during a write; writers take the lock with
+  BEGIN IMMEDIATE and wait up to BUSY_TIMEOUT_S, so parallel sweeps lose nothing.
+- Bad input: a record with an unknown schema version or invalid content is reported as a
+  problem (file and one-line reason) and skipped, never half-ingested.
+- Preflights: `preflight.json` records (<sweep>/_preflight/<shape>/, bench/analysis/preflight.py) found
+  under an ingested folder go to their own table, idempotently alike, so the cluster's measured
+  links can be followed over time (`fsdp-bench history` lists them).
+- Records last: each row keeps the whole record's JSON, read back through bench.analysis.records
+  (migration on read). The store's own table is versioned (PRAGMA user_version): an older store
+  is migrated in place when opened (STORE_MIGRATIONS), a newer one is refused with a message to
+  rebuild it from the JSON records.
+
+Command line (no console script needed): python -m bench.analysis.store {ingest,rebuild,export,stats} ...
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sqlite3
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
+from bench.schema.preflight import PreflightResult
+from bench.schema.protocol import PREFLIGHT_RECORD
+from bench.schema.record import RunResult
+
+# 2: the git sha of each run as a column, and an index by start time (history's order).
+# 3: the preflights table.
+STORE_SCHEMA_VERSION = 4
+# Parallel sweeps on one store wait for each other's short write transactions; 60 s is far
+# beyond any one batch (a few hundred small rows) yet still fails loudly on a stuck writer.
+BUSY_TIMEOUT_S = 60.0
+# Records per write transaction: small enough that concurrent writers interleave, large
+# enough that ingesting thousands of records is not dominated by commits.
+BATCH_SIZE = 200
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+_COLUMNS = [
+    "point_id", "content_hash", "sweep", "status", "error", "model", "strategy", "precision", "cluster",
+    "launcher", "nodes", "gpus_per_node", "world_size", "micro_batch", "grad_accum", "seq_len", "repeat",
+    "tokens_per_s", "tokens_per_s_per_device", "mfu", "peak_mem_bytes", "env_fingerprint", "started_at",
+    "finished_at", "source", "ingested_at", "record", "git_sha",
+]  # fmt: skip
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    point_id TEXT NOT NULL, content_hash TEXT NOT NULL, sweep TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
+    model TEXT, strategy TEXT, precision TEXT, cluster TEXT, launcher TEXT, nodes INTEGER, gpus_per_node INTEGER,
+    world_size INTEGER, micro_batch INTEGER, grad_accum INTEGER, seq_len INTEGER, repeat INTEGER,
+    tokens_per_s REAL, tokens_per_s_per_device REAL, mfu REAL, peak_mem_bytes INTEGER, env_fingerprint TEXT,
+    started_at TEXT, finished_at TEXT, source TEXT, ingested_at TEXT NOT NULL, record TEXT NOT NULL,
+    git_sha TEXT,
+    PRIMARY KEY (point_id, content_hash)
+);
+CREATE INDEX IF NOT EXISTS results_sweep ON results (sweep, point_id);
+CREATE INDEX IF NOT EXISTS results_status ON results (status);
+CREATE INDEX IF NOT EXISTS results_config ON results (model, strategy, precision, cluster, nodes);
+CREATE INDEX IF NOT EXISTS results_env ON results (env_fingerprint);
+CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
+""" + (
+    _PREFLIGHTS := """
+CREATE TABLE IF NOT EXISTS preflights (
+    sweep TEXT NOT NULL, shape TEXT NOT NULL, content_hash TEXT NOT NULL, status TEXT NOT NULL, cluster TEXT,
+    nodes INTEGER, gpus_per_node INTEGER, started_at TEXT, source TEXT, ingested_at TEXT NOT NULL,
+    record TEXT NOT NULL,
+    PRIMARY KEY (sweep, shape, content_hash)
+);
+CREATE INDEX IF NOT EXISTS preflights_time ON preflights (started_at);
+"""
+)
+
+
+def _rekey_results(conn: sqlite3.Connection) -> None:
+    """Rows keyed as today's code keys them: a record stored before it was migrated on read (schema 1
+    rows hold the record as written) gets the point id and content hash of its migrated form, so
+    ingesting the same result.json again finds it instead of storing it twice."""
+    rows = conn.execute("SELECT rowid, point_id, content_hash, record FROM results").fetchall()
+    for rowid, point_id, old_hash, blob in rows:
+        try:
+            record = parse_record(json.loads(blob))
+        except ValueError:
+            continue  # unreadable today: left as stored (records() reports it)
+        key = (record.point_id, content_hash(record))
+        if key == (point_id, old_hash):
+            continue
+        if conn.execute("SELECT 1 FROM results WHERE point_id = ? AND content_hash = ?", key).fetchone():
+            conn.execute("DELETE FROM results WHERE rowid = ?", (rowid,))  # the same record, stored twice
+        else:
+            conn.execute(
+                "UPDATE results SET point_id = ?, content_hash = ?, record = ? WHERE rowid = ?",
+                (*key, json.dumps(record.model_dump(mode="json")), rowid),
+            )
+
+
+# Store schema n -> n + 1, run in one write transaction when an older store is opened: SQL, or a
+# function of the connection. Each step derives what it changes from the stored record JSON (the
+# truth), so nothing is lost or re-read.
+STORE_MIGRATIONS = {
+    1: """
+ALTER TABLE results ADD COLUMN git_sha TEXT;
+UPDATE results SET git_sha = json_extract(record, '$.env.git_sha');
+CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
+""",
+    2: _PREFLIGHTS,
+    3: _rekey_results,
+}
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did: rows added, records already present, and records refused."""
+
+    added: int = 0
+    unchanged: int = 0
+    problems: list[RecordProblem] = field(default_factory=list)
+    preflights_added: int = 0
+    preflights_unchanged: int = 0
+
+    def merge(self, other: IngestReport) -> None:
+        self.added += other.added
+        self.unchanged += other.unchanged
+        self.problems += other.problems
+        self.preflights_added += other.preflights_added
+        self.preflights_unchanged += other.preflights_unchanged
+
+
+def content_hash(record: RunResult | PreflightResult) -> str:
+    """sha256 of the record's canonical JSON: equal records, equal hash, whatever the key order on disk."""
+    blob = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def env_fingerprint(record: RunResult) -> str:
+    """A short hash of what makes results comparable (software and device, not hosts)."""
+    blob = json.dumps(record.env.fingerprint(), sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def is_store(path: Path) -> bool:
+    """True when `path` is an SQLite database file (checked by its header, not its name)."""
+    path = Path(path)
+    if not path.is_file():
+        return False
+    with path.open("rb") as handle:
+        return handle.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
+def schema_version(path: Path) -> int:
+    """The store schema version of an existing SQLite file, read without writing (0: not a store yet)."""
+    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """Put the file in WAL mode, retrying while another process holds it.
+
+    The journal-mode switch takes an exclusive lock and SQLite answers "database is locked" at once
+    instead of waiting out busy_timeout, so two processes opening a new store together would race.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_S
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+class ResultStore:
+    """An SQLite index of result records; one connection per call, safe across processes."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._connect() as conn:
+            _switch_to_wal(conn)
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version == 0:  # a new file: create the table (IF NOT EXISTS: a concurrent creator may win)
+                conn.executescript(_SCHEMA + f"PRAGMA user_version = {STORE_SCHEMA_VERSION};")
+            elif version in STORE_MIGRATIONS:
+                _migrate(conn, self.path)
+            elif version != STORE_SCHEMA_VERSION:
+                raise ValueError(
+                    f"store {self.path}: schema version {version}, this fsdp-bench reads up to "
+                    f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records (python -m bench.analysis.store rebuild)"
+                )
+
+    @contextmanager
+    def _connect(self) -> Iterator[sqlite3.Connection]:
+        # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE below).
+        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+            yield conn
+        finally:
+            conn.close()
+
+    def ingest(self, records: Iterable[RunResult], source: str | None = None) -> IngestReport:
+        """Insert records not yet present, BATCH_SIZE per write transaction."""
+        rows = [_row(record, source) for record in records]
+        return self._insert_batches(rows, IngestReport())
+
+    def ingest_paths(self, root: Path | str) -> IngestReport:
+        """Ingest every result.json and preflight.json under `root` (or one file); unreadable records
+        become problems."""
+        from bench.analysis.preflight import read_preflight  # the planner's modules, only when ingesting
+
+        root = Path(root)
+        if root.is_file():
+            single_preflight = root.name == PREFLIGHT_RECORD
+            paths, preflight_paths = ([], [root]) if single_preflight else ([root], [])
+        else:
+            paths, preflight_paths = sorted(root.rglob(RESULT_FILE)), sorted(root.rglob(PREFLIGHT_RECORD))
+        report, rows, preflight_rows = IngestReport(), [], []
+        for path in paths:
+            try:
+                rows.append(_row(read_record(path), str(path)))
+            except ValueError as exc:
+                report.problems.append(RecordProblem(path, str(exc)))
+        for path in preflight_paths:
+            try:
+                preflight_rows.append(_preflight_row(read_preflight(path), str(path)))
+            except ValueError as exc:
+                report.problems.append(RecordProblem(path, str(exc)))
+        if preflight_rows:
+            added = self._insert_rows("preflights", _PREFLIGHT_COLUMNS, preflight_rows)
+            report.preflights_added += added
+            report.preflights_unchanged += len(preflight_rows) - added
+        return self._insert_batches(rows, report)
+
+    def _insert_batches(self, rows: Sequence[tuple], report: IngestReport) -> IngestReport:
+        for start in range(0, len(rows), BATCH_SIZE):
+            report.merge(self._insert(rows[start : start + BATCH_SIZE]))
+        return report
+
+    def _insert(self, rows: Sequence[tuple]) -> IngestReport:
+        added = self._insert_rows("results", _COLUMNS, rows)
+        return IngestReport(added=added, unchanged=len(rows) - added)
+
+    def _insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
+        """Insert rows not yet present in one write transaction; returns how many were new."""
+        placeholders = ", ".join("?" * len(columns))
+        sql = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
+        with self._connect() as conn:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                before = conn.total_changes
+                conn.executemany(sql, rows)
+                added = conn.total_changes - before
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+        return added
+
+    def count(self, **where: object) -> int:
+        """Rows matching column=value filters (e.g. count(status="ok"))."""
+        clause, params = _where(where)
+        with self._connect() as conn:
+            return conn.execute(f"SELECT COUNT(*) FROM results{clause}", params).fetchone()[0]
+
+    def records(self, latest_only: bool = True, **where: object) -> tuple[list[RunResult], list[RecordProblem]]:
+        """Stored records (re-validated); by default the latest per (sweep, point id).
+
+        A row that no longer validates (written by a newer fsdp-bench) is a problem, not an error.
+        """
+        clause, params = _where(where)
+        sql = f"SELECT sweep, point_id, source, record FROM results{clause} ORDER BY finished_at, ingested_at"
+        with self._connect() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        chosen = {(sweep, pid): (source, blob) for sweep, pid, source, blob in rows}
+        selected = chosen.values() if latest_only else [(source, blob) for *_, source, blob in rows]
+        records, problems = [], []
+        for source, blob in selected:
+            try:
+                records.append(parse_record(json.loads(blob)))
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError too
+                problems.append(RecordProblem(Path(source or self.path), f"stored record invalid: {exc}"))
+        return records, problems
+
+    def preflights(self) -> tuple[list[PreflightResult], list[RecordProblem]]:
+        """Every stored preflight record (each measurement, also a rerun of a sweep's shape), oldest first."""
+        from pydantic import ValidationError
+
+        sql = "SELECT source, record FROM preflights ORDER BY started_at, ingested_at"
+        with self._connect() as conn:
+            rows = conn.execute(sql).fetchall()
+        records, problems = [], []
+        for source, blob in rows:
+            try:
+                records.append(PreflightResult.model_validate_json(blob))
+            except ValidationError as exc:
+                problems.append(RecordProblem(Path(source or self.path), f"stored preflight invalid: {exc}"))
+        return records, problems
+
+    def clear(self) -> None:
+        with self._connect() as conn:
+            conn.execute("DELETE FROM results")
+            conn.execute("DELETE FROM preflights")
+
+
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Bring an older store up to STORE_SCHEMA_VERSION, step by step, in one write transaction.
+
+    The version is read again inside the transaction: of two processes opening the same old store,
+    the second finds it migrated and does nothing.
+    """
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        while version in STORE_MIGRATIONS:
+            step = STORE_MIGRATIONS[version]
+            if callable(step):
+                step(conn)
+            else:
+                for statement in filter(str.strip, step.split(";")):
+                    conn.execute(statement)
+            version += 1
+            conn.execute(f"PRAGMA user_version = {version}")
+        conn.execute("COMMIT")
+    except sqlite3.DatabaseError as exc:
+        conn.execute("ROLLBACK")
+        raise ValueError(f"store {path}: migrating to store schema {STORE_SCHEMA_VERSION} failed: {exc}") from None
+
+
+def _where(filters: dict[str, object]) -> tuple[str, list[object]]:
+    unknown = set(filters) - set(_COLUMNS)
+    if unknown:
+        raise ValueError(f"unknown store column(s) {sorted(unknown)}; allowed: {', '.join(_COLUMNS)}")
+    if not filters:
+        return "", []
+    return " WHERE " + " AND ".join(f"{key} = ?" for key in filters), list(filters.values())
+
+
+def _row(record: RunResult, source: str | None) -> tuple:
+    spec, metrics = record.spec, record.metrics
+    peak = metrics.peak_mem_bytes.max if metrics.peak_mem_bytes else None
+    values = {
+        "point_id": record.point_id, "content_hash": content_hash(record), "sweep": record.sweep,
+        "status": record.status, "error": record.error, "model": spec.model.name, "strategy": spec.strategy,
+        "precision": spec.precision, "cluster": spec.cluster.name, "launcher": spec.launcher, "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node, "world_size": spec.world_size, "micro_batch": spec.train.micro_batch,
+        "grad_accum": spec.train.grad_accum, "seq_len": spec.train.seq_len, "repeat": spec.repeat,
+        "tokens_per_s": metrics.tokens_per_s, "tokens_per_s_per_device": metrics.tokens_per_s_per_device,
+        "mfu": metrics.mfu, "peak_mem_bytes": peak, "env_fingerprint": env_fingerprint(record),
+        "started_at": record.started_at, "finished_at": record.finished_at, "source": source,
+        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+        "git_sha": record.env.git_sha,
+    }  # fmt: skip
+    return tuple(values[column] for column in _COLUMNS)
+
+
+_PREFLIGHT_COLUMNS = [
+    "sweep", "shape", "content_hash", "status", "cluster", "nodes", "gpus_per_node", "started_at", "source",
+    "ingested_at", "record",
+]  # fmt: skip
+
+
+def _preflight_row(record: PreflightResult, source: str | None) -> tuple:
+    spec = record.spec
+    values = {
+        "sweep": record.sweep, "shape": f"{spec.nodes}x{spec.gpus_per_node}", "content_hash": content_hash(record),
+        "status": record.status, "cluster": spec.cluster.name, "nodes": spec.nodes,
+        "gpus_per_node": spec.gpus_per_node, "started_at": record.started_at, "source": source,
+        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+    }  # fmt: skip
+    return tuple(values[column] for column in _PREFLIGHT_COLUMNS)
+
+
+def rebuild(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport:
+    """Recreate the store from the JSON records under `roots` (the records are the truth)."""
+    store_path = Path(store_path)
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store_path}{suffix}").unlink(missing_ok=True)
+    store, report = ResultStore(store_path), IngestReport()
+    for root in roots:
+        report.merge(store.ingest_paths(root))
+    return report
+
+
+def export(store_path: Path | str, out: Path | str, **where: object) -> Path:
+    """Write the stored records' per-point table (with efficiencies, as results.csv) as CSV or Parquet."""
+    from bench.analysis.report.views import analyse
+    from bench.analysis.report.export import write_csv, write_parquet
+
+    out = Path(out)
+    writers = {".csv": write_csv, ".parquet": write_parquet}
+    if out.suffix not in writers:
+        raise ValueError(f"export: unknown format '{out.suffix}'; allowed: .csv, .parquet")
+    records, _ = ResultStore(store_path).records(**where)
+    return writers[out.suffix](analyse(records).points, out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """`python -m bench.analysis.store ingest|rebuild|export|stats`; exit 0, 1 if some records were refused, 2 bad input."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.action == "export":
+            print(f"store: wrote {export(args.store, args.out)}")
+            return 0
+        if args.action == "stats":
+            print(f"store: {ResultStore(args.store).count()} rows")
+            return 0
+        if args.action == "rebuild":
+            report = rebuild(args.store, args.roots)
+        else:
+            report, store = IngestReport(), ResultStore(args.store)
+            for root in args.roots:
+                report.merge(store.ingest_paths(root))
+    except (ValueError, sqlite3.DatabaseError) as exc:
+        print(f"store: {exc}", file=sys.stderr)
+        return 2
+    for problem in report.problems:
+        print(f"store: skipped {problem.path}: {problem.reason}", file=sys.stderr)
+    preflights = report.preflights_added + report.preflights_unchanged
+    print(
+        f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped"
+        + (
+            f"; preflights: {report.preflights_added} added, {report.preflights_unchanged} unchanged"
+            if preflights
+            else ""
+        )
+    )
+    return 1 if report.problems else 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m bench.analysis.store", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="action", required=True)
+    for action in ("ingest", "rebuild"):
+        cmd = sub.add_parser(action, help=f"{action} result.json files under RESULTS into STORE")
+        cmd.add_argument("store")
+        cmd.add_argument("roots", nargs="+", metavar="RESULTS")
+    cmd = sub.add_parser("export", help="write the latest record per point as .csv or .parquet")
+    cmd.add_argument("store")
+    cmd.add_argument("out")
+    sub.add_parser("stats", help="count the stored rows").add_argument("store")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""`fsdp-bench plan [OVERRIDES] [--json]`: predicted memory, fit, step time and scaling per point.
+
+`--best [--top K] [--objective ...]` searches instead: every configuration of the setup
+(strategy x precision x micro-batch x grad_accum x checkpointing x compile, constrained by the
+overrides; bench/analysis/planner/search.py), ranked by the planner, the top K printed with the reason each
+of the next ones loses.
+
+No GPU and no torch: the planner (bench/analysis/planner) works from the model's shapes, the cluster
+preset and its calibration. Exit 0, or 2 on invalid input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+HELP = "predict memory, fit, throughput and scaling efficiency per point, without running it"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides; comma-separated values make a grid")
+    parser.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
+    parser.add_argument(
+        "--preflight",
+        metavar="RESULTS",
+        help="plan with the links and rates a preflight measured (a preflight.json, or a folder holding one)",
+    )
+
+    parser.add_argument(
+        "--best",
+        action="store_true",
+        help="search strategy x precision x micro-batch x grad_accum x checkpointing x compile and rank "
+        "what fits (overrides of those keys constrain the search)",
+    )
+    parser.add_argument("--top", default="3", metavar="K", help="with --best: how many configurations to show (3)")
+    parser.add_argument(
+        "--objective",
+        help="with --best: tokens_per_s (default, search.objective), tokens_per_s_per_device or mfu",
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.best:
+        return best(args)
+    from bench.analysis.planner import predict, with_scaling_efficiency
+    from bench.analysis.planner.from_preflight import compatibility_problem
+    from bench.analysis.preflight import read_preflight
+    from bench.config.compose import load_grid
+    from bench.config.problems import ConfigError
+
+    try:
+        points = load_grid(args.overrides)
+        preflight = read_preflight(args.preflight) if args.preflight else None
+        if preflight is not None:
+            problems = {p for point in points if (p := compatibility_problem(point.spec, preflight))}
+            if problems:
+                raise ConfigError(sorted(problems))
+        specs = [point.spec for point in points]
+        predictions = with_scaling_efficiency([predict(spec, preflight) for spec in specs], specs)
+    except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
+        return refused(exc)
+    if args.json:
+        print(json.dumps(predictions, indent=2))
+    else:
+        from bench.present.plan import print_plan
+
+        print_plan(predictions)
+    return 0
+
+
+def best(args: argparse.Namespace) -> int:
+    """`--best`: search, rank, print the top K (exit 2 on an empty space or bad flags)."""
+    from bench.analysis.planner.search import as_json, search
+    from bench.analysis.preflight import read_preflight
+
+    try:
+        top = top_count(args.top)
+        preflight = read_preflight(args.preflight) if args.preflight else None
+        result = search(args.overrides, args.objective, preflight)
+    except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
+        return refused(exc)
+    if args.json:
+        print(json.dumps(as_json(result, top), indent=2))
+    else:
+        from bench.present.plan import print_search
+
+        print_search(result, top)
+    return 0
+
+
+def refused(exc: ValueError) -> int:
+    """Bad input (a ConfigError's lines) or the planner's refusal (unknown device, missing peak): exit 2."""
+    for line in getattr(exc, "lines", None) or [str(exc)]:
+        print(f"error: {line}", file=sys.stderr)
+    return 2
+
+
+def top_count(raw: str) -> int:
+    from bench.config.problems import ConfigError
+
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ConfigError([f"--top: must be a whole number of at least 1, got {raw}"])
+    return value

@@ -1,0 +1,36 @@
+"""`fsdp-bench run [OVERRIDES]`: one point, end to end; exit 0 ok, 1 the point failed, 2 invalid input."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+HELP = "run one benchmark point (Hydra overrides, e.g. model=tiny nodes=2 strategy=full_shard)"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides on the sweeps/ config tree")
+
+
+def main(args: argparse.Namespace) -> int:
+    from bench.run.point import launchable_point
+    from bench.config.problems import ConfigError
+    from bench.present.console import point_summary
+    from bench.schema.protocol import point_dir
+
+    try:
+        target = launchable_point(args.overrides)
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    spec, results_dir, rendered = target.spec, target.results_dir, []
+    records, refused = target.launch([spec], "the point", on_rendered=rendered.extend)
+    if refused is not None:
+        return refused
+    if rendered:
+        print("rendered, nothing ran (launcher.apply=false): " + ", ".join(map(str, rendered)))
+        return 0
+    (record,) = records
+    print(point_summary(record, str(point_dir(results_dir, spec) / "result.json")))
+    return 0 if record.status == "ok" else 1

@@ -1,0 +1,103 @@
+"""The `fsdp-bench` console script: one subcommand per module in bench/cli/commands/.
+
+Each command module defines `HELP`, `add_arguments(parser)` and `main(args) -> int`, and
+imports nothing heavy at module level, so `fsdp-bench --help` and `plan` start fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command -> module; a module that does not exist yet is simply not offered.
+COMMANDS = {
+    "run": "bench.cli.commands.run",
+    "preflight": "bench.cli.commands.preflight",
+    "sweep": "bench.cli.commands.sweep",
+    "report": "bench.cli.commands.report",
+    "check": "bench.cli.commands.check",
+    "baseline": "bench.cli.commands.baseline",
+    "ab": "bench.cli.commands.ab",
+    "plan": "bench.cli.commands.plan",
+    "calibrate": "bench.cli.commands.calibrate",
+    "cancel": "bench.cli.commands.cancel",
+    "store": "bench.cli.commands.store",
+    "history": "bench.cli.commands.history",
+}
+
+
+def _config_dir_options() -> argparse.ArgumentParser:
+    """`--config-dir DIR` on every command: Hydra's flag and meaning (DIR joins the config search path)."""
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--config-dir",
+        "-cd",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="a folder of your own configs (model/, cluster/, device/, experiment/, ...) searched after the "
+        "shipped ones; repeatable; also FSDP_BENCH_CONFIG_DIR",
+    )
+    return common
+
+
+class _VersionAction(argparse.Action):
+    """`--version`: the package version, plus the commit when run from a checkout (bench/config/version.py).
+
+    Resolved only when asked (it may run git), unlike argparse's own version action.
+    """
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        from bench.config.version import harness_version
+
+        print(f"fsdp-bench {harness_version()}")
+        parser.exit()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="fsdp-bench", description="Scaling benchmarks for PyTorch FSDP2.")
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print the version (with the git commit in a checkout) and exit"
+    )
+    subparsers = parser.add_subparsers(dest="command", required=True)
+    common = _config_dir_options()
+    for name, module_name in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue
+            raise
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP, parents=[common])
+        module.add_arguments(sub)
+        sub.set_defaults(handler=module.main)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Parse the command line and dispatch; returns the process exit code (docs/architecture.md)."""
+    from bench.config.registry import RegistryError, add_user_dirs
+    from bench.run.ownership.storage import is_storage_error, storage_error_line
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        add_user_dirs(args.config_dir)
+    except RegistryError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return int(args.handler(args) or 0)
+    except OSError as exc:  # a full, read-only or over-quota results disk: one line (bench/run/ownership/storage.py)
+        if not is_storage_error(exc):
+            raise
+        print(f"error: {storage_error_line(exc)}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,38 @@
+"""Invalid input, said as one line per problem naming the config key (the CLI prints them, exit 2)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+
+class ConfigError(ValueError):
+    """Invalid input: the CLI prints each line and exits 2 before anything launches."""
+
+    def __init__(self, lines: Sequence[str]) -> None:
+        self.lines = list(lines)
+        super().__init__("; ".join(self.lines))
+
+
+def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:
+    """One line per problem, naming the field as a config key (`train.seq_len`), for exit-2 messages."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-after"))
+        msg = err["msg"].removeprefix("Value error, ")
+        # A validator that checks a nested field names it first ("peak_tflops.bf16: must be positive").
+        named = re.match(r"^([A-Za-z_][\w.]*): (.+)$", msg, re.S)
+        if named and err["type"] == "value_error":
+            loc, msg = ".".join(p for p in (loc, named[1]) if p), named[2]
+        loc = f"{prefix}{loc}" if loc else prefix.rstrip(".").rstrip(":").rstrip()
+        if err["type"] == "literal_error":
+            allowed = err.get("ctx", {}).get("expected", "")
+            msg = f"got {err.get('input')!r}; allowed: {allowed}"
+        elif err["type"] in ("bool_type", "bool_parsing"):
+            msg = f"got {err.get('input')!r}; allowed: true, false"
+        elif err["type"] == "missing":
+            msg = "missing"
+        lines.extend(f"{loc}: {part}" if loc else part for part in msg.splitlines())
+    return lines

@@ -1,0 +1,224 @@
+"""Console tables for `fsdp-bench plan`: one row per point, predictions then memory breakdown."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bench.schema.labels import point_label
+
+from bench.schema.units import GIB
+MEMORY_COLUMNS = (
+    "params",
+    "grads",
+    "optimizer",
+    "unsharded_params",
+    "unsharded_grads",
+    "activations",
+    "logits",
+    "headroom",
+    "total",
+)
+
+
+def _pct(value: float | None) -> str:
+    return "-" if value is None else f"{100 * value:.1f}%"
+
+
+def fits_text(p: dict[str, Any]) -> str:
+    """Whether the point fits, with the margin in GiB (free memory left, or missing when negative)."""
+    margin = (p["device_memory_bytes"] - p["memory_bytes_per_device"]["total"]) / GIB
+    if p["spec"]["cluster"]["device_type"] == "cpu":  # a host's RAM is shared by its ranks
+        return "yes" if p["fits"] else "[red]no[/red]"
+    return f"yes ({margin:+.1f})" if p["fits"] else f"[red]no ({margin:+.1f})[/red]"
+
+
+def summary_table(predictions: Sequence[dict[str, Any]]):
+    from rich.table import Table
+
+    table = Table(title="fsdp-bench plan: predicted per point", title_justify="left")
+    for name in (
+        "point",
+        "cluster",
+        "mem GiB",
+        "fits (margin GiB)",
+        "max mb",
+        "step s",
+        "compute",
+        "exposed comm",
+        "other",
+        "tok/s/dev",
+        "MFU",
+        "scaling",
+    ):
+        table.add_column(name, justify="left" if name in ("point", "cluster") else "right")
+    for p in predictions:
+        split = p["step_time_split_s"]
+        memory = p["memory_bytes_per_device"]["total"] / GIB
+        capacity = p["device_memory_bytes"] / GIB
+        scaling = _pct(p["scaling_efficiency"])
+        if p["scaling_baseline_nodes"] is not None:
+            scaling += f" vs {p['scaling_baseline_nodes']}n"
+        table.add_row(
+            point_label(p["spec"]),
+            p["spec"]["cluster"]["name"],
+            f"{memory:.1f}/{capacity:.0f}",
+            fits_text(p),
+            str(p["max_micro_batch"]),
+            f"{p['step_time_s']:.3f}",
+            f"{split['compute']:.3f}",
+            f"{split['exposed_comm']:.3f}",
+            f"{split['other']:.3f}",
+            f"{p['tokens_per_s_per_device']:,.0f}",
+            _pct(p["mfu"]),
+            scaling,
+        )
+    return table
+
+
+def memory_table(predictions: Sequence[dict[str, Any]]):
+    from rich.table import Table
+
+    table = Table(title="memory per device (GiB)", title_justify="left")
+    table.add_column("point")
+    for name in MEMORY_COLUMNS:
+        table.add_column(name.replace("_", " "), justify="right")
+    for p in predictions:
+        memory = p["memory_bytes_per_device"]
+        table.add_row(point_label(p["spec"]), *(f"{memory[name] / GIB:.2f}" for name in MEMORY_COLUMNS))
+    return table
+
+
+def checkpoint_table(predictions: Sequence[dict[str, Any]]):
+    """Per point with train.checkpoint: one save's size and time, training blocked per save, goodput."""
+    from rich.table import Table
+
+    table = Table(title="checkpoint per save (train.checkpoint)", title_justify="left")
+    for name in ("point", "mode", "every", "state GB", "storage Gb/s", "write s", "blocked s", "goodput"):
+        table.add_column(name, justify="left" if name == "point" else "right")
+    for p in predictions:
+        train, ckpt = p["spec"]["train"], p["checkpoint"]
+        if train.get("checkpoint", "none") == "none":
+            continue
+        blocked = ckpt["blocked_s"]
+        table.add_row(
+            point_label(p["spec"]),
+            train["checkpoint"],
+            str(train.get("checkpoint_every") or train["steps"] - train["warmup_steps"]),
+            f"{ckpt['state_bytes'] / 1e9:,.1f}",
+            f"{ckpt['storage_gbps']:g}",
+            f"{ckpt['write_s']:.3g}",
+            "-" if blocked is None else f"{blocked:.3g}",
+            _pct(ckpt["goodput"]),
+        )
+    return table
+
+
+def assumption_lines(predictions: Sequence[dict[str, Any]]) -> list[str]:
+    """One line per distinct set of assumptions (cluster, efficiency, calibration)."""
+    seen: dict[str, None] = {}
+    for p in predictions:
+        a = p["assumptions"]
+        line = f"{a['cluster']} ({a['device']}): achieved {a['achieved_tflops_per_device']:.3g} TFLOP/s per device, "
+        links = a.get("collective_links") or {}
+        if links:
+            kinds = [k.removesuffix("_gbps") for k in links if k.endswith("_gbps")]
+            line += "measured gloo " + ", ".join(f"{k} {links[k + '_gbps']:.2f} Gb/s" for k in kinds)
+        else:
+            line += f"NVLink {a['intra_node_gbps']:g} Gb/s per GPU, network {a['inter_node_gbps']:g} Gb/s per node"
+        line += f", overlap interference {a['overlap_interference']:g}"
+        if "calibration" in a:
+            line += f", calibration: {a['calibration']}"
+        seen[line] = None
+    return list(seen)
+
+
+def print_plan(predictions: Sequence[dict[str, Any]]) -> None:
+    import sys
+
+    from rich.console import Console
+
+    console = Console(width=None if sys.stdout.isatty() else 220)
+    console.print(summary_table(predictions))
+    console.print(memory_table(predictions))
+    if any(p["spec"]["train"].get("checkpoint", "none") != "none" for p in predictions):
+        console.print(checkpoint_table(predictions))
+    for line in assumption_lines(predictions):
+        console.print(f"assumes {line}", highlight=False)
+    console.print(
+        "scaling: per-device tokens/s against the smallest node count of the same model, strategy, "
+        "precision, cluster and per-device batch (weak scaling: the global batch grows with the nodes)",
+        highlight=False,
+    )
+
+
+def search_tables(result, top: int):
+    """`plan --best`: the top K configurations, then the next K and why each loses to #1."""
+    from rich.table import Table
+
+    from bench.analysis.planner.search import candidate_label, loss_reason
+
+    objective, winner = result.objective, result.ranked[0]
+    best = winner.value(objective)
+    ranked = Table(title=f"top {min(top, len(result.ranked))} by predicted {objective}", title_justify="left")
+    for name in ("#", "configuration", "tok/s", "tok/s/dev", "MFU", "mem GiB", "step s", "compute", "exposed comm", "other"):  # fmt: skip
+        ranked.add_column(name, justify="left" if name == "configuration" else "right")
+    for i, c in enumerate(result.ranked[:top], 1):
+        p = c.prediction
+        split = p["step_time_split_s"]
+        ranked.add_row(
+            str(i), candidate_label(c), f"{p['tokens_per_s']:,.0f}", f"{p['tokens_per_s_per_device']:,.0f}",
+            _pct(p["mfu"]), f"{p['memory_bytes_per_device']['total'] / GIB:.1f}/{p['device_memory_bytes'] / GIB:.0f}",
+            f"{p['step_time_s']:.3f}", f"{split['compute']:.3f}", f"{split['exposed_comm']:.3f}", f"{split['other']:.3f}",
+        )  # fmt: skip
+    following = result.ranked[top : 2 * top]
+    losers = Table(title=f"the next {len(following)} and why each loses to #1", title_justify="left")
+    for name in ("#", "configuration", objective, "vs #1", "main reason"):
+        losers.add_column(name, justify="left" if name in ("configuration", "main reason") else "right")
+    for i, c in enumerate(following, top + 1):
+        value = c.value(objective)
+        shown = _pct(value) if objective == "mfu" else f"{value:,.0f}"
+        losers.add_row(str(i), candidate_label(c), shown, f"{value / best - 1:+.1%}", loss_reason(c, winner))
+    return ranked, losers if following else None
+
+
+def search_header(result) -> list[str]:
+    s = result.setup
+    excluded = sum(result.excluded.values())
+    lines = [
+        f"fsdp-bench plan --best: {s['model']['name']} on {s['nodes']} x {s['gpus_per_node']} {s['cluster']['name']} "
+        f"({s['cluster']['device']['name']}), sequence {s['train']['seq_len']}, ranked by predicted {result.objective}",
+        f"searched {result.searched:,} configurations: {len(result.ranked):,} fit, {len(result.not_fitting):,} do not fit, "
+        f"{excluded:,} break a launch rule",
+    ]
+    lines += [
+        f"  excluded {count:,}: {problem}" for problem, count in sorted(result.excluded.items(), key=lambda i: -i[1])
+    ]
+    lines.append("searched: " + "; ".join(f"{axis}={','.join(values)}" for axis, values in result.axes.items()))
+    return lines
+
+
+def print_search(result, top: int) -> None:
+    import sys
+
+    from rich.console import Console
+
+    from bench.analysis.planner.search import does_not_fit
+
+    console = Console(width=None if sys.stdout.isatty() else 220)
+    for line in search_header(result):
+        console.print(line, highlight=False)
+    ranked, losers = search_tables(result, top)
+    console.print(ranked)
+    if losers is not None:
+        console.print(losers)
+    misfits = result.beaten_by_misfits()
+    if misfits:
+        console.print(
+            f"{len(misfits):,} configuration(s) predicted above #1 do not fit; the nearest to fitting, "
+            f"{does_not_fit(misfits[0]).removeprefix('does not fit: ')} "
+            f"(it would give {misfits[0].value(result.objective) / result.ranked[0].value(result.objective) - 1:+.1%})",
+            highlight=False,
+        )
+    for line in assumption_lines([c.prediction for c in result.ranked[:top]]):
+        console.print(f"assumes {line}", highlight=False)

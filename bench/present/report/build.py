@@ -1,0 +1,183 @@
+"""build_report: records in, OUT/report.html + OUT/*.png + OUT/summary.md + OUT/results.csv out.
+
+The one entry point the `report` and `sweep` commands call. Pure pipeline: records ->
+frame -> cells -> scaling series -> figures and tables -> files.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pandas as pd
+
+from bench.analysis.report.views import analyse
+from bench.present.report import tables
+from bench.present.report import telemetry as telemetry_view
+from bench.present.report.autotune import autotune_section
+from bench.present.report.checkpoint import checkpoint_table
+from bench.present.report.cluster_health import cluster_health
+from bench.present.report.environment import environment_lines
+from bench.analysis.report.export import write_csv
+from bench.present.report.html import RenderedFigure, render_figure, render_html
+from bench.present.report.render import render_figures
+from bench.present.report.reproduce import default_commands
+from bench.present.report.summary_md import render_summary
+from bench.schema.preflight import PreflightResult
+from bench.schema.record import RunResult
+
+
+def build_report(
+    records: Iterable[RunResult],
+    out_dir: Path | str = "report",
+    *,
+    title: str | None = None,
+    reproduce: Sequence[str] | None = None,
+    problems: Sequence[tuple[str, str]] = (),
+    point_dirs: Mapping[tuple[str, str], Path] | None = None,
+    preflights: Sequence[PreflightResult] = (),
+) -> Path:
+    """Write the report of `records` into `out_dir`; returns the path of report.html.
+
+    `reproduce`: the exact commands that produced the results (the sweep passes its own
+    command line); one `fsdp-bench run` per configuration follows them. `problems`: (file,
+    reason) pairs of records that could not be read, listed on the page. `point_dirs`: each
+    record's folder by (sweep, point id), where the telemetry timelines are read from.
+    `preflights`: the results' preflight records, drawn in the cluster health section.
+    """
+    with _gc_paused():
+        return _build(list(records), Path(out_dir), title, reproduce, problems, point_dirs, preflights)
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while rendering: with 10,000 records alive, each full collection walks
+    millions of objects, and matplotlib's many small allocations trigger one every few ms
+    (a quarter of the render time). Rendering creates little cyclic garbage."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _build(
+    records: Iterable[RunResult],
+    out: Path,
+    title: str | None,
+    reproduce: Sequence[str] | None,
+    problems: Sequence[tuple[str, str]],
+    point_dirs: Mapping[tuple[str, str], Path] | None = None,
+    preflights: Sequence[PreflightResult] = (),
+) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    analysis = analyse(records)
+    points = analysis.points
+    title = title or _default_title(points)
+    figures = render_figures(points, analysis.scaling)
+    timelines = _timelines(points, point_dirs)
+    health = cluster_health(preflights, records)
+    for figure in [*figures, *timelines, *health.figures]:
+        (out / f"{figure.name}.png").write_bytes(figure.png)
+    environment = environment_lines(points)
+    headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
+    failed = tables.failed_table(points)
+    commands = [*(reproduce or []), "# each configuration alone:", *default_commands(points)]
+    context = {
+        "title": title,
+        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "environment": environment,
+        "headline": headline,
+        "scaling": scaling,
+        "figures": figures,
+        "plot_notes": _plot_notes(figures, points),
+        "telemetry": telemetry_view.telemetry_table(points),
+        "telemetry_figures": timelines,
+        "telemetry_notes": _telemetry_notes(points, timelines, point_dirs),
+        "results": tables.results_table(points),
+        "checkpoints": checkpoint_table(points),
+        "failed": failed,
+        "problems": tables.problems_table(list(problems)),
+        "reproduce": commands,
+        "has_prediction": tables.has_prediction(points),
+        "autotune": autotune_section(analysis.cells, records),
+        "health": health,
+    }
+    (out / "report.html").write_text(render_html(context), encoding="utf-8")
+    flagged = tables.flagged_table(points)
+    summary = render_summary(
+        title,
+        environment,
+        headline,
+        scaling,
+        failed,
+        flagged,
+        telemetry_view.telemetry_table(points, only_flagged=True),
+    )
+    (out / "summary.md").write_text(summary, encoding="utf-8")
+    write_csv(points, out / "results.csv")
+    return out / "report.html"
+
+
+def _default_title(points: pd.DataFrame) -> str:
+    sweeps = sorted(points["sweep"].dropna().unique())
+    name = ", ".join(sweeps[:3]) + (f" and {len(sweeps) - 3} more" if len(sweeps) > 3 else "")
+    return f"fsdp-bench report: {name or 'no records'}"
+
+
+def _timelines(points: pd.DataFrame, point_dirs: Mapping[tuple[str, str], Path] | None) -> list[RenderedFigure]:
+    """The telemetry timelines (one figure of small multiples), when some point's series is at hand."""
+    fig = telemetry_view.timeline_figure(points, telemetry_view.load_timelines(points, point_dirs))
+    if fig is None:
+        return []
+    caption = "Telemetry over the timed steps: one row per point (flagged first), a line per rank or host"
+    return [render_figure("telemetry", caption, fig)]
+
+
+def _telemetry_notes(
+    points: pd.DataFrame, timelines: list[RenderedFigure], point_dirs: Mapping[tuple[str, str], Path] | None
+) -> list[str]:
+    """Why a part of the telemetry section is empty."""
+    with_telemetry = int(telemetry_view.has_telemetry(points).sum())
+    if not with_telemetry:
+        return ["No point carries telemetry (telemetry.enabled=false, or records from before it existed)."]
+    notes = []
+    if not timelines:
+        notes.append(
+            "No timelines: they are drawn from the series next to each result.json (report a results folder, "
+            "not a store)."
+            if not point_dirs
+            else "No timelines: no point's series file was found beside its record."
+        )
+    elif with_telemetry > telemetry_view.MAX_TIMELINES:
+        notes.append(f"Timelines of {telemetry_view.MAX_TIMELINES} of {with_telemetry} points (flagged points first).")
+    if reasons := telemetry_view.energy_notes(points):
+        notes.append("Energy per token not measured: " + "; ".join(reasons))
+    return notes
+
+
+_PLOT_NOTES = {
+    "throughput": "No point finished ok, so there is nothing to plot.",
+    "mfu": "MFU is not plotted: no point has one (MFU is null for devices without a published peak, e.g. CPUs).",
+    "memory": "Peak memory is not plotted: no point recorded it.",
+    "efficiency": "Efficiency is not plotted: every configuration ran at a single node count.",
+    "energy": "Energy per token is not plotted: no point measured it (telemetry needs NVML's GPU energy counter, "
+    "or readable RAPL on CPU hosts; the telemetry section says why).",
+}
+
+
+def _plot_notes(figures: list[RenderedFigure], points: pd.DataFrame) -> list[str]:
+    """Say why an expected plot is absent instead of leaving a silent gap (with the records' reason)."""
+    names = {figure.name for figure in figures}
+    if "throughput" not in names:
+        return [_PLOT_NOTES["throughput"]]
+    notes = [note for name, note in _PLOT_NOTES.items() if name not in names]
+    reasons = sorted(set(points["mfu_note"].dropna()))
+    if "mfu" not in names and reasons:
+        notes.append("Recorded reason: " + "; ".join(reasons[:3]))
+    return notes

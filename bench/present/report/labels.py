@@ -1,0 +1,69 @@
+"""Human-readable names for configurations and scaling series (legends, table cells).
+
+A label names only what varies across the report: when every point is bf16, "bf16" is noise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pandas as pd
+
+from bench.analysis.report.aggregate import GROUP_KEYS
+
+
+def value_text(key: str, value: Any) -> str:
+    """One configuration value as a short token ("AC full", "compile", "seq 2048")."""
+    formats = {
+        "activation_checkpointing": lambda v: f"AC {v}",
+        "compile": lambda v: "compiled" if v else "eager",
+        "cpu_offload": lambda v: "CPU offload" if v else "no offload",
+        "seq_len": lambda v: f"seq {int(v)}",
+        "gpus_per_node": lambda v: f"{int(v)}/node",
+        "variant": lambda v: v or "default",
+    }
+    return formats.get(key, str)(value)
+
+
+def batch_text(row: Mapping[str, Any], mode: str = "weak") -> str:
+    """The batch of a configuration: per device for weak scaling, global for strong."""
+    if mode == "strong":
+        return f"global batch {int(row['global_batch'])}"
+    micro, accum = int(row["micro_batch"]), int(row["grad_accum"])
+    return f"batch {micro}/dev" if accum == 1 else f"batch {micro}x{accum}/dev"
+
+
+def config_label(row: Mapping[str, Any]) -> str:
+    """A full configuration name for tables: strategy, precision, batch, then non-defaults."""
+    parts = [str(row["strategy"]), str(row["precision"]), batch_text(row), value_text("seq_len", row["seq_len"])]
+    if row.get("activation_checkpointing", "none") != "none":
+        parts.append(value_text("activation_checkpointing", row["activation_checkpointing"]))
+    if row.get("compile"):
+        parts.append("compiled")
+    if row.get("cpu_offload"):
+        parts.append("CPU offload")
+    if row.get("variant"):
+        parts.append(str(row["variant"]))
+    return " · ".join(parts)
+
+
+def series_labels(scaling: pd.DataFrame, omit: tuple[str, ...] = ("model",)) -> dict[int, str]:
+    """series id -> legend label, from the group keys that differ between series.
+
+    `omit` drops keys the plot already shows (plots facet by model). The batch and the
+    scaling mode are always named, since the efficiency means something different in each.
+    """
+    if scaling.empty:
+        return {}
+    firsts = scaling.drop_duplicates("series").set_index("series")
+    varying = [k for k in GROUP_KEYS if k not in omit and firsts[k].nunique(dropna=False) > 1]
+    if not varying:
+        varying = ["strategy"]
+    labels = {}
+    for series, row in firsts.iterrows():
+        parts = [value_text(k, row[k]) for k in varying]
+        mode = row["mode"]
+        suffix = "" if mode == "single" else f" ({mode})"
+        labels[int(series)] = " · ".join([*parts, batch_text(row, mode)]) + suffix
+    return labels

@@ -1,0 +1,338 @@
+"""Plots: pure functions from the aggregated DataFrames to matplotlib Figures (Agg backend).
+
+Each function returns a Figure (or None when the report has nothing to show for it, e.g.
+MFU on CPU), never writes files: bench/present/report/html.py encodes them. Tests inspect the returned
+Figure's lines and labels, not pixels.
+
+Conventions: one panel per model; at most MAX_SERIES series per panel (the fastest at their
+largest node count; the tables list every point); node axes log2; Okabe-Ito colours with a
+distinct marker per series, so lines stay apart in greyscale and for colour-blind readers;
+legends outside the axes so they never cover data.
+"""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: reports render on headless CI runners and cluster login nodes
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator  # noqa: E402
+
+from bench.schema.units import GIB  # noqa: E402
+from bench.present.report.labels import series_labels  # noqa: E402
+
+# Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision
+# deficiencies. Yellow goes last: it is the hardest to see on white.
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+# Eight series per panel: one per palette colour; beyond that lines become unreadable.
+MAX_SERIES = len(PALETTE)
+MAX_PANELS = 12
+MAX_BOXES = 40
+IDEAL_STYLE = {"linestyle": "--", "linewidth": 1.0, "alpha": 0.7}
+# Panel geometry (inches): axes, then margins for tick labels and title, and the legend column.
+PANEL_WIDTH_IN, PANEL_HEIGHT_IN = 5.2, 2.7
+_LEFT_IN, _LEGEND_IN, _TOP_IN, _BOTTOM_IN = 0.95, 3.75, 0.4, 0.6
+# Legend labels longer than this are cut (with an ellipsis) so they fit the legend column.
+MAX_LABEL_CHARS = 56
+
+
+def throughput_figure(scaling: pd.DataFrame) -> Figure | None:
+    """Tokens/s vs nodes per series, each with its ideal-linear line from the baseline."""
+    return _line_figure(
+        scaling,
+        "tokens_per_s",
+        "throughput (tokens/s)",
+        _throughput_ideal,
+        log_y=True,
+        ci=("tps_ci_low", "tps_ci_high"),
+    )
+
+
+def per_device_figure(scaling: pd.DataFrame) -> Figure | None:
+    """Tokens/s per device vs nodes; ideal scaling keeps it flat at the baseline's value."""
+    return _line_figure(
+        scaling, "tokens_per_s_per_device", "tokens/s per device", _per_device_ideal, ci=("tpsd_ci_low", "tpsd_ci_high")
+    )
+
+
+def efficiency_figure(scaling: pd.DataFrame) -> Figure | None:
+    """Scaling efficiency (%) vs nodes with the 100 % line; series of one node count are left out."""
+    scaled = scaling[scaling["mode"] != "single"].assign(
+        efficiency_pct=lambda d: d["scaling_efficiency"] * 100,
+        eff_low_pct=lambda d: d["eff_ci_low"] * 100,
+        eff_high_pct=lambda d: d["eff_ci_high"] * 100,
+    )
+    fig = _line_figure(scaled, "efficiency_pct", "scaling efficiency (%)", None, ci=("eff_low_pct", "eff_high_pct"))
+    if fig is not None:
+        for ax in fig.axes:
+            ax.axhline(100, color="grey", gid="ideal:100", **IDEAL_STYLE)
+            ax.set_ylim(0, max(110, ax.get_ylim()[1]))
+            _legend_outside(ax, ["ideal (100 % = linear)"])
+    return fig
+
+
+def mfu_figure(scaling: pd.DataFrame) -> Figure | None:
+    """MFU (%) vs nodes: where model FLOPs utilisation falls off. None when no point has MFU."""
+    return _line_figure(
+        scaling[scaling["mfu"].notna()].assign(mfu_pct=lambda d: d["mfu"] * 100),
+        "mfu_pct",
+        "MFU (% of peak FLOP/s)",
+        None,
+    )
+
+
+def energy_figure(scaling: pd.DataFrame) -> Figure | None:
+    """Energy per token (J) vs nodes, repeats' median: the cost of scaling out. None when no point has it."""
+    return _line_figure(scaling, "energy_per_token_j", "energy per token (J)", None)
+
+
+def _throughput_ideal(series: pd.DataFrame) -> np.ndarray:
+    base = series.iloc[0]
+    return base["tokens_per_s"] * series["nodes"].to_numpy() / base["nodes"]
+
+
+def _per_device_ideal(series: pd.DataFrame) -> np.ndarray:
+    return np.full(len(series), series.iloc[0]["tokens_per_s_per_device"])
+
+
+def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure | None:
+    """One panel per model: a line per series; `ideal(series)` gives the dashed ideal line."""
+    data = scaling[scaling[column].notna()]
+    if data.empty:
+        return None
+    fig, axes = _panels(sorted(data["model"].unique()))
+    for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
+        shown, labels = _top_series(panel), series_labels(panel)
+        for index, (series, line) in enumerate(panel[panel["series"].isin(shown)].groupby("series", sort=False)):
+            line = line.sort_values("nodes")
+            style = {"color": PALETTE[index % MAX_SERIES], "marker": MARKERS[index % MAX_SERIES]}
+            x, y = line["nodes"].to_numpy(dtype=float), line[column].to_numpy(dtype=float)
+            ax.plot(x, y, label=_shorten(labels[int(series)]), gid=f"series:{series}", **style)
+            _error_bars(ax, line, x, y, ci, style["color"])
+            if ideal is not None and len(line) > 1:
+                ax.plot(x, ideal(line), color=style["color"], gid=f"ideal:{series}", label="_ideal", **IDEAL_STYLE)
+        _finish_axes(ax, panel, model, len(shown), ylabel, log_y, ideal is not None)
+    return fig
+
+
+def _shorten(label: str) -> str:
+    return label if len(label) <= MAX_LABEL_CHARS else label[: MAX_LABEL_CHARS - 1] + "…"
+
+
+def _error_bars(ax, line: pd.DataFrame, x, y, ci, color) -> None:
+    """95 % bootstrap CI bars where a point has repeats."""
+    if ci is None or line[ci[0]].isna().all():
+        return
+    low, high = line[ci[0]].to_numpy(dtype=float), line[ci[1]].to_numpy(dtype=float)
+    yerr = np.vstack([np.nan_to_num(y - low), np.nan_to_num(high - y)])
+    ax.errorbar(x, y, yerr=yerr, fmt="none", ecolor=color, capsize=3, label="_ci")
+
+
+def _top_series(panel: pd.DataFrame) -> list:
+    """The MAX_SERIES fastest series of a panel, ranked by tokens/s at their largest node count."""
+    last = panel.sort_values("nodes").groupby("series", sort=False).tail(1)
+    return list(last.sort_values("tokens_per_s", ascending=False)["series"].head(MAX_SERIES))
+
+
+def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal) -> None:
+    total = panel["series"].nunique()
+    # y given explicitly: skips matplotlib's title auto-positioning (a text layout pass per panel).
+    ax.set_title(model if shown == total else f"{model} ({shown} of {total} configurations shown)", y=1.0)
+    _log2_nodes(ax, panel["nodes"])
+    ax.set_ylabel(ylabel)
+    _value_axis(ax, log_y)
+    ax.grid(True, which="major", alpha=0.3)
+    _legend_outside(ax, ["ideal (dashed, from the baseline)"] if has_ideal else [])
+
+
+def _legend_outside(ax, ideal_labels: list[str]) -> None:
+    """The series legend to the right of the axes, plus one grey dashed entry per ideal line kind."""
+    handles, labels = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], color="grey", **IDEAL_STYLE) for _ in ideal_labels]
+    ax.legend(
+        handles,
+        labels + ideal_labels,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0,
+        fontsize="small",
+        frameon=False,
+    )
+
+
+# Plain numbers with thousands separators ("4,000"), not "4 x 10^3".
+_THOUSANDS = FuncFormatter(lambda value, _: f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}")
+# A log value axis only pays off when the values span more than this factor; below it the
+# 1-2-5 ticks of a log axis would leave the axis nearly unlabelled.
+LOG_MIN_SPAN = 8.0
+
+
+def _value_axis(ax, log_y: bool) -> None:
+    """Log10 y axis with 1-2-5 ticks when the data span a wide range, else linear; plain numbers."""
+    low, high = ax.dataLim.y0, ax.dataLim.y1
+    if log_y and low > 0 and high / low > LOG_MIN_SPAN:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylabel(ax.get_ylabel().removesuffix(")") + ", log scale)")
+    ax.yaxis.set_major_formatter(_THOUSANDS)
+
+
+def _log2_nodes(ax, nodes: pd.Series) -> None:
+    """A log2 node axis labelled with the node counts that occur (1, 2, 4, ...)."""
+    ticks = sorted({int(n) for n in nodes})
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_xlim(ticks[0] / 1.4, ticks[-1] * 1.4)  # 1.4: half a log2 step of margin on each side
+    ax.set_xlabel("nodes (log2 scale)")
+
+
+def _panels(models: list[str]) -> tuple[Figure, list]:
+    """A figure with one panel per model, two columns, each with room for its legend on the right.
+
+    Fixed geometry in inches, no layout engine: constrained layout re-measures every text
+    and took a third of the render time of a 10,000-point report.
+    """
+    shown = models[:MAX_PANELS]
+    cols = 1 if len(shown) == 1 else 2
+    rows = math.ceil(len(shown) / cols)
+    cell_w, cell_h = _LEFT_IN + PANEL_WIDTH_IN + _LEGEND_IN, _TOP_IN + PANEL_HEIGHT_IN + _BOTTOM_IN
+    width, height = cols * cell_w, rows * cell_h
+    fig = Figure(figsize=(width, height))
+    axes = []
+    for index in range(len(shown)):
+        row, col = divmod(index, cols)
+        left = (col * cell_w + _LEFT_IN) / width
+        bottom = 1 - (row * cell_h + _TOP_IN + PANEL_HEIGHT_IN) / height
+        axes.append(fig.add_axes((left, bottom, PANEL_WIDTH_IN / width, PANEL_HEIGHT_IN / height)))
+    return fig, axes
+
+
+def _single_axes(width: float, height: float, left: float, right: float, bottom: float, top: float = 0.45):
+    """A Figure with one Axes of the given size and margins, all in inches (no layout engine)."""
+    total_w, total_h = left + width + right, bottom + height + top
+    fig = Figure(figsize=(total_w, total_h))
+    return fig, fig.add_axes((left / total_w, bottom / total_h, width / total_w, height / total_h))
+
+
+def memory_figure(points: pd.DataFrame) -> Figure | None:
+    """Peak memory per device (GiB) per model panel: a bar group per strategy, a bar per node count,
+    and the device capacity as a black line over each group where the cluster's capacity is known."""
+    data = points[points["peak_mem_bytes"].notna()]
+    if data.empty:
+        return None
+    node_counts = sorted(data["nodes"].unique())
+    fig, axes = _panels(sorted(data["model"].unique()))
+    for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
+        peak = panel.groupby(["strategy", "nodes"])["peak_mem_bytes"].max().unstack("nodes") / GIB
+        capacity = panel.groupby("strategy")["device_memory_bytes"].max() / GIB
+        _memory_bars(ax, peak.reindex(columns=node_counts), capacity)
+        ax.set_title(model, y=1.0)
+        ax.set_ylabel("peak memory per device (GiB)")
+        ax.grid(True, axis="y", alpha=0.3)
+        _legend_outside(ax, [])
+    return fig
+
+
+def _memory_bars(ax, peak: pd.DataFrame, capacity: pd.Series) -> None:
+    width = 0.8 / len(peak.columns)
+    x = np.arange(len(peak.index))
+    for index, nodes in enumerate(peak.columns):
+        offsets = x - 0.4 + width * (index + 0.5)
+        label = f"{int(nodes)} node{'s' if nodes > 1 else ''}"
+        ax.bar(offsets, peak[nodes].to_numpy(), width, color=PALETTE[index % MAX_SERIES], label=label)
+    labelled = False
+    for position, strategy in enumerate(peak.index):
+        if pd.notna(capacity.get(strategy)):
+            label = "_nolegend_" if labelled else "device capacity"
+            ax.plot(
+                [position - 0.45, position + 0.45],
+                [capacity[strategy]] * 2,
+                color="black",
+                linewidth=1.5,
+                gid=f"capacity:{strategy}",
+                label=label,
+            )
+            labelled = True
+    ax.set_xticks(x, list(peak.index), rotation=15, ha="right", fontsize=8)
+
+
+def step_time_figure(points: pd.DataFrame, scaling: pd.DataFrame) -> Figure | None:
+    """Distribution of timed step times (s) per configuration and node count, repeats pooled."""
+    every = _step_time_boxes(points, scaling)
+    if not every:
+        return None
+    boxes = every[:MAX_BOXES]
+    # Tick labels at 8 pt are ~0.062 in per character (DejaVu Sans): the left margin fits the longest.
+    left = 0.3 + 0.062 * max(len(label) for label, _ in boxes)
+    fig, ax = _single_axes(6.5, 0.28 * len(boxes), left=left, right=0.3, bottom=0.55)
+    ax.boxplot(
+        [times for _, times in boxes],
+        orientation="horizontal",
+        tick_labels=[label for label, _ in boxes],
+        showfliers=True,
+        flierprops={"markersize": 3},
+    )
+    ax.invert_yaxis()  # first configuration on top, like the tables
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_xlabel("step time (s), timed steps only")
+    ax.set_title(
+        "Step-time distributions" + ("" if len(every) <= MAX_BOXES else f" (first {MAX_BOXES} of {len(every)})"), y=1.0
+    )
+    ax.grid(True, axis="x", alpha=0.3)
+    return fig
+
+
+def _step_time_boxes(points: pd.DataFrame, scaling: pd.DataFrame) -> list[tuple[str, list[float]]]:
+    """(label, pooled step times) per configuration and node count of the series the line plots show."""
+    labels = series_labels(scaling, omit=())
+    shown = {s for _, panel in scaling.groupby("model") for s in _top_series(panel)}
+    data = points[points["series"].isin(shown) & points["step_times_s"].map(len).gt(0)]
+    boxes = []
+    for (series, nodes), group in data.groupby(["series", "nodes"], sort=True):
+        times = [t for row in group["step_times_s"] for t in row]
+        plural = "s" if nodes > 1 else ""
+        boxes.append((f"{labels[int(series)]} · {int(nodes)} node{plural}", times))
+    return boxes
+
+
+# name -> (caption, builder(points, scaling)), in report order.
+FIGURES = {
+    "throughput": ("Throughput vs nodes; dashed: ideal linear scaling from each series' baseline",
+                   lambda points, scaling: throughput_figure(scaling)),
+    "efficiency": ("Scaling efficiency vs nodes (100 % = linear)", lambda points, scaling: efficiency_figure(scaling)),
+    "tokens_per_device": ("Tokens/s per device vs nodes; dashed: the baseline's value (ideal)",
+                          lambda points, scaling: per_device_figure(scaling)),
+    "mfu": ("Model FLOPs utilisation vs nodes", lambda points, scaling: mfu_figure(scaling)),
+    "energy": ("Energy per token vs nodes (telemetry: GPU board energy, or CPU package energy on CPU clusters)",
+               lambda points, scaling: energy_figure(scaling)),
+    "memory": ("Peak memory per device; black: device capacity", lambda points, scaling: memory_figure(points)),
+    "step_times": ("Step-time distributions", lambda points, scaling: step_time_figure(points, scaling)),
+    "checkpoint": ("Checkpoint save time vs size and bandwidth vs nodes; hollow and dashed: the planner's",
+                   lambda points, scaling: _checkpoint_figure(points)),
+}  # fmt: skip
+
+
+def _checkpoint_figure(points: pd.DataFrame) -> Figure | None:
+    from bench.present.report.checkpoint import checkpoint_figure  # it builds on this module's styles
+
+    return checkpoint_figure(points)
+
+
+def all_figures(points: pd.DataFrame, scaling: pd.DataFrame) -> dict[str, tuple[str, Figure]]:
+    """name -> (caption, Figure) for every plot that has data, in report order."""
+    figures = {}
+    for name, (caption, build) in FIGURES.items():
+        fig = build(points, scaling)
+        if fig is not None:
+            figures[name] = (caption, fig)
+    return figures

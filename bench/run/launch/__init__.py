@@ -1,0 +1,28 @@
+"""Launchers: one module per way of starting ranks (local, slurm, kubeflow, ray)."""
+
+from __future__ import annotations
+
+import importlib
+
+from bench.run.launch.base import Launcher, LaunchOutcome, LaunchRequest
+
+_CLASSES = {"local": "LocalLauncher", "slurm": "SlurmLauncher", "kubeflow": "KubeflowLauncher", "ray": "RayLauncher"}
+
+
+def get_launcher(name: str, options: dict | None = None) -> Launcher:
+    """The launcher for a `launcher=` value, configured by the `launcher` config group's fields.
+
+    Its module is imported only when used (ray, for one, is an optional dependency).
+    """
+    from bench.config.problems import ConfigError
+
+    if name not in _CLASSES:
+        raise ConfigError([f"launcher: unknown launcher '{name}'; allowed: {', '.join(_CLASSES)}"])
+    try:
+        module = importlib.import_module(f"bench.run.launch.{name}")
+    except ModuleNotFoundError as exc:
+        raise ConfigError([f"launcher: '{name}' is not available in this installation ({exc})"]) from None
+    return getattr(module, _CLASSES[name])(options or {})
+
+
+__all__ = ["Launcher", "LaunchOutcome", "LaunchRequest", "get_launcher"]

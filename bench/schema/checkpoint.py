@@ -1,0 +1,44 @@
+"""`metrics.checkpoint` of a record: what the point's DCP saves and loads cost (docs/checkpointing.md)."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from bench.schema.base import Strict
+from bench.schema.spec import CheckpointMode
+
+
+class CheckpointSave(Strict):
+    """One save: times are the slowest rank's; bytes as DCP's metadata lists them."""
+
+    step: int = Field(description="the optimizer step (0-based) the saved state follows")
+    blocked_s: float = Field(description="training held: the whole save (sync); previous save + staging (async)")
+    staging_s: float | None = Field(None, description="async: copying the state into host memory")
+    durable_s: float = Field(description="from the save's start until every file and the metadata are written")
+    bytes: int = Field(description="files written by every rank, metadata included")
+    bytes_per_rank: list[int] = Field(default_factory=list, description="file bytes each rank wrote")
+    metadata_bytes: int = 0
+    state_bytes_per_rank: list[int] = Field(default_factory=list, description="tensor bytes each rank wrote")
+    write_bytes_per_s: float | None = Field(None, description="aggregate: bytes / durable_s")
+
+
+class CheckpointLoad(Strict):
+    step: int
+    load_s: float = Field(description="reading the step folder into the sharded model and optimizer")
+    bytes: int
+    read_bytes_per_s: float | None = None
+
+
+class CheckpointMetrics(Strict):
+    """`metrics.checkpoint` of a point with train.checkpoint or train.resume (docs/checkpointing.md)."""
+
+    mode: CheckpointMode
+    every: int
+    dir: str
+    saves: list[CheckpointSave] = Field(default_factory=list)
+    blocked_s: float = 0.0
+    load: CheckpointLoad | None = Field(None, description="a load of the latest checkpoint after the timed window")
+    resumed: CheckpointLoad | None = Field(None, description="the load a resumed run started from")
+    tokens_per_s_with_checkpoints: float | None = Field(None, description="over the timed window, saves included")
+    goodput: float | None = Field(None, description="tokens_per_s_with_checkpoints / tokens_per_s")
+    blocked_fraction: float | None = Field(None, description="blocked_s / the timed window")

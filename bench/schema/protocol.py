@@ -1,0 +1,240 @@
+"""The parent-to-rank protocol: the files a launch shares between bench (the parent) and the ranks.
+
+Torch-free and dependency-free: bench's launchers and the worker both read the names, the file
+shapes and the rules from here, so neither side can drift from the other.
+
+    <results>/<sweep>/.lock                           the parent's sweep lock: who holds the folder (bench/run/ownership/locks.py)
+    <results>/<sweep>/_launches/<stamp>/launch.json   parent -> ranks: the points to run (LaunchFile)
+    <results>/<sweep>/<point_id>/started              rank 0, when the point starts (its timeout runs from here)
+    <results>/<sweep>/<point_id>/result.json          rank 0 (or the parent, for a failure): the record
+    <results>/<sweep>/<point_id>/telemetry.parquet    rank 0, before the record: every rank's sampled series
+                                                      (telemetry.csv where pyarrow is missing)
+    <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
+    <checkpoint dir>/step-<S>/                        every rank (DCP): the state after step S
+    <checkpoint dir>/latest                           rank 0, after a save is durable: the latest complete checkpoint
+    <results>/<sweep>/_preflight/<shape>/              a preflight: `started`, errors/ as a point's, and
+                                                       measurements.json (rank 0's raw measurements), from
+                                                       which the parent writes preflight.json (the record)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+SWEEP_LOCK = ".lock"  # in the sweep folder: its holder's pid, host and token (ranks read it: lifeline.py)
+# The holder touches its sweep lock this often; one not touched for OWNER_SILENT_S is gone (ranks on
+# other hosts cannot see its pid). Longer than an NFS client's attribute cache (60 s at most).
+OWNER_HEARTBEAT_S = 15.0
+OWNER_SILENT_S = 180.0
+RECORD_SCHEMA_VERSION = 2  # the result record's shape (bench.schemas reads it; older ones are migrated)
+LAUNCHES_DIR = "_launches"  # in the sweep folder: one <stamp>-<label>/ per launch, holding LAUNCH_FILE
+JOB_FILE = "job.json"  # in a launch folder: the cluster job it submitted, until the job is seen to end
+LAUNCH_FILE = "launch.json"
+STARTED_MARK = "started"
+RESULT_FILE = "result.json"
+ERRORS_DIR = "errors"
+# The sampled series of every rank (fsdp_core/telemetry.py), named in the record's metrics.telemetry.sidecar.
+TELEMETRY_PARQUET = "telemetry.parquet"
+TELEMETRY_CSV = "telemetry.csv"  # where pyarrow is not installed
+TELEMETRY_SIDECARS = (TELEMETRY_PARQUET, TELEMETRY_CSV)
+PREFLIGHT_DIR = "_preflight"
+PREFLIGHT_MEASUREMENTS = "measurements.json"
+PREFLIGHT_RECORD = "preflight.json"
+# The process groups' collective timeout outlasts the point timeout by this much, so the launcher's
+# watch always ends a hang first (status `timeout`); otherwise a peer's collective timeout could
+# win the race and the point would read as `failed` with a secondary "timed out" message.
+PG_TIMEOUT_MARGIN_S = 60.0
+# Environment variables the parent sets for every rank it starts.
+RANKS_PER_HOST_ENV = "FSDP_BENCH_RANKS_PER_HOST"  # ranks sharing this host's cores (thread sizing)
+NODE_NAME_ENV = "FSDP_BENCH_NODE_NAME"  # the node a rank runs on, where the hostname would not say
+# Checkpoint layout (train.checkpoint): each save goes into a new step folder; the marker, written
+# last, names the latest complete one, so a save that fails part-way never hides the previous one.
+CHECKPOINT_SUBDIR = "checkpoint"  # the default checkpoint dir: <point_dir>/checkpoint
+CHECKPOINT_MARKER = "latest"
+CHECKPOINT_STEP_PREFIX = "step-"
+DCP_METADATA_FILE = ".metadata"  # DCP writes it last, after every rank's files: a complete step folder has it
+
+
+@dataclass
+class LaunchPoint:
+    """One point of a launch: where its files go and everything the ranks need to run it."""
+
+    point_id: str
+    point_dir: str
+    spec: dict[str, Any]  # the resolved RunSpec as JSON (bench.schemas)
+    recipe: dict[str, Any]  # the strategy and precision recipes it runs with (bench.schema.recipes)
+    mfu_peak_dtype: str  # the device peak MFU divides by
+    fp8_peak_dtype: str | None = None  # fp8 runs: also report MFU against this peak
+    log_dir: str | None = None
+
+
+@dataclass
+class PreflightTask:
+    """A preflight run before the launch's points: what the cluster itself does (fsdp_core/preflight.py)."""
+
+    point_dir: str  # where `started`, errors/ and measurements.json go
+    spec: dict[str, Any]  # the resolved RunSpec whose world shape, model and precision it measures
+    settings: dict[str, Any]  # bench.schema.options.PreflightSettings as JSON
+    strategies: list[str] = field(default_factory=list)  # whose process groups to measure
+
+
+@dataclass
+class LaunchFile:
+    """launch.json: points of one world shape, run in turn by the same ranks (a preflight first, if any)."""
+
+    points: list[LaunchPoint]
+    peak_table: list[dict[str, Any]] = field(default_factory=list)  # every known device's runtime names and peaks
+    git: dict[str, Any] = field(default_factory=dict)  # the parent checkout's commit, for the record
+    harness: str | None = None  # the launching fsdp-bench's version (bench/config/version.py), for the record
+    preflight: PreflightTask | None = None
+    # What the parent knows about the measurement's conditions, for the record (e.g. whether it held
+    # the host lock: bench/run/ownership/locks.py).
+    conditions: dict[str, Any] = field(default_factory=dict)
+    # The token of the sweep lock whose holder launched it: ranks write only while the lock still
+    # names it (fsdp_core/lifeline.py). None: no owner to check (ranks started without a sweep lock).
+    owner: str | None = None
+
+    def write(self, path: Path) -> None:
+        write_json_atomic(Path(path), asdict(self))
+
+    @classmethod
+    def read(cls, path: Path) -> LaunchFile:
+        return cls.from_dict(json.loads(Path(path).read_text()))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> LaunchFile:
+        preflight = data.get("preflight")
+        return cls(
+            points=[LaunchPoint(**p) for p in data["points"]],
+            peak_table=data.get("peak_table", []),
+            git=data.get("git", {}),
+            harness=data.get("harness"),
+            preflight=PreflightTask(**preflight) if preflight else None,
+            conditions=data.get("conditions", {}),
+            owner=data.get("owner"),
+        )
+
+
+@dataclass
+class RankError:
+    """errors/rank<R>.json: why rank R failed, in one line."""
+
+    rank: int
+    type: str
+    message: str
+    oom: bool = False
+    traceback: str = ""
+    # An OSError's number and file (a full or read-only results disk is the storage's fault, not the point's).
+    errno: int | None = None
+    filename: str | None = None
+
+    def write(self, point_dir: Path) -> None:
+        path = error_file(point_dir, self.rank)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(path, asdict(self))
+
+    @classmethod
+    def read(cls, path: Path) -> RankError:
+        return cls(**json.loads(Path(path).read_text()))
+
+
+def results_relative(item_dir: Path) -> tuple[str, ...]:
+    """A point's or preflight's folder relative to the results folder (<sweep>/<point_id>, or
+    <sweep>/_preflight/<shape>): how a launcher maps it into pods or object storage."""
+    parts = Path(item_dir).parts
+    return parts[-3:] if len(parts) >= 3 and parts[-2] == PREFLIGHT_DIR else parts[-2:]
+
+
+def point_dir(results_dir: str | Path, spec: Any) -> Path:
+    """A point's folder, `<results>/<sweep>/<point_id>`, of a RunSpec: its record, marks, errors, sidecars."""
+    return Path(results_dir) / spec.sweep.name / spec.point_id
+
+
+def sweep_dir_of(item_dir: Path) -> Path:
+    """The sweep folder a point's or preflight's folder lies in (where its SWEEP_LOCK is)."""
+    return Path(item_dir).parents[len(results_relative(item_dir)) - 2]
+
+
+def error_file(point_dir: Path, rank: int) -> Path:
+    """Where rank `rank` leaves its one-line reason when it fails."""
+    return Path(point_dir) / ERRORS_DIR / f"rank{rank}.json"
+
+
+def error_files(point_dir: Path) -> list[Path]:
+    """Every rank's error file of a point, in rank order."""
+    return sorted((Path(point_dir) / ERRORS_DIR).glob("rank*.json"), key=lambda p: int(p.stem[4:]))
+
+
+def read_errors(point_dir: Path) -> list[RankError]:
+    return [RankError.read(p) for p in error_files(point_dir)]
+
+
+def collective_timeout_s(point_timeout_s: float) -> float:
+    """The process groups' timeout for a point: its own timeout plus the margin."""
+    return float(point_timeout_s) + PG_TIMEOUT_MARGIN_S
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write JSON through a temporary file and a rename: a reader never sees half a file.
+
+    On a full or read-only disk the temporary file is removed and the error names `path`.
+    """
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        if exc.filename is None or exc.filename == str(tmp):
+            exc.filename = str(path)
+        raise
+
+
+def checkpoint_folder(step: int) -> str:
+    """The step folder a save after optimizer step `step` (0-based) writes into."""
+    return f"{CHECKPOINT_STEP_PREFIX}{step:08d}"
+
+
+def default_checkpoint_dir(point_dir: str | Path) -> Path:
+    return Path(point_dir) / CHECKPOINT_SUBDIR
+
+
+def is_url(location: str) -> bool:
+    """An fsspec URL (s3://, file://, ...) rather than a path of this file system."""
+    return "://" in location
+
+
+@dataclass
+class CheckpointMarker:
+    """<checkpoint dir>/latest: the latest complete checkpoint (written after it is durable)."""
+
+    step: int
+    folder: str
+    world_size: int
+    point_id: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self))
+
+    @classmethod
+    def from_json(cls, text: str) -> CheckpointMarker:
+        data = json.loads(text)
+        return cls(int(data["step"]), str(data["folder"]), int(data["world_size"]), str(data.get("point_id", "")))
+
+
+def read_local_marker(directory: str | Path) -> CheckpointMarker | None:
+    """The marker of a checkpoint dir on this file system, or None when there is no complete checkpoint."""
+    path = Path(directory) / CHECKPOINT_MARKER
+    try:
+        marker = CheckpointMarker.from_json(path.read_text())
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return marker if (Path(directory) / marker.folder / DCP_METADATA_FILE).is_file() else None

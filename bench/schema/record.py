@@ -1,0 +1,123 @@
+"""The result record (`RESULTS/<sweep>/<point_id>/result.json`): what a point yields, failures included."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from bench.schema.base import Status, Strict
+from bench.schema.checkpoint import CheckpointMetrics
+from bench.schema.env import EnvInfo, HostLoad
+from bench.schema.model import ModelInfo
+from bench.schema.preflight import PreflightSummary
+from bench.schema.protocol import RECORD_SCHEMA_VERSION
+from bench.schema.recipes import PRECISIONS, STRATEGIES
+from bench.schema.spec import RunSpec
+from bench.schema.telemetry import Telemetry
+
+SCHEMA_VERSION = RECORD_SCHEMA_VERSION  # one home: bench/schema/protocol.py (the worker writes it)
+
+
+class StepTimeStats(Strict):
+    median: float
+    mean: float
+    p10: float
+    p90: float
+    cv: float
+
+
+class PeakMemory(Strict):
+    """Memory over the timed steps. `max`/`per_rank`: the allocator's peak allocated (GPU) or the
+    process's peak resident set size (CPU); the rest are GPU only (null on CPU)."""
+
+    max: int
+    per_rank: list[int]
+    reserved_max: int | None = None
+    reserved_per_rank: list[int] = Field(default_factory=list)
+    device_used_max: int | None = None
+    alloc_retries: int | None = None
+
+
+class CompileInfo(Strict):
+    """What torch.compile did during the point (fsdp_core/compile_stats.py)."""
+
+    graphs: int
+    cache_entries: int
+    graph_breaks: int
+
+
+class CommBytes(Strict):
+    all_gather: int
+    reduce_scatter: int
+    all_reduce: int
+
+
+class Metrics(Strict):
+    """Measured numbers; null (with a reason in RunResult.notes) when they cannot be measured."""
+
+    tokens_per_s: float | None = None
+    tokens_per_s_per_device: float | None = None
+    step_times_s: list[float] = Field(default_factory=list)
+    step_time_s: StepTimeStats | None = None
+    mfu: float | None = None
+    mfu_fp8_peak: float | None = None
+    hfu: float | None = None
+    tflops_per_device: float | None = None
+    peak_flops_per_device: float | None = None
+    peak_mem_bytes: PeakMemory | None = None
+    comm_bytes_per_step: CommBytes | None = None
+    loss_first: float | None = None
+    loss_last: float | None = None
+    losses: list[float] = Field(default_factory=list)
+    flops_per_token: float | None = None
+    tokens_per_step: int | None = None
+    timed_window_s: float | None = None
+    compile: CompileInfo | None = None
+    telemetry: Telemetry | None = None
+    checkpoint: CheckpointMetrics | None = None
+    # Each rank's median busy time per step (up to the step's closing synchronisation: on CPU the
+    # time before the barrier, so a straggler shows; on GPU CUDA-event time, which includes waits
+    # inside collectives) and the slowest of them.
+    rank_step_time_medians_s: list[float] = Field(default_factory=list)
+    slowest_rank: int | None = None
+    host_load: list[HostLoad] = Field(default_factory=list)
+
+
+class Recipe(Strict):
+    """The strategy and precision recipes a point ran with (bench/schema/recipes.py, as they were)."""
+
+    strategy: dict[str, Any]
+    precision: dict[str, Any]
+
+
+class RunResult(Strict):
+    """One point's record: `RESULTS/<sweep>/<point_id>/result.json` (bench/analysis/records.py reads older versions)."""
+
+    schema_version: Literal[2] = SCHEMA_VERSION
+    point_id: str
+    sweep: str
+    status: Status
+    error: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    wall_s: float | None = None
+    spec: RunSpec
+    recipe: Recipe | None = None
+    model_info: ModelInfo
+    metrics: Metrics = Field(default_factory=Metrics)
+    env: EnvInfo = Field(default_factory=EnvInfo)
+    notes: dict[str, str] = Field(default_factory=dict)
+    prediction: dict[str, Any] | None = None
+    # The preflight of this point's world shape, when the sweep ran one (sweep.preflight=true):
+    # what it measured, in brief, and where its record is.
+    preflight: PreflightSummary | None = None
+    log_dir: str | None = None
+
+
+def recipe_of(spec: RunSpec) -> Recipe:
+    return Recipe(strategy=STRATEGIES[spec.strategy].as_dict(), precision=PRECISIONS[spec.precision].as_dict())
+
+
+def model_info(spec: RunSpec) -> ModelInfo:
+    return ModelInfo(**spec.model.args().info())

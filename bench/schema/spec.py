@@ -1,0 +1,325 @@
+"""The single home of the pydantic models: what a point is (RunSpec) and what it yields (RunResult).
+
+Torch-free. A `RunSpec` is nested like the config tree (model / strategy / precision / cluster /
+train / launcher / debug) and self-contained: the model's dimensions and the cluster's and
+device's facts are resolved into it when the point is composed (sweeps/ is the registry), so a
+record that carries its spec never needs today's registry to be read, reported or checked.
+
+Validation here is *structural*: types, ranges, physical sense (positive bandwidths, dimensions
+that divide). The rules that decide whether a new point may launch (fp8 needs CUDA, warm-up
+fewer than steps, ...) live in `launch_problems`, which the config layer runs before anything
+launches and which a stored record is never subjected to: a record measured under older rules
+stays readable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from bench.schema import ac_modes
+from bench.schema.base import DeviceType, Strict, positive
+from bench.schema.model import ModelSpec
+from bench.schema.recipes import PRECISIONS, STRATEGIES
+
+Strategy = Literal[tuple(STRATEGIES)]  # type: ignore[valid-type]
+
+Precision = Literal[tuple(PRECISIONS)]  # type: ignore[valid-type]
+
+Launcher = Literal["local", "slurm", "kubeflow", "ray"]
+
+Checkpointing = Literal[ac_modes.AC_MODES]  # type: ignore[valid-type]
+
+CheckpointMode = Literal["none", "sync", "async"]
+
+CompileBackend = Literal["inductor", "aot_eager", "eager"]
+
+LAUNCHERS: tuple[str, ...] = Launcher.__args__
+
+CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
+
+
+class DeviceSpec(Strict):
+    """One accelerator model (sweeps/device/<name>.yaml): what MFU divides by and the planner fills."""
+
+    name: str
+    match: list[str] = Field(
+        default_factory=list, description="torch.cuda.get_device_name() values without 'NVIDIA ', matched exactly"
+    )
+    memory_gib: float = Field(gt=0)
+    peak_tflops: dict[str, float] = Field(default_factory=dict, description="dense peaks by dtype, TFLOP/s")
+    memory_gbps: float | None = Field(None, gt=0, description="datasheet memory bandwidth, GB/s")
+    host_link_gbps: float | None = Field(None, gt=0, description="host link per direction, GB/s (CPU offload)")
+    relative_efficiency: float = Field(
+        1.0, gt=0, description="the planner's achievable fraction of peak relative to the H100's fitted one"
+    )
+    source: str = ""
+
+    @field_validator("peak_tflops")
+    @classmethod
+    def _peaks(cls, peaks: dict[str, float]) -> dict[str, float]:
+        for dtype, value in peaks.items():
+            positive(value, f"peak_tflops.{dtype}")
+        return peaks
+
+
+class ClusterSpec(Strict):
+    """One node type (sweeps/cluster/<name>.yaml), resolved: its device and links."""
+
+    name: str
+    device: DeviceSpec
+    device_type: DeviceType = "cuda"
+    gpus_per_node: int = Field(ge=1, strict=True)
+    device_memory_gib: float | None = Field(None, description="null: the device's memory")
+    peak_tflops: dict[str, float | None] = Field(default_factory=dict, description="per dtype; null: the device's")
+    intra_node_gbps: float = Field(description="one GPU's unidirectional NVLink bandwidth, Gbit/s")
+    inter_node_gbps: float = Field(description="the whole node's network bandwidth, Gbit/s")
+    efa_devices: int = Field(0, ge=0, strict=True)
+    link_latency_s: float = Field(1e-5, ge=0, description="per-message latency of a ring hop, seconds")
+    storage_gbps: float = Field(
+        80.0, gt=0, description="aggregate write/read bandwidth of the checkpoint storage the nodes share, Gbit/s"
+    )
+    source: str = ""
+    overrides: dict[str, Any] = Field(default_factory=dict, description="fields set away from the preset when composed")
+
+    @model_validator(mode="after")
+    def _resolve(self) -> ClusterSpec:
+        """Fill the device's memory and peaks where the cluster does not override them."""
+        if self.device_memory_gib is None:
+            self.device_memory_gib = self.device.memory_gib
+        self.peak_tflops = {**self.device.peak_tflops, **{k: v for k, v in self.peak_tflops.items() if v is not None}}
+        for name in ("device_memory_gib", "intra_node_gbps", "inter_node_gbps"):
+            positive(getattr(self, name), name)
+        for dtype, value in self.peak_tflops.items():
+            positive(value, f"peak_tflops.{dtype}")
+        return self
+
+
+class TrainSpec(Strict):
+    """How a point trains (the config's `train.*`)."""
+
+    seq_len: int | None = Field(None, ge=1, strict=True, description="null: the model's default_seq_len")
+    micro_batch: int = Field(1, ge=1, strict=True, description="sequences per rank per micro-step")
+    grad_accum: int = Field(1, ge=1, strict=True, description="micro-steps per optimizer step")
+    steps: int = Field(8, ge=1, strict=True, description="optimizer steps, warm-up included")
+    warmup_steps: int = Field(
+        2, ge=0, strict=True, description="untimed first steps; the last one counts communication"
+    )
+    activation_checkpointing: Checkpointing = Field(
+        "none",
+        description="none, full (every block), selective_op (torchtitan's per-op policy in every block; "
+        "`selective` means this), selective_layer (every ac_every-th block)",
+    )
+    ac_every: int = Field(
+        ac_modes.DEFAULT_AC_EVERY, ge=1, strict=True, description="selective_layer: checkpoint every N-th block"
+    )
+    ac_save_ops: list[str] | None = Field(
+        None,
+        description="selective_op: the op groups whose outputs are saved (mm, sdpa, collectives, max); "
+        "null: all of them (torchtitan's policy)",
+    )
+    compile: bool = Field(False, description="torch.compile each block")
+    compile_backend: CompileBackend = Field(
+        "inductor", description="torch.compile backend: inductor (real kernels) or aot_eager/eager (debugging)"
+    )
+    cpu_offload: bool = Field(False, description="offload parameters, gradients and optimizer state to the host (CUDA)")
+    seed: int = Field(0, description="model initialisation and data")
+    lr: float = Field(3e-4, gt=0, description="AdamW learning rate")
+    data: str = Field("synthetic", description="'synthetic' or the path of a token file (uint16/uint32 memmap)")
+    threads_per_rank: int = Field(0, ge=0, description="CPU threads per rank; 0 = cores // ranks on the host")
+    checkpoint: CheckpointMode = Field("none", description="DCP checkpoints of model and optimizer: none, sync, async")
+    checkpoint_every: int | None = Field(
+        None,
+        ge=1,
+        strict=True,
+        description="save after every K-th timed step; null: once, after the last step (ignored with checkpoint=none)",
+    )
+    checkpoint_dir: str | None = Field(
+        None, description="a path or fsspec URL; null: <results_dir>/<sweep>/<point_id>/checkpoint"
+    )
+    resume: bool = Field(False, description="start from the latest complete checkpoint in checkpoint_dir")
+
+    @model_validator(mode="after")
+    def _no_interval_without_saves(self) -> TrainSpec:
+        """An interval means nothing without saves: dropped, so a grid over modes x intervals gives one
+        checkpoint=none point, not one per interval."""
+        if self.checkpoint == "none":
+            self.checkpoint_every = None
+        return self
+
+    @field_validator("ac_save_ops")
+    @classmethod
+    def _known_ops(cls, groups: list[str] | None) -> list[str] | None:
+        unknown = ac_modes.unknown_save_ops(groups or [])
+        if unknown:
+            allowed = ", ".join(ac_modes.SAVE_OP_GROUPS)
+            raise ValueError(f"unknown op group {', '.join(map(repr, unknown))}; allowed: {allowed}")
+        return groups
+
+
+# The knobs that slow a point down without changing its workload: `check` compares such a run
+# with its clean baseline (bench/analysis/check/points.py).
+SLOWDOWN_KNOBS = ("slow_fraction", "slow_rank")
+
+
+class DebugKnobs(Strict):
+    """Fault injection and slow-down knobs for testing the harness itself."""
+
+    fail_rank: int | None = Field(None, ge=0, description="rank that raises at fail_step")
+    fail_step: int | None = Field(None, ge=0, description="step at which fail_rank raises")
+    hang: bool = Field(False, description="fail_rank sleeps forever at fail_step instead of raising")
+    oom: bool = Field(False, description="fail_rank raises an out-of-memory error at fail_step")
+    slow_fraction: float = Field(0.0, ge=0.0, lt=10.0, description="sleep this fraction of each step's compute time")
+    slow_rank: int | None = Field(
+        None,
+        ge=0,
+        description="only this rank is slowed (a straggler), by slow_fraction or, when that is 0, by half its own "
+        "step and matmul time",
+    )
+
+
+class TelemetrySpec(Strict):
+    """What each rank samples during the timed steps (the config's `telemetry.*`, docs/telemetry.md).
+
+    It observes the point and never changes what is measured: left out of the point's identity."""
+
+    enabled: bool = Field(True, strict=True, description="sample device and host signals during the timed steps")
+    interval_ms: int = Field(100, description="milliseconds between samples (an integer, at least 10)")
+
+    @field_validator("interval_ms", mode="before")
+    @classmethod
+    def _interval(cls, value: Any) -> Any:
+        if isinstance(value, bool) or not isinstance(value, int) or value < 10:
+            raise ValueError(f"must be an integer number of milliseconds, at least 10; got {value!r}")
+        return value
+
+
+class PointSweep(Strict):
+    """Which sweep a point belongs to and how patiently it runs (the config's `sweep.name`, `sweep.point_timeout_s`)."""
+
+    name: str = "adhoc"
+    point_timeout_s: float = Field(600.0, gt=0, description="seconds a started point may run before it is `timeout`")
+
+
+# Spec fields that say where or how patiently a point runs, or only describe it: left out of the
+# point's identity, so moving a results folder, raising a timeout or correcting a source link
+# keeps ids. Model and cluster enter by what changes the measurement (shape; the node type).
+# A checkpoint's location and whether a run resumes say where and how a point runs (a resumed run
+# continues the same point, in the same results folder).
+_IDENTITY_EXCLUDE = {
+    "sweep": True,
+    "telemetry": True,
+    "model": {"source", "overrides", "max_seq_len", "default_seq_len"},
+    "cluster": {
+        "device", "gpus_per_node", "device_memory_gib", "peak_tflops", "intra_node_gbps", "inter_node_gbps",
+        "efa_devices", "link_latency_s", "storage_gbps", "source", "overrides",
+    },
+    "train": {"checkpoint_dir", "resume"},
+}  # fmt: skip
+
+# Fields added after schema version 2, as (section, field): they enter a point's identity only when
+# set away from their default, so every point measured before they existed keeps its id.
+LATER_FIELDS: tuple[tuple[str, str], ...] = (
+    ("debug", "slow_rank"),
+    ("train", "ac_every"),
+    ("train", "ac_save_ops"),
+    ("train", "checkpoint"),
+    ("train", "checkpoint_every"),
+)
+
+
+def _ac_identity(train: dict[str, Any]) -> None:
+    """The checkpointing fields as a point's identity says them: a knob enters only under the mode
+    it tunes, and every second block keeps the name it was first measured under (`selective`), so
+    records from before the split into selective_op and selective_layer keep their ids."""
+    mode = train.get("activation_checkpointing")
+    if mode != ac_modes.SELECTIVE_LAYER:
+        train.pop("ac_every", None)
+    elif train.get("ac_every") == ac_modes.DEFAULT_AC_EVERY:
+        train["activation_checkpointing"] = ac_modes.LEGACY_SELECTIVE
+    if mode != ac_modes.SELECTIVE_OP:
+        train.pop("ac_save_ops", None)
+
+
+class RunSpec(Strict):
+    """One benchmark point, fully resolved. Field names are the config keys (`train.seq_len`, ...)."""
+
+    sweep: PointSweep = Field(default_factory=PointSweep)
+    repeat: int = Field(0, ge=0, description="repeat index (sweep.repeats); part of the point id")
+    model: ModelSpec
+    strategy: Strategy = "full_shard"
+    precision: Precision = "fp32"
+    cluster: ClusterSpec
+    launcher: Launcher = "local"
+    nodes: int = Field(1, ge=1, strict=True)
+    gpus_per_node: int = Field(1, ge=1, strict=True, description="ranks per node")
+    world_size: int = 0
+    train: TrainSpec = Field(default_factory=TrainSpec)
+    debug: DebugKnobs = Field(default_factory=DebugKnobs)
+    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
+
+    @field_validator("strategy", "precision", "launcher", mode="before")
+    @classmethod
+    def _selected_name(cls, value: Any) -> Any:
+        """A config group node ({name: ..., other options}) selects by its name."""
+        return value.get("name") if isinstance(value, dict) else value
+
+    @model_validator(mode="after")
+    def _resolve(self) -> RunSpec:
+        if self.train.seq_len is None:
+            self.train.seq_len = self.model.default_seq_len
+        expected = self.nodes * self.gpus_per_node
+        if self.world_size and self.world_size != expected:
+            raise ValueError(f"world_size: {self.world_size} != nodes x gpus_per_node = {expected}")
+        self.world_size = expected
+        return self
+
+    @classmethod
+    def from_config(cls, cfg: dict[str, Any]) -> RunSpec:
+        """The spec of a composed config: the tree's sections as they are, `sweep` reduced to the point's part."""
+        sweep = cfg.get("sweep") or {}
+        fields = {
+            key: cfg[key]
+            for key in ("model", "strategy", "precision", "cluster", "launcher", "train", "debug", "telemetry")
+            if key in cfg
+        }
+        fields.update(nodes=cfg.get("nodes"), gpus_per_node=cfg.get("gpus_per_node"))
+        fields["sweep"] = {
+            "name": sweep.get("name") or "adhoc",
+            **({"point_timeout_s": sweep["point_timeout_s"]} if sweep.get("point_timeout_s") is not None else {}),
+        }
+        return cls.model_validate(fields)
+
+    @property
+    def device_type(self) -> str:
+        return self.cluster.device_type
+
+    @property
+    def tokens_per_step(self) -> int:
+        """Tokens of the global batch in one optimizer step."""
+        return self.world_size * self.train.micro_batch * self.train.grad_accum * self.train.seq_len
+
+    @property
+    def matmul_peak_tflops(self) -> float | None:
+        """The device's dense peak at the rate this point's matmuls run (the precision's tensor-core
+        dtype); None where the cluster has none (CPUs)."""
+        return self.cluster.peak_tflops.get(PRECISIONS[self.precision].peak_dtype)
+
+    def identity(self) -> dict[str, Any]:
+        """The fields that define what is measured (the point id and check's matching)."""
+        identity = self.model_dump(mode="json", exclude=_IDENTITY_EXCLUDE)
+        _ac_identity(identity["train"])
+        for section, name in LATER_FIELDS:
+            node = identity.get(section, {})
+            if name in node and node[name] == type(getattr(self, section)).model_fields[name].default:
+                del node[name]
+        return identity
+
+    @property
+    def point_id(self) -> str:
+        """Content hash of the identity: the same point always gets the same id."""
+        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()[:12]
