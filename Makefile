@@ -26,7 +26,7 @@ bench:
 
 lint:
 	scripts/setup.sh dev
-	.venv/bin/ruff check . && .venv/bin/ruff format --check .
+	.venv/bin/ruff check . && .venv/bin/ruff format --check . && .venv/bin/lint-imports
 
 # The cluster image (Dockerfile, docs/containers.md) with docker or podman, whichever answers; says
 # so and builds nothing when neither does. IMAGE=<tag> BASE_IMAGE=<image> FSDP_BENCH_EXTRAS=ray.

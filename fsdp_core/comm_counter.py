@@ -47,7 +47,7 @@ def _group_size(args: tuple) -> int:
 
 
 # op -> (kind, index of the argument whose bytes count)
-_COUNTED_OPS = {
+COUNTED_OPS = {
     c10d._allgather_base_.default: ("all_gather", 0),
     c10d.allgather_.default: ("all_gather", 0),
     c10d.allgather_into_tensor_coalesced_.default: ("all_gather", 0),
@@ -132,7 +132,7 @@ class CommCounter(TorchDispatchMode):
             # DTensor's sharding propagation return NotImplemented too, and the op would fail).
             # Collectives are never counted at the DTensor level, so nothing counts twice.
             return NotImplemented
-        counted = _COUNTED_OPS.get(func)
+        counted = COUNTED_OPS.get(func)
         if counted is not None:
             if _group_size(args) > 1:
                 kind, index = counted

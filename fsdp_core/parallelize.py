@@ -19,8 +19,8 @@ from torch.distributed.device_mesh import DeviceMesh, init_device_mesh
 from torch.distributed.fsdp import CPUOffloadPolicy, OffloadPolicy, fully_shard
 from torch.distributed.tensor import DTensor, distribute_tensor
 
+from bench.schema import recipes
 from bench.schema.ac_modes import DEFAULT_AC_EVERY, NONE, SELECTIVE_OP, checkpointed_indices
-from fsdp_core import recipes
 from fsdp_core.model import Transformer, init_parameter_, parameter_generator
 from fsdp_core.precision import apply_fp8, mixed_precision_policy
 

@@ -25,9 +25,9 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from bench.schema import recipes
 from bench.schema.model_args import ModelArgs
 from bench.schema.protocol import PREFLIGHT_MEASUREMENTS, STARTED_MARK, PreflightTask, write_json_atomic
-from fsdp_core import recipes
 from fsdp_core.lifeline import check_owned
 from fsdp_core.metrics import capture_env, host_loads, node_name
 from fsdp_core.parallelize import ParallelConfig, build_mesh
@@ -203,11 +203,11 @@ def time_collectives(task: PreflightTask, groups, sizes: list[int], device: torc
         # Nodes are compared with each other: one node at a time, repetition by repetition, so a
         # load that comes and goes falls on every node alike. The other groups run all at once.
         turns = (task.spec["nodes"], my_node) if kind == "node" else (1, -1)
-        samples += _time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device, turns)
+        samples += time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device, turns)
     return samples
 
 
-def _time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device, turns) -> list[dict]:
+def time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device, turns) -> list[dict]:
     """This rank's times of every collective and size on one group, each repetition taken in `turns`."""
     samples = []
     n = dist.get_world_size(group)

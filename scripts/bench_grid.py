@@ -56,7 +56,7 @@ sys.path.insert(0, sys.argv[2])
 clock = lambda: (time.perf_counter(), time.process_time())
 t0 = clock()
 import hydra, omegaconf, pydantic
-from bench import config
+from bench.config import compose as config
 from bench.analysis.planner import predict, with_scaling_efficiency
 assert config.__file__.startswith(sys.argv[2]), config.__file__
 t1 = clock()
@@ -70,7 +70,7 @@ t3 = clock()
 assert len(predictions) == len(points)
 print(json.dumps({
     "points": len(points),
-    "composes": config._compose_groups.cache_info().misses,
+    "composes": config.compose_groups.cache_info().misses,
     "import": [t1[0] - t0[0], t1[1] - t0[1]],
     "validate": [t2[0] - t1[0], t2[1] - t1[1]],
     "plan": [t3[0] - t2[0], t3[1] - t2[1]],

@@ -325,10 +325,10 @@ def launcher_options_class(name: str) -> type | None:
     """The options dataclass of a launcher (typed fields), or None (local has no options)."""
     import importlib
 
-    from bench.run.launch import _CLASSES
+    from bench.run.launch import LAUNCHER_CLASSES
 
     module = importlib.import_module(f"bench.run.launch.{name}")
-    return getattr(getattr(module, _CLASSES[name]), "options_class", None)
+    return getattr(getattr(module, LAUNCHER_CLASSES[name]), "options_class", None)
 
 
 def launcher_section() -> list[str]:
@@ -410,7 +410,7 @@ def device_rows() -> list[list[str]]:
 
 
 def recipe_rows(group: str) -> list[list[str]]:
-    from fsdp_core import recipes
+    from bench.schema import recipes
 
     table_ = recipes.STRATEGIES if group == "strategy" else recipes.PRECISIONS
     rows = []

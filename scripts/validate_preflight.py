@@ -44,7 +44,7 @@ def _crosscheck_rank(rank: int, world: int, port: int, sizes: list[int], rounds:
     import torch
     import torch.distributed as dist
 
-    from fsdp_core.preflight import _time_group
+    from fsdp_core.preflight import time_group
 
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
@@ -54,7 +54,7 @@ def _crosscheck_rank(rank: int, world: int, port: int, sizes: list[int], rounds:
     for _ in range(rounds):
         for op in ("all_gather", "reduce_scatter", "all_reduce"):
             settings = {"collectives": [op], "iters": iters}
-            for sample in _time_group("world", group, None, settings, sizes, torch.float32, torch.float32,
+            for sample in time_group("world", group, None, settings, sizes, torch.float32, torch.float32,
                                       torch.device("cpu"), (1, -1)):  # fmt: skip
                 slowest = torch.tensor(sample["seconds"], dtype=torch.float64)
                 dist.all_reduce(slowest, op=dist.ReduceOp.MAX)

@@ -18,14 +18,13 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from bench.analysis.planner.calibration import network_efficiency
-from bench.analysis.stats import stragglers
 from bench.analysis.planner.comm import RING_PASSES
+from bench.analysis.stats import stragglers
 from bench.schema.env import EnvInfo
 from bench.schema.migrations.ac_split import record_selective_split
 from bench.schema.options import PreflightSettings
 from bench.schema.preflight import CollectiveSample, PreflightResult, RankDevice, Straggler
 from bench.schema.protocol import (
-    PREFLIGHT_DIR,
     PREFLIGHT_MEASUREMENTS,
     PREFLIGHT_RECORD,
     PreflightTask,

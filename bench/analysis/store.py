@@ -401,8 +401,8 @@ def rebuild(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport
 
 def export(store_path: Path | str, out: Path | str, **where: object) -> Path:
     """Write the stored records' per-point table (with efficiencies, as results.csv) as CSV or Parquet."""
-    from bench.analysis.report.views import analyse
     from bench.analysis.report.export import write_csv, write_parquet
+    from bench.analysis.report.views import analyse
 
     out = Path(out)
     writers = {".csv": write_csv, ".parquet": write_parquet}

@@ -24,7 +24,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from bench.config.problems import ConfigError, describe_validation_error
-from bench.config.rules import launch_problems
 from bench.config.registry import (
     GROUPS,
     REGISTRY_GROUPS,
@@ -34,6 +33,7 @@ from bench.config.registry import (
     option_files,
     search_dirs,
 )
+from bench.config.rules import launch_problems
 from bench.schema.ac_modes import ALIAS_NOTE, resolve_user_mode
 from bench.schema.spec import RunSpec
 
@@ -127,16 +127,16 @@ def _combine(choices: tuple[str, ...], dirs: tuple[Path, ...]) -> dict[str, Any]
     ]  # fmt: skip
     keys = [o.key_or_group for o in separable]
     if len(separable) < 2 or len(set(keys)) < len(keys):
-        return _compose_groups(choices, dirs)
+        return compose_groups(choices, dirs)
     structural = tuple(o.input_line for o in parsed if all(o is not s for s in separable))
-    base = _compose_groups(structural, dirs)
+    base = compose_groups(structural, dirs)
     combined = dict(base)
     for override in separable:
         group = override.key_or_group
-        alone = _compose_groups((*structural, override.input_line), dirs)
+        alone = compose_groups((*structural, override.input_line), dirs)
         others_changed = {k: v for k, v in alone.items() if k != group} != {k: v for k, v in base.items() if k != group}
         if others_changed or group not in alone:
-            return _compose_groups(choices, dirs)
+            return compose_groups(choices, dirs)
         combined[group] = alone[group]
     return combined
 
@@ -197,7 +197,7 @@ def _plain_settable(cfg: dict[str, Any], override) -> bool:
 
 
 @lru_cache(maxsize=512)
-def _compose_groups(choices: tuple[str, ...], dirs: tuple[Path, ...]) -> dict[str, Any]:
+def compose_groups(choices: tuple[str, ...], dirs: tuple[Path, ...]) -> dict[str, Any]:
     """Hydra's compose of the group choices alone, as plain containers (interpolations unresolved),
     without Hydra's own node; cached: the expensive part of composing. Callers never modify it."""
     from hydra import compose as hydra_compose
@@ -368,7 +368,7 @@ def _preset(group: str, name: str, dirs: tuple[Path, ...]) -> dict[str, Any] | N
         return None
     from omegaconf import OmegaConf
 
-    return _to_dict(OmegaConf.create(_copy_tree(_compose_groups((f"{group}={name}",), dirs))))[group]
+    return _to_dict(OmegaConf.create(_copy_tree(compose_groups((f"{group}={name}",), dirs))))[group]
 
 
 def load_preset(group: str, name: str):

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from bench.schema.labels import point_label
-
 from bench.schema.units import GIB
+
 MEMORY_COLUMNS = (
     "params",
     "grads",

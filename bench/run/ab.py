@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+
 def build_command(prefix: str) -> list[str]:
     """The argv that starts fsdp-bench for one side (a prefix split with shlex, never run by a shell).
 
@@ -31,6 +32,7 @@ def build_command(prefix: str) -> list[str]:
         return [*tokens, sys.executable, "-m", "bench"]
     return tokens
 
+
 def _env_runs_a_program(args: list[str]) -> bool:
     """Whether `env ARGS` names a program (a word that is not an option, its value, or NAME=VALUE)."""
     takes_value = False
@@ -43,9 +45,11 @@ def _env_runs_a_program(args: list[str]) -> bool:
             return True
     return False
 
+
 def _is_assignment(token: str) -> bool:
     name, eq, _ = token.partition("=")
     return bool(eq) and name.isidentifier()
+
 
 @dataclass(frozen=True)
 class RunOutcome:
@@ -57,12 +61,14 @@ class RunOutcome:
     results_dir: str
     log: str
 
+
 def schedule(rounds: int) -> list[tuple[int, str]]:
     """(round, side) in run order: A B, then B A, alternating."""
     order = []
     for r in range(rounds):
         order += [(r, "A"), (r, "B")] if r % 2 == 0 else [(r, "B"), (r, "A")]
     return order
+
 
 def run_rounds(
     commands: dict[str, list[str]],
@@ -90,6 +96,7 @@ def run_rounds(
             status = "ok" if outcome.returncode == 0 else f"exit {outcome.returncode} (see {log})"
             progress(f"round {r + 1}/{rounds} {side} point {i + 1}/{len(points)}: {status} in {outcome.seconds:.1f} s")
     return outcomes
+
 
 def _run_one(argv, side, r, i, results_dir, log, timeout_s) -> RunOutcome:
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -242,7 +242,11 @@ def collective_times(loaded: bool, world: int = 2) -> dict[str, list[float]]:
 
 def fit_collectives(times: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
     return {
-        kind: {**fit_link(MESSAGE_SIZES, times[kind], RING_PASSES[kind]), "sizes": MESSAGE_SIZES, "seconds": times[kind]}
+        kind: {
+            **fit_link(MESSAGE_SIZES, times[kind], RING_PASSES[kind]),
+            "sizes": MESSAGE_SIZES,
+            "seconds": times[kind],
+        }
         for kind in RING_PASSES
     }
 

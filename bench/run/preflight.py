@@ -25,7 +25,9 @@ def preflight_dir(results_dir: Path, spec: RunSpec) -> Path:
     return Path(results_dir) / spec.sweep.name / PREFLIGHT_DIR / f"{spec.nodes}x{spec.gpus_per_node}"
 
 
-def preflight_task(spec: RunSpec, settings: PreflightSettings, strategies: list[str], results_dir: Path) -> PreflightTask:
+def preflight_task(
+    spec: RunSpec, settings: PreflightSettings, strategies: list[str], results_dir: Path
+) -> PreflightTask:
     """The preflight of `spec`'s world shape, measuring the process groups of every strategy given."""
     return PreflightTask(
         point_dir=str(preflight_dir(results_dir, spec)),

@@ -14,16 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from bench.run.preflight import LonePreflight, measure_alone, preflight_summary, preflight_task
 from bench.analysis.records import RESULT_FILE, write_record
 from bench.config.compose import Point
 from bench.run.execute import Interrupted, run_group
-from bench.schema.protocol import point_dir
 from bench.run.launch import Launcher
 from bench.run.ledger import Decision, Ledger
+from bench.run.preflight import LonePreflight, measure_alone, preflight_summary, preflight_task
 from bench.schema.options import PreflightSettings
 from bench.schema.preflight import PreflightResult, PreflightSummary
-from bench.schema.protocol import PREFLIGHT_RECORD, PreflightTask, results_relative
+from bench.schema.protocol import point_dir
 from bench.schema.record import RunResult
 from bench.schema.spec import RunSpec
 

@@ -19,7 +19,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 from bench.config.compose import flavors
 from bench.schema.ac_modes import AC_MODES
 from bench.schema.recipes import HYBRID, STRATEGIES
-from fsdp_core.comm_counter import _COUNTED_OPS, CommCounter
+from fsdp_core.comm_counter import COUNTED_OPS, CommCounter
 from fsdp_core.data import SyntheticTokens, local_batch
 from fsdp_core.model import build_model
 from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
@@ -116,7 +116,7 @@ class DtypeRecorder(TorchDispatchMode):
         self.dtypes: dict[str, set[str]] = {"all_gather": set(), "reduce_scatter": set(), "all_reduce": set()}
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        counted = _COUNTED_OPS.get(func)
+        counted = COUNTED_OPS.get(func)
         if counted is not None:
             kind, index = counted
             tensors = args[index] if isinstance(args[index], (list, tuple)) else [args[index]]

@@ -17,8 +17,7 @@ from dist_helpers import debug_spec, run_engine, run_ranks
 
 from bench.analysis.planner.checkpoint import checkpoint_state_bytes, parameter_tensors
 from bench.analysis.planner.workload import workload_from_spec
-from bench.schema.protocol import point_dir
-from bench.schema.protocol import default_checkpoint_dir, read_local_marker
+from bench.schema.protocol import default_checkpoint_dir, point_dir, read_local_marker
 
 TOLERANCE = 1e-4  # world size 1 vs 2: floating-point reassociation (tests/distributed/test_numerics.py)
 DEBUG_TENSORS = 21  # debug: 2 blocks of 9 parameter tensors, plus embeddings, final norm and output

@@ -99,7 +99,10 @@ def test_the_wheel_holds_every_file_of_the_package_folders(wheel, source):
     }
     assert expected - shipped == set()
     assert {"sweeps/device/h100-sxm.yaml", "bench/schema/migrations/v1_registry.json"} <= shipped
-    assert {"bench/analysis/planner/data/published_calibration.csv", "bench/present/report/templates/report.html.j2"} <= shipped
+    assert {
+        "bench/analysis/planner/data/published_calibration.csv",
+        "bench/present/report/templates/report.html.j2",
+    } <= shipped
 
 
 def test_the_installed_copy_is_the_one_that_runs(installed):

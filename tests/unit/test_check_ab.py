@@ -7,9 +7,9 @@ import sys
 import pytest
 
 from bench.analysis.check.abtest import summarize
-from bench.run.ab import build_command, schedule
 from bench.analysis.check.points import points_from_records
 from bench.analysis.check.synthetic import make_record, step_times
+from bench.run.ab import build_command, schedule
 
 PY = [sys.executable, "-m", "bench"]
 

@@ -189,8 +189,8 @@ def test_mixed_environments_in_one_side_are_reported():
 
 
 def test_fields_added_later_leave_keys_of_points_at_their_default_unchanged(monkeypatch):
-    from bench import schemas
     from bench.analysis.check.points import identity_key, match_identity
+    from bench.schema import spec as schemas
 
     spec = make_record([0.1] * 3).spec
     before = identity_key(match_identity(spec))

@@ -103,7 +103,7 @@ def test_the_planner_compares_memory_with_peak_reserved_on_gpu_and_resident_set_
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
     from record_factory import make_record
 
-    from bench.analysis.planner.compare import measured_memory
+    from bench.analysis.plan_accuracy import measured_memory
 
     cpu = make_record(peak_mem_bytes=3 * 2**30)
     assert measured_memory(cpu) == (3 * 2**30, "resident")

@@ -1,11 +1,11 @@
-"""Dependency direction (docs/architecture.md), checked statically and by really importing.
+"""The import rules of docs/architecture.md.
 
-- fsdp_core never imports hydra, omegaconf, pydantic, pandas, bench or reports (anywhere, lazily included).
-- reports never imports torch or fsdp_core, and from bench only its torch-free contract: bench.schemas
-  (the records) and bench.analysis.stats (the statistics engine).
-- bench imports torch only lazily: no module-level import of torch or of a torch-importing fsdp_core
-  module; importing the CLI, config, schemas and every command module leaves torch unloaded.
-The subprocess checks catch what the static ones cannot (an allowed import that pulls torch in).
+- The layer contracts in `.importlinter` (layers, forbidden, acyclic siblings), checked with
+  import-linter's own engine, in this process (the same check as `make lint`'s `lint-imports`).
+- No module imports another module's private (`_`-prefixed) names.
+- What the contracts cannot see, checked by really importing in fresh interpreters: the run layer
+  imports torch only lazily, so the CLI, every command and the schema leave torch unloaded; the
+  ranks' modules never load an orchestration library.
 """
 
 from __future__ import annotations
@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FSDP_CORE_FORBIDDEN = {"hydra", "omegaconf", "pydantic", "pandas", "bench", "reports"}
+# Where the private-name rule applies: the packages and the scripts and benchmarks that use them.
+CHECKED_TREES = ("bench", "fsdp_core", "scripts", "benchmarks", "tests")
+OUR_PACKAGES = ("bench", "fsdp_core")
 
 
 def module_name(path: Path) -> str:
@@ -28,25 +30,66 @@ def module_name(path: Path) -> str:
 
 
 def package_modules(package: str) -> list[str]:
-    return sorted(module_name(p) for p in (ROOT / package).rglob("*.py"))
+    return sorted(module_name(p) for p in (ROOT / package).rglob("*.py") if p.name != "__main__.py")
 
 
-def imported_names(path: Path, top_level_only: bool = False) -> set[str]:
-    """Absolute module names a file imports (every import statement, or module-level ones only)."""
+def test_the_layer_contracts_hold():
+    """Every contract of .importlinter is kept (a broken one is printed with the imports that break it)."""
+    from importlinter.application.use_cases import lint_imports
+    from importlinter.configuration import configure
+
+    configure()  # what the lint-imports command does first: the readers of .importlinter and its contract types
+    assert lint_imports(config_filename=str(ROOT / ".importlinter"), cache_dir=None, no_logo=True)
+
+
+def test_the_contracts_cover_every_layer_and_the_ranks():
+    text = (ROOT / ".importlinter").read_text()
+    layers = [p.name for p in (ROOT / "bench").iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    assert sorted(layers) == sorted(["schema", "config", "analysis", "run", "present", "cli"])
+    assert "exhaustive = True" in text and "type = acyclic_siblings" in text and "fsdp_core" in text
+
+
+def private_imports(path: Path) -> list[str]:
+    """`from ours import _name` and `ours_module._name` uses in one file."""
     tree = ast.parse(path.read_text())
-    nodes = tree.body if top_level_only else ast.walk(tree)
-    names = set()
-    for node in nodes:
-        if isinstance(node, ast.Import):
-            names.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module)
-            names.update(f"{node.module}.{alias.name}" for alias in node.names)
-    return names
+    found, modules = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in OUR_PACKAGES:
+                for alias in node.names:
+                    if alias.name.startswith("_") and not alias.name.startswith("__"):
+                        found.append(f"{node.module}.{alias.name}")
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            modules.update(a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in OUR_PACKAGES)
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+        ):
+            found.append(f"{node.value.id}.{node.attr}")
+    return found
 
 
-def roots(names: set[str]) -> set[str]:
-    return {name.split(".")[0] for name in names}
+def test_no_module_imports_another_modules_private_names():
+    offenders = {
+        str(path.relative_to(ROOT)): names
+        for tree in CHECKED_TREES
+        for path in sorted((ROOT / tree).rglob("*.py"))
+        if (names := private_imports(path))
+    }
+    assert offenders == {}
+
+
+def test_the_private_name_check_sees_both_forms(tmp_path):
+    sample = tmp_path / "sample.py"
+    sample.write_text(
+        "from bench.config import compose\nfrom bench.analysis.stats import _resample_plan\ncompose._parse('x')\n"
+    )
+    assert private_imports(sample) == ["bench.analysis.stats._resample_plan", "compose._parse"]
 
 
 def loaded_after_import(modules: list[str], watched: list[str]) -> list[str]:
@@ -61,39 +104,11 @@ def loaded_after_import(modules: list[str], watched: list[str]) -> list[str]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("path", sorted((ROOT / "fsdp_core").rglob("*.py")), ids=lambda p: p.name)
-def test_fsdp_core_never_imports_orchestration_libraries(path):
-    assert roots(imported_names(path)) & FSDP_CORE_FORBIDDEN == set()
-
-
-REPORTS_MAY_IMPORT = ("bench.schemas", "bench.analysis.stats")
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "reports").rglob("*.py")), ids=lambda p: p.name)
-def test_reports_import_only_the_bench_contract_and_never_torch(path):
-    names = imported_names(path)
-    assert roots(names) & {"torch", "fsdp_core"} == set()
-    bench_names = {n for n in names if n.split(".")[0] == "bench"}
-    assert {n for n in bench_names if not n.startswith(REPORTS_MAY_IMPORT)} == set()
-
-
-def torch_importing_core_modules() -> set[str]:
-    """fsdp_core modules that import torch at module level (the others are safe for bench)."""
-    return {module_name(p) for p in (ROOT / "fsdp_core").rglob("*.py") if "torch" in roots(imported_names(p, True))}
-
-
-@pytest.mark.parametrize("path", sorted((ROOT / "bench").rglob("*.py")), ids=lambda p: module_name(p))
-def test_bench_imports_torch_only_lazily(path):
-    heavy = torch_importing_core_modules()
-    top_level = imported_names(path, top_level_only=True)
-    assert "torch" not in roots(top_level)
-    assert {n for n in top_level if n in heavy or n.rsplit(".", 1)[0] in heavy} == set()
-
-
-def test_importing_the_cli_and_every_command_leaves_torch_unloaded():
+def test_importing_the_cli_every_command_and_the_run_layer_leaves_torch_unloaded():
     commands = [m for m in package_modules("bench/cli/commands") if m != "bench.cli.commands"]
     assert "bench.cli.commands.run" in commands
-    modules = ["bench.cli.main", "bench.config", "bench.schemas", *commands]
+    modules = ["bench.cli.main", *commands, *package_modules("bench/run"), *package_modules("bench/schema")]
+    modules = [m for m in modules if m not in ("bench.run.launch.ray_job",)]  # the Ray driver: it is a rank's parent
     assert loaded_after_import(modules, ["torch", "fsdp_core.model"]) == []
 
 
@@ -103,10 +118,11 @@ def test_building_the_cli_parser_leaves_torch_unloaded():
     assert proc.stdout.strip() == "False", proc.stderr
 
 
-def test_reports_never_load_torch():
-    assert loaded_after_import(package_modules("reports"), ["torch", "fsdp_core.model"]) == []
+@pytest.mark.parametrize("layer", ["analysis", "present"])
+def test_the_analysis_and_presentation_layers_never_load_torch(layer):
+    assert loaded_after_import(package_modules(f"bench/{layer}"), ["torch", "fsdp_core.model"]) == []
 
 
-def test_fsdp_core_never_loads_orchestration_libraries():
-    loaded = loaded_after_import(package_modules("fsdp_core"), sorted(FSDP_CORE_FORBIDDEN))
-    assert loaded == []
+def test_the_ranks_modules_never_load_orchestration_libraries():
+    watched = ["hydra", "omegaconf", "pandas", "matplotlib", "jinja2", "rich", "scipy", "bench.config", "bench.run"]
+    assert loaded_after_import(package_modules("fsdp_core"), watched) == []

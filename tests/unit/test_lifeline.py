@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from bench import jobs
-from bench import locks as locks_module
 from bench.run.execute import raise_storage_error
+from bench.run.launch.base import note_job
+from bench.run.ownership import jobs
+from bench.run.ownership import locks as locks_module
 from bench.run.ownership.locks import MeasurementLocks
 from bench.run.ownership.storage import storage_error_line
+from bench.schema import protocol
 from bench.schema.protocol import LAUNCH_FILE, OWNER_SILENT_S, SWEEP_LOCK, LaunchFile, RankError, sweep_dir_of
-from fsdp_core import protocol
 from fsdp_core.lifeline import TORCHRUN_ENV, abandoned
 
 REPO = Path(__file__).resolve().parents[2]
@@ -206,7 +207,7 @@ def left_launch(sweep_dir: Path, name: str, job_id: str, owner: str) -> Path:
     work = sweep_dir / protocol.LAUNCHES_DIR / name
     work.mkdir(parents=True)
     LaunchFile(points=[], owner=owner).write(work / LAUNCH_FILE)
-    jobs.note_job(work, "slurm", job_id, {"name": "slurm", "partition": "gpu"})
+    note_job(work, "slurm", job_id, {"name": "slurm", "partition": "gpu"})
     return work
 
 
@@ -241,7 +242,7 @@ def test_a_holder_that_waits_adopts_the_left_jobs_tokens_until_they_end(tmp_path
         seen.append((json.loads((tmp_path / SWEEP_LOCK).read_text()), abandoned("old-token", tmp_path / SWEEP_LOCK)))
         original(*args)
 
-    monkeypatch.setattr(jobs, "settle_left_jobs", settle)
+    monkeypatch.setattr(locks_module, "settle_left_jobs", settle)
     with MeasurementLocks(tmp_path, runs_here=False, wait=False, concurrent=True, orphans="wait") as locks:
         holder = json.loads((tmp_path / SWEEP_LOCK).read_text())
     ((while_waiting, reason),) = seen

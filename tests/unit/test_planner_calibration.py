@@ -108,7 +108,7 @@ def test_missing_calibration_falls_back_to_documented_defaults(tmp_path, monkeyp
 
 
 def test_efficiency_flag_names_the_likely_cause():
-    from bench.analysis.planner.compare import efficiency_flag
+    from bench.analysis.plan_accuracy import efficiency_flag
 
     comm_heavy = {"scaling_efficiency": 0.95, "step_time_s": 1.0, "comm_time_s": {"exposed": 0.1, "overlapped": 0.3}}
     compute_heavy = {**comm_heavy, "comm_time_s": {"exposed": 0.0, "overlapped": 0.05}}

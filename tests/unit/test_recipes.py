@@ -12,8 +12,8 @@ from bench.analysis.planner import predict
 from bench.config.compose import load_preset, spec_from_fields
 from bench.config.registry import group_options
 from bench.config.rules import launch_problems
+from bench.schema import recipes
 from bench.schema.spec import Precision, RunSpec, Strategy
-from fsdp_core import recipes
 from fsdp_core.precision import TORCH_DTYPES, compute_dtype, mixed_precision_policy
 
 WORLD_SHAPES = [(1, 1), (2, 1), (1, 4), (2, 4), (4, 8)]

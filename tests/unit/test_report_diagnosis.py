@@ -80,7 +80,7 @@ def test_diagnose_text_threshold_and_missing_values():
 
 @pytest.mark.parametrize("measured, expected", [(0.90, None), (0.80, "points below prediction")])
 def test_planner_flag_reuses_the_report_logic(measured, expected):
-    from bench.analysis.planner.compare import efficiency_flag
+    from bench.analysis.plan_accuracy import efficiency_flag
 
     flag = efficiency_flag(prediction(0.95, 0.1, 0.3), measured)
     assert flag == expected if expected is None else expected in flag and flag.endswith(COMM_CAUSE)

@@ -90,7 +90,7 @@ def test_two_processes_ingesting_500_records_each_end_with_1000_rows(tmp_path):
         sys.executable,
         "-c",
         "import sys; from bench.analysis.store import ResultStore; "
-        "from bench import store; store.BATCH_SIZE = 25; "  # many small transactions: real interleaving
+        "from bench.analysis import store; store.BATCH_SIZE = 25; "  # many small transactions: real interleaving
         "r = ResultStore(sys.argv[1]).ingest_paths(sys.argv[2]); print(r.added, len(r.problems))",
     ]
     procs = [

@@ -7,9 +7,9 @@ import pytest
 from bench.analysis.records import write_record
 from bench.config.compose import load_grid
 from bench.config.registry import group_options
-from bench.schema.protocol import point_dir
 from bench.run.ledger import Ledger
 from bench.run.sweep import expand_repeats, group_by_world_shape
+from bench.schema.protocol import point_dir
 from bench.schema.record import RunResult, model_info
 
 EXPECTED_SIZES = {"cpu_smoke": 12, "cpu_scaling": 4, "eks_llama2": 30, "strategy_shootout": 25}

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-from bench.run.ab import run_rounds
 from bench.analysis.check.compare import compare
 from bench.analysis.check.points import points_from_records
 from bench.analysis.check.synthetic import make_record, step_times
@@ -15,6 +14,7 @@ from bench.analysis.check.thresholds import ThresholdError, Thresholds, parse_th
 from bench.cli.main import main as cli_main
 from bench.config.compose import load_point
 from bench.config.problems import ConfigError
+from bench.run.ab import run_rounds
 from bench.schema.telemetry import Telemetry
 
 DEBUG = ["model=debug", "train.steps=4", "train.warmup_steps=1"]

@@ -15,9 +15,9 @@ import tomllib
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
 
-from bench import version  # noqa: E402
 from bench.analysis.report.frame import records_to_frame  # noqa: E402
 from bench.cli.main import main as cli_main  # noqa: E402
+from bench.config import version  # noqa: E402
 from bench.config.compose import spec_from_fields  # noqa: E402
 from bench.present.report.environment import environment_lines  # noqa: E402
 from bench.run.execute import prepare_launch  # noqa: E402

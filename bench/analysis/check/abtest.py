@@ -19,6 +19,7 @@ from bench.analysis.check.timings import compare_timing_metric, has_timing
 
 ALPHA = 0.05
 
+
 @dataclass(frozen=True)
 class AbRow:
     """One point's A/B result: medians of tokens/s, the ratio B/A, its CI and a two-sided p."""
@@ -33,6 +34,7 @@ class AbRow:
     ci_high: float
     p_value: float
     verdict: str
+
 
 def summarize(a_points: list[PointData], b_points: list[PointData]) -> list[AbRow]:
     """Compare the pooled tokens/s samples of the two sides, point by point."""
@@ -62,6 +64,7 @@ def summarize(a_points: list[PointData], b_points: list[PointData]) -> list[AbRo
             )
         )
     return rows
+
 
 def load_sides(out: Path) -> tuple[list[PointData], list[PointData], dict]:
     """Both sides' points (repeats over rounds pooled) and their environment fingerprints."""

@@ -31,8 +31,8 @@ from bench.analysis.planner.activations import embedding_ids_bytes, loss_gradien
 from bench.analysis.planner.shapes import padded_numel
 from bench.analysis.planner.workload import Workload
 from bench.schema.recipes import FP8_LINEAR_BYTES, fp8_converts
-
 from bench.schema.units import GIB
+
 # Blocks whose whole parameters (and gradients) are alive at once under reshard_after_forward=True:
 # the one computing and the one FSDP2 prefetches.
 BLOCKS_IN_FLIGHT = 2

@@ -28,13 +28,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.schema.units import GIB
 from bench.config.compose import Point, compose, grid_items, is_grid_override, load_points, sweep_values
 from bench.config.problems import ConfigError, describe_validation_error
 from bench.config.registry import group_options
 from bench.schema.flops import flops_per_token, hardware_flops_per_token
 from bench.schema.options import OBJECTIVES, SearchOptions
 from bench.schema.spec import CHECKPOINTING
+from bench.schema.units import GIB
 
 AXES = (
     "strategy",

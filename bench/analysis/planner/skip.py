@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import datetime as dt
 
-from bench.schema.units import GIB
 from bench.analysis.planner.predict import predict, with_scaling_efficiency
 from bench.schema.record import RunResult, model_info, recipe_of
 from bench.schema.spec import RunSpec
+from bench.schema.units import GIB
 
 
 def skip_reason(prediction: dict) -> str:

@@ -1,7 +1,7 @@
 """Why a point scaled worse than the planner predicted: the flag and its likely cause.
 
 One implementation for the report (HTML results table, summary.md) and for
-`bench.analysis.planner.compare.efficiency_flag`. Pure functions on plain numbers: no pandas, no
+`bench.analysis.plan_accuracy.efficiency_flag`. Pure functions on plain numbers: no pandas, no
 planner import, so bench/ can import it cheaply.
 
 The cause is a heuristic, not a measurement: the engine does not time communication

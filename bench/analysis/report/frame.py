@@ -15,9 +15,9 @@ from typing import Any
 import pandas as pd
 
 from bench.analysis.stats import scaling_key
-from bench.schema.units import GIB
 from bench.schema.record import RunResult
 from bench.schema.spec import DebugKnobs
+from bench.schema.units import GIB
 
 # Columns that hold one list per row: kept in the frame for plots, left out of CSV.
 LIST_COLUMNS = ("step_times_s",)

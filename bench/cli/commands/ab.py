@@ -41,11 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from bench.analysis.check import abtest
-    from bench.present.check import ab as ab_output
-    from bench.run import ab as ab_run
     from bench.config.compose import load_grid
     from bench.config.problems import ConfigError
+    from bench.present.check import ab as ab_output
     from bench.present.check.table import text_table
+    from bench.run import ab as ab_run
 
     if args.rounds < 1:
         print(f"error: --rounds: must be at least 1, got {args.rounds}", file=sys.stderr)

@@ -21,11 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.present.preflight import table_lines
-    from bench.run.preflight import preflight_task
-    from bench.run.point import launchable_point
     from bench.config.compose import preflight_settings
     from bench.config.problems import ConfigError
+    from bench.present.preflight import table_lines
+    from bench.run.point import launchable_point
+    from bench.run.preflight import preflight_task
     from bench.schema.protocol import PREFLIGHT_RECORD
 
     try:

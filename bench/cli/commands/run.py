@@ -13,9 +13,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.run.point import launchable_point
     from bench.config.problems import ConfigError
     from bench.present.console import point_summary
+    from bench.run.point import launchable_point
     from bench.schema.protocol import point_dir
 
     try:

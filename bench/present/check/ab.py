@@ -9,6 +9,7 @@ from pathlib import Path
 from bench.analysis.check.abtest import AbRow
 from bench.run.ab import RunOutcome
 
+
 def ab_table(rows: list[AbRow]) -> list[list[str]]:
     """Rows for text_table: point, rounds, medians, ratio, CI, p, verdict."""
     return [
@@ -25,7 +26,9 @@ def ab_table(rows: list[AbRow]) -> list[list[str]]:
         for r in rows
     ]
 
+
 AB_HEADERS = ("point", "rounds A/B", "A tokens/s", "B tokens/s", "B/A", "95% CI", "p", "verdict")
+
 
 def write_summary(
     out: Path,

@@ -15,7 +15,7 @@ from matplotlib.ticker import MaxNLocator
 
 from bench.analysis.history.analyse import SeriesResult
 from bench.analysis.history.series import EFFICIENCY
-from bench.present.report.plots import PALETTE
+from bench.present.style import PALETTE
 
 REGRESSION_COLOUR, IMPROVEMENT_COLOUR, RUN_COLOUR = PALETTE[1], PALETTE[0], "#555555"
 WIDTH_IN, HEIGHT_IN = 11.0, 3.4

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.analysis.report.export import write_csv
 from bench.analysis.report.views import analyse
 from bench.present.report import tables
 from bench.present.report import telemetry as telemetry_view
@@ -21,7 +22,6 @@ from bench.present.report.autotune import autotune_section
 from bench.present.report.checkpoint import checkpoint_table
 from bench.present.report.cluster_health import cluster_health
 from bench.present.report.environment import environment_lines
-from bench.analysis.report.export import write_csv
 from bench.present.report.html import RenderedFigure, render_figure, render_html
 from bench.present.report.render import render_figures
 from bench.present.report.reproduce import default_commands

@@ -13,8 +13,8 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from bench.present.report import formatting as fmt
 from bench.present.report.labels import config_label
-from bench.present.report.plots import LOG_MIN_SPAN, MARKERS, PALETTE, _legend_outside, _log2_nodes
 from bench.present.report.tables import Table
+from bench.present.style import LOG_MIN_SPAN, MARKERS, PALETTE, legend_outside, log2_nodes
 
 GB = 1e9  # storage bandwidth and checkpoint sizes are quoted in decimal units (GB, GB/s)
 
@@ -66,7 +66,7 @@ def _size_panel(ax, data: pd.DataFrame) -> None:
     _log_if_wide(ax)
     ax.set_title("Checkpoint save time vs size", y=1.0)
     ax.grid(True, alpha=0.3)
-    _legend_outside(ax, [])
+    legend_outside(ax, [])
 
 
 _PLAIN = FuncFormatter(lambda value, _: f"{value:.3g}")
@@ -96,12 +96,12 @@ def _bandwidth_panel(ax, data: pd.DataFrame) -> None:
     assumed = data["pred_ckpt_storage_gbps"].dropna() if "pred_ckpt_storage_gbps" in data else pd.Series(dtype=float)
     if not assumed.empty:
         ax.axhline(float(assumed.median()) / 8, color="grey", linestyle="--", label="planner's storage bandwidth")
-    _log2_nodes(ax, data["nodes"])
+    log2_nodes(ax, data["nodes"])
     ax.set_ylabel("aggregate GB/s")
     ax.yaxis.set_major_formatter(_PLAIN)
     ax.set_title("Checkpoint bandwidth vs nodes", y=1.0)
     ax.grid(True, alpha=0.3)
-    _legend_outside(ax, [])
+    legend_outside(ax, [])
 
 
 CHECKPOINT_HEADERS = ["sweep", "point", "model", "configuration", "nodes", "mode", "every", "saves", "state (GB)",

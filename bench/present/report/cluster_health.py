@@ -20,8 +20,8 @@ from matplotlib.figure import Figure  # noqa: E402
 
 from bench.analysis.stats import stragglers  # noqa: E402
 from bench.present.report.html import RenderedFigure, render_figure  # noqa: E402
-from bench.present.report.plots import MARKERS, PALETTE  # noqa: E402
 from bench.present.report.tables import Table  # noqa: E402
+from bench.present.style import MARKERS, PALETTE  # noqa: E402
 from bench.schema.env import HostLoad  # noqa: E402
 from bench.schema.options import PreflightSettings  # noqa: E402
 from bench.schema.preflight import PreflightResult  # noqa: E402

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from bench.schema.units import GIB
-
 import math
 from typing import Any
+
+from bench.schema.units import GIB
 
 MISSING = "–"
 

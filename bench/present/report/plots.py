@@ -21,26 +21,29 @@ matplotlib.use("Agg")  # no display: reports render on headless CI runners and c
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator  # noqa: E402
 
-from bench.schema.units import GIB  # noqa: E402
 from bench.present.report.labels import series_labels  # noqa: E402
+from bench.present.style import (  # noqa: E402
+    BOTTOM_IN,
+    IDEAL_STYLE,
+    LEFT_IN,
+    LEGEND_IN,
+    MARKERS,
+    MAX_SERIES,
+    PALETTE,
+    PANEL_HEIGHT_IN,
+    PANEL_WIDTH_IN,
+    TOP_IN,
+    legend_outside,
+    log2_nodes,
+    shorten,
+    single_axes,
+    value_axis,
+)
+from bench.schema.units import GIB  # noqa: E402
 
-# Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision
-# deficiencies. Yellow goes last: it is the hardest to see on white.
-PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
-MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
-# Eight series per panel: one per palette colour; beyond that lines become unreadable.
-MAX_SERIES = len(PALETTE)
 MAX_PANELS = 12
 MAX_BOXES = 40
-IDEAL_STYLE = {"linestyle": "--", "linewidth": 1.0, "alpha": 0.7}
-# Panel geometry (inches): axes, then margins for tick labels and title, and the legend column.
-PANEL_WIDTH_IN, PANEL_HEIGHT_IN = 5.2, 2.7
-_LEFT_IN, _LEGEND_IN, _TOP_IN, _BOTTOM_IN = 0.95, 3.75, 0.4, 0.6
-# Legend labels longer than this are cut (with an ellipsis) so they fit the legend column.
-MAX_LABEL_CHARS = 56
 
 
 def throughput_figure(scaling: pd.DataFrame) -> Figure | None:
@@ -74,7 +77,7 @@ def efficiency_figure(scaling: pd.DataFrame) -> Figure | None:
         for ax in fig.axes:
             ax.axhline(100, color="grey", gid="ideal:100", **IDEAL_STYLE)
             ax.set_ylim(0, max(110, ax.get_ylim()[1]))
-            _legend_outside(ax, ["ideal (100 % = linear)"])
+            legend_outside(ax, ["ideal (100 % = linear)"])
     return fig
 
 
@@ -114,16 +117,12 @@ def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure
             line = line.sort_values("nodes")
             style = {"color": PALETTE[index % MAX_SERIES], "marker": MARKERS[index % MAX_SERIES]}
             x, y = line["nodes"].to_numpy(dtype=float), line[column].to_numpy(dtype=float)
-            ax.plot(x, y, label=_shorten(labels[int(series)]), gid=f"series:{series}", **style)
+            ax.plot(x, y, label=shorten(labels[int(series)]), gid=f"series:{series}", **style)
             _error_bars(ax, line, x, y, ci, style["color"])
             if ideal is not None and len(line) > 1:
                 ax.plot(x, ideal(line), color=style["color"], gid=f"ideal:{series}", label="_ideal", **IDEAL_STYLE)
         _finish_axes(ax, panel, model, len(shown), ylabel, log_y, ideal is not None)
     return fig
-
-
-def _shorten(label: str) -> str:
-    return label if len(label) <= MAX_LABEL_CHARS else label[: MAX_LABEL_CHARS - 1] + "…"
 
 
 def _error_bars(ax, line: pd.DataFrame, x, y, ci, color) -> None:
@@ -145,55 +144,11 @@ def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal) -> None:
     total = panel["series"].nunique()
     # y given explicitly: skips matplotlib's title auto-positioning (a text layout pass per panel).
     ax.set_title(model if shown == total else f"{model} ({shown} of {total} configurations shown)", y=1.0)
-    _log2_nodes(ax, panel["nodes"])
+    log2_nodes(ax, panel["nodes"])
     ax.set_ylabel(ylabel)
-    _value_axis(ax, log_y)
+    value_axis(ax, log_y)
     ax.grid(True, which="major", alpha=0.3)
-    _legend_outside(ax, ["ideal (dashed, from the baseline)"] if has_ideal else [])
-
-
-def _legend_outside(ax, ideal_labels: list[str]) -> None:
-    """The series legend to the right of the axes, plus one grey dashed entry per ideal line kind."""
-    handles, labels = ax.get_legend_handles_labels()
-    handles += [Line2D([], [], color="grey", **IDEAL_STYLE) for _ in ideal_labels]
-    ax.legend(
-        handles,
-        labels + ideal_labels,
-        loc="upper left",
-        bbox_to_anchor=(1.02, 1.0),
-        borderaxespad=0,
-        fontsize="small",
-        frameon=False,
-    )
-
-
-# Plain numbers with thousands separators ("4,000"), not "4 x 10^3".
-_THOUSANDS = FuncFormatter(lambda value, _: f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}")
-# A log value axis only pays off when the values span more than this factor; below it the
-# 1-2-5 ticks of a log axis would leave the axis nearly unlabelled.
-LOG_MIN_SPAN = 8.0
-
-
-def _value_axis(ax, log_y: bool) -> None:
-    """Log10 y axis with 1-2-5 ticks when the data span a wide range, else linear; plain numbers."""
-    low, high = ax.dataLim.y0, ax.dataLim.y1
-    if log_y and low > 0 and high / low > LOG_MIN_SPAN:
-        ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-        ax.yaxis.set_minor_locator(NullLocator())
-        ax.set_ylabel(ax.get_ylabel().removesuffix(")") + ", log scale)")
-    ax.yaxis.set_major_formatter(_THOUSANDS)
-
-
-def _log2_nodes(ax, nodes: pd.Series) -> None:
-    """A log2 node axis labelled with the node counts that occur (1, 2, 4, ...)."""
-    ticks = sorted({int(n) for n in nodes})
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(ticks))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.set_xticklabels([str(t) for t in ticks])
-    ax.set_xlim(ticks[0] / 1.4, ticks[-1] * 1.4)  # 1.4: half a log2 step of margin on each side
-    ax.set_xlabel("nodes (log2 scale)")
+    legend_outside(ax, ["ideal (dashed, from the baseline)"] if has_ideal else [])
 
 
 def _panels(models: list[str]) -> tuple[Figure, list]:
@@ -205,23 +160,16 @@ def _panels(models: list[str]) -> tuple[Figure, list]:
     shown = models[:MAX_PANELS]
     cols = 1 if len(shown) == 1 else 2
     rows = math.ceil(len(shown) / cols)
-    cell_w, cell_h = _LEFT_IN + PANEL_WIDTH_IN + _LEGEND_IN, _TOP_IN + PANEL_HEIGHT_IN + _BOTTOM_IN
+    cell_w, cell_h = LEFT_IN + PANEL_WIDTH_IN + LEGEND_IN, TOP_IN + PANEL_HEIGHT_IN + BOTTOM_IN
     width, height = cols * cell_w, rows * cell_h
     fig = Figure(figsize=(width, height))
     axes = []
     for index in range(len(shown)):
         row, col = divmod(index, cols)
-        left = (col * cell_w + _LEFT_IN) / width
-        bottom = 1 - (row * cell_h + _TOP_IN + PANEL_HEIGHT_IN) / height
+        left = (col * cell_w + LEFT_IN) / width
+        bottom = 1 - (row * cell_h + TOP_IN + PANEL_HEIGHT_IN) / height
         axes.append(fig.add_axes((left, bottom, PANEL_WIDTH_IN / width, PANEL_HEIGHT_IN / height)))
     return fig, axes
-
-
-def _single_axes(width: float, height: float, left: float, right: float, bottom: float, top: float = 0.45):
-    """A Figure with one Axes of the given size and margins, all in inches (no layout engine)."""
-    total_w, total_h = left + width + right, bottom + height + top
-    fig = Figure(figsize=(total_w, total_h))
-    return fig, fig.add_axes((left / total_w, bottom / total_h, width / total_w, height / total_h))
 
 
 def memory_figure(points: pd.DataFrame) -> Figure | None:
@@ -239,7 +187,7 @@ def memory_figure(points: pd.DataFrame) -> Figure | None:
         ax.set_title(model, y=1.0)
         ax.set_ylabel("peak memory per device (GiB)")
         ax.grid(True, axis="y", alpha=0.3)
-        _legend_outside(ax, [])
+        legend_outside(ax, [])
     return fig
 
 
@@ -274,7 +222,7 @@ def step_time_figure(points: pd.DataFrame, scaling: pd.DataFrame) -> Figure | No
     boxes = every[:MAX_BOXES]
     # Tick labels at 8 pt are ~0.062 in per character (DejaVu Sans): the left margin fits the longest.
     left = 0.3 + 0.062 * max(len(label) for label, _ in boxes)
-    fig, ax = _single_axes(6.5, 0.28 * len(boxes), left=left, right=0.3, bottom=0.55)
+    fig, ax = single_axes(6.5, 0.28 * len(boxes), left=left, right=0.3, bottom=0.55)
     ax.boxplot(
         [times for _, times in boxes],
         orientation="horizontal",

@@ -18,11 +18,11 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from bench.schema.units import GIB
 from bench.present.report import formatting as fmt
 from bench.present.report.labels import config_label
-from bench.present.report.plots import PALETTE
 from bench.present.report.tables import Table
+from bench.present.style import PALETTE
+from bench.schema.units import GIB
 
 # A point throttled when at least this share of its GPU samples had a throttling reason
 # (power cap, thermal, hardware slowdown): below it, a few samples at a clock transition.

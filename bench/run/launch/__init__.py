@@ -6,7 +6,12 @@ import importlib
 
 from bench.run.launch.base import Launcher, LaunchOutcome, LaunchRequest
 
-_CLASSES = {"local": "LocalLauncher", "slurm": "SlurmLauncher", "kubeflow": "KubeflowLauncher", "ray": "RayLauncher"}
+LAUNCHER_CLASSES = {
+    "local": "LocalLauncher",
+    "slurm": "SlurmLauncher",
+    "kubeflow": "KubeflowLauncher",
+    "ray": "RayLauncher",
+}
 
 
 def get_launcher(name: str, options: dict | None = None) -> Launcher:
@@ -16,13 +21,13 @@ def get_launcher(name: str, options: dict | None = None) -> Launcher:
     """
     from bench.config.problems import ConfigError
 
-    if name not in _CLASSES:
-        raise ConfigError([f"launcher: unknown launcher '{name}'; allowed: {', '.join(_CLASSES)}"])
+    if name not in LAUNCHER_CLASSES:
+        raise ConfigError([f"launcher: unknown launcher '{name}'; allowed: {', '.join(LAUNCHER_CLASSES)}"])
     try:
         module = importlib.import_module(f"bench.run.launch.{name}")
     except ModuleNotFoundError as exc:
         raise ConfigError([f"launcher: '{name}' is not available in this installation ({exc})"]) from None
-    return getattr(module, _CLASSES[name])(options or {})
+    return getattr(module, LAUNCHER_CLASSES[name])(options or {})
 
 
 __all__ = ["Launcher", "LaunchOutcome", "LaunchRequest", "get_launcher"]

@@ -8,6 +8,7 @@ per-point deadline every launcher enforces.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -15,8 +16,6 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import contextlib
 
 from bench.schema.protocol import JOB_FILE, PREFLIGHT_MEASUREMENTS, RESULT_FILE, STARTED_MARK, write_json_atomic
 from bench.schema.spec import RunSpec
@@ -195,4 +194,3 @@ def forget_job(work_dir: Path) -> None:
     """The launch's job has ended (or was stopped): nothing is left to find."""
     with contextlib.suppress(FileNotFoundError):
         (Path(work_dir) / JOB_FILE).unlink()
-

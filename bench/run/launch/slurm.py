@@ -24,7 +24,7 @@ from pathlib import Path
 
 from pydantic import Field
 
-from bench.run.launch.base import LaunchOutcome, LaunchRequest, PointWatch, STARTUP_GRACE_S, forget_job, note_job
+from bench.run.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest, PointWatch, forget_job, note_job
 from bench.run.launch.cluster_env import communication_env, uses_efa
 from bench.run.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.run.launch.torchrun import torchrun_args

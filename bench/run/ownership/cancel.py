@@ -28,6 +28,7 @@ HOLDER_STOP_S = 120.0
 
 def sweep_dirs(results: Path) -> list[Path]:
     """RESULTS if it is a sweep folder (it has a lock or launch folders), else the sweep folders in it."""
+
     def is_sweep(folder: Path) -> bool:
         return (folder / SWEEP_LOCK).exists() or (folder / LAUNCHES_DIR).is_dir()
 

@@ -16,7 +16,6 @@ fsdp-bench (bench/run/launch/ray.py), and Ray ends a job's workers when its driv
 
 from __future__ import annotations
 
-import contextlib
 import json
 import time
 from collections.abc import Callable

@@ -1,6 +1,6 @@
 """Predicted next to measured for the ok records of a results folder.
 
-    python -m bench.analysis.planner.compare RESULTS     # a markdown table and the median absolute error
+    python -m bench.analysis.plan_accuracy RESULTS     # a markdown table and the median absolute error
 
 For reports and for docs/results/planner.md's validation table: per point, predicted and measured
 tokens/s per device, their relative error, the predicted step-time split and whether the

@@ -1,0 +1,90 @@
+"""The figures' one style: palette, markers, line styles, panel geometry and axes, for the report,
+the history page and every other figure (bench/present).
+
+Okabe-Ito colours with a distinct marker per series, so lines stay apart in greyscale and for
+colour-blind readers; node axes log2; plain numbers on value axes; legends outside the axes so
+they never cover data; fixed geometry in inches (no layout engine: it re-measures every text).
+"""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display: figures render on headless CI runners and cluster login nodes
+
+import pandas as pd  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator  # noqa: E402
+
+# Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision
+# deficiencies. Yellow goes last: it is the hardest to see on white.
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+# Eight series per panel: one per palette colour; beyond that lines become unreadable.
+MAX_SERIES = len(PALETTE)
+IDEAL_STYLE = {"linestyle": "--", "linewidth": 1.0, "alpha": 0.7}
+# Panel geometry (inches): axes, then margins for tick labels and title, and the legend column.
+PANEL_WIDTH_IN, PANEL_HEIGHT_IN = 5.2, 2.7
+LEFT_IN, LEGEND_IN, TOP_IN, BOTTOM_IN = 0.95, 3.75, 0.4, 0.6
+
+
+# Legend labels longer than this are cut (with an ellipsis) so they fit the legend column.
+MAX_LABEL_CHARS = 56
+
+
+def shorten(label: str) -> str:
+    return label if len(label) <= MAX_LABEL_CHARS else label[: MAX_LABEL_CHARS - 1] + "…"
+
+
+def legend_outside(ax, ideal_labels: list[str]) -> None:
+    """The series legend to the right of the axes, plus one grey dashed entry per ideal line kind."""
+    handles, labels = ax.get_legend_handles_labels()
+    handles += [Line2D([], [], color="grey", **IDEAL_STYLE) for _ in ideal_labels]
+    ax.legend(
+        handles,
+        labels + ideal_labels,
+        loc="upper left",
+        bbox_to_anchor=(1.02, 1.0),
+        borderaxespad=0,
+        fontsize="small",
+        frameon=False,
+    )
+
+
+# Plain numbers with thousands separators ("4,000"), not "4 x 10^3".
+_THOUSANDS = FuncFormatter(lambda value, _: f"{value:,.0f}" if abs(value) >= 100 else f"{value:g}")
+
+
+# A log value axis only pays off when the values span more than this factor; below it the
+# 1-2-5 ticks of a log axis would leave the axis nearly unlabelled.
+LOG_MIN_SPAN = 8.0
+
+
+def value_axis(ax, log_y: bool) -> None:
+    """Log10 y axis with 1-2-5 ticks when the data span a wide range, else linear; plain numbers."""
+    low, high = ax.dataLim.y0, ax.dataLim.y1
+    if log_y and low > 0 and high / low > LOG_MIN_SPAN:
+        ax.set_yscale("log")
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_minor_locator(NullLocator())
+        ax.set_ylabel(ax.get_ylabel().removesuffix(")") + ", log scale)")
+    ax.yaxis.set_major_formatter(_THOUSANDS)
+
+
+def log2_nodes(ax, nodes: pd.Series) -> None:
+    """A log2 node axis labelled with the node counts that occur (1, 2, 4, ...)."""
+    ticks = sorted({int(n) for n in nodes})
+    ax.set_xscale("log", base=2)
+    ax.xaxis.set_major_locator(FixedLocator(ticks))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.set_xticklabels([str(t) for t in ticks])
+    ax.set_xlim(ticks[0] / 1.4, ticks[-1] * 1.4)  # 1.4: half a log2 step of margin on each side
+    ax.set_xlabel("nodes (log2 scale)")
+
+
+def single_axes(width: float, height: float, left: float, right: float, bottom: float, top: float = 0.45):
+    """A Figure with one Axes of the given size and margins, all in inches (no layout engine)."""
+    total_w, total_h = left + width + right, bottom + height + top
+    fig = Figure(figsize=(total_w, total_h))
+    return fig, fig.add_axes((left / total_w, bottom / total_h, width / total_w, height / total_h))
