@@ -31,7 +31,7 @@ from fresh_venv import ROOT, borrowed_site_packages, clean_env, docker_context_c
 from bench.analysis.records import load_records
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-PACKAGES = ("bench", "fsdp_core", "reports", "sweeps")
+PACKAGES = ("bench", "fsdp_core", "sweeps")
 TINY = ["model=debug", "train.steps=3", "train.warmup_steps=1", "train.seq_len=32", "results_dir=results"]
 V1_SWEEP = ROOT / "tests" / "fixtures" / "records" / "v1" / "v1_mixed"
 
@@ -108,9 +108,7 @@ def test_the_wheel_holds_every_file_of_the_package_folders(wheel, source):
 def test_the_installed_copy_is_the_one_that_runs(installed):
     python, cli, work = installed
     site = purelib_of(python)
-    where = ok(
-        run([python, "-c", "import bench, fsdp_core, reports, sweeps; print(bench.__file__, sweeps.__file__)"], work)
-    )
+    where = ok(run([python, "-c", "import bench, fsdp_core, sweeps; print(bench.__file__, sweeps.__file__)"], work))
     assert all(Path(p).is_relative_to(site) for p in where.stdout.split())
     # Outside a checkout the version has no commit.
     assert ok(run([cli, "--version"], work)).stdout == f"fsdp-bench {VERSION}\n"

@@ -24,10 +24,11 @@ from bench.config.problems import ConfigError
 from bench.config.version import harness_version
 from bench.run.execute import collect_launch, prepare_launch
 from bench.run.launch import get_launcher
+from bench.run.launch.base import note_job
 from bench.run.launch.k8s_manifest import crd_schema, validate_pytorchjob
 from bench.run.launch.kubeflow import RENDERED
 from bench.run.launch.results_sync import filesystem, pull_points, push_tree
-from bench.run.ownership.jobs import note_job, settle_left_jobs
+from bench.run.ownership.jobs import settle_left_jobs
 from bench.schema.protocol import JOB_FILE
 
 REPO = Path(__file__).resolve().parents[2]
@@ -96,11 +97,11 @@ def test_apply_false_renders_manifests_and_runs_nothing(tmp_path):
 
 
 def test_a_preflight_launch_renders_with_its_folder_inside_the_pods(tmp_path):
-    from bench.analysis.preflight import make_task, preflight_dir
+    from bench.run.preflight import preflight_task
     from bench.schema.options import PreflightSettings
 
     spec = debug_spec()
-    task = make_task(spec, PreflightSettings(), [spec.strategy], preflight_dir(tmp_path, spec))
+    task = preflight_task(spec, PreflightSettings(), [spec.strategy], tmp_path)
     request = prepare_launch([], tmp_path, preflight=task)
     outcome = get_launcher("kubeflow", {"name": "kubeflow"}).launch(request)
     assert outcome.rendered is True
