@@ -26,8 +26,9 @@ import torch
 import torch.distributed as dist
 
 from bench.schema import recipes
+from bench.schema.files import write_json_atomic
 from bench.schema.model_args import ModelArgs
-from bench.schema.protocol import PREFLIGHT_MEASUREMENTS, STARTED_MARK, PreflightTask, write_json_atomic
+from bench.schema.protocol import PREFLIGHT_MEASUREMENTS, STARTED_MARK, PreflightTask
 from fsdp_core.lifeline import check_owned
 from fsdp_core.metrics import capture_env, host_loads, node_name
 from fsdp_core.parallelize import ParallelConfig, build_mesh

@@ -25,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from bench.schema.ac_modes import DEFAULT_AC_EVERY
+from bench.schema.files import write_json_atomic
 from bench.schema.flops import flops_per_token, hardware_flops_per_token
 from bench.schema.model_args import ModelArgs
 from bench.schema.protocol import (
@@ -39,7 +40,6 @@ from bench.schema.protocol import (
     RankError,
     collective_timeout_s,
     sweep_dir_of,
-    write_json_atomic,
 )
 from fsdp_core.checkpoint import CheckpointConfig, Checkpointer
 from fsdp_core.compile_stats import CompileStats

@@ -21,6 +21,7 @@ from bench.analysis.planner.calibration import network_efficiency
 from bench.analysis.planner.comm import RING_PASSES
 from bench.analysis.stats import stragglers
 from bench.schema.env import EnvInfo
+from bench.schema.files import write_json_atomic
 from bench.schema.migrations.ac_split import record_selective_split
 from bench.schema.options import PreflightSettings
 from bench.schema.preflight import CollectiveSample, PreflightResult, RankDevice, Straggler
@@ -29,7 +30,6 @@ from bench.schema.protocol import (
     PREFLIGHT_RECORD,
     PreflightTask,
     read_errors,
-    write_json_atomic,
 )
 from bench.schema.spec import RunSpec
 

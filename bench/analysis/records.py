@@ -14,8 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bench.schema.files import write_json_atomic
 from bench.schema.migrations import FutureVersionError, migrate_record
-from bench.schema.protocol import RESULT_FILE, write_json_atomic
+from bench.schema.protocol import RESULT_FILE
 from bench.schema.record import SCHEMA_VERSION, RunResult
 
 __all__ = [

@@ -88,3 +88,41 @@ def checkpoint_lines(ckpt) -> list[str]:
             f"(saves blocked {fmt(ckpt.blocked_fraction and ckpt.blocked_fraction * 100)}% of it)"
         )
     return lines
+
+
+def sweep_table(records) -> str:
+    """The end-of-sweep table: point, configuration, status, tokens/s, scaling efficiency."""
+    efficiency, note = _efficiencies(records)
+    header = f"{'point':<16}{'model':<12}{'nodes':>6}{'gpn':>4}  {'strategy':<19}{'precision':<10}{'status':<12}{'tokens/s':>12}{'eff':>8}"
+    lines = [note] if note else []
+    lines += [header, "-" * len(header)]
+    for r in records:
+        s, tps, eff = r.spec, r.metrics.tokens_per_s, efficiency.get(r.point_id)
+        label = s.point_id + (f"/r{s.repeat}" if s.repeat else "")
+        lines.append(
+            f"{label:<13}{s.model.name:<12}{s.nodes:>6}{s.gpus_per_node:>4}  {s.strategy:<19}{s.precision:<10}"
+            f"{r.status:<12}{(f'{tps:,.0f}' if tps else '-'):>12}{(f'{eff:.0%}' if eff is not None else '-'):>8}"
+        )
+    return "\n".join(lines)
+
+
+def sweep_overhead_line(records, ran, wall_s: float) -> str | None:
+    """Sweep overhead = wall time / time spent in timed steps, over the points run now (launch costs show here)."""
+    ran = set(ran)
+    timed = sum(r.metrics.timed_window_s or 0.0 for r in records if r.point_id in ran)
+    if timed <= 0:
+        return None
+    return f"sweep overhead: {wall_s:.1f} s wall / {timed:.1f} s timed = {wall_s / timed:.1f}x"
+
+
+def _efficiencies(records) -> tuple[dict[str, float], str | None]:
+    """Per-point scaling efficiency from the report's aggregation (one implementation), and a note
+    when it could not be computed (the table prints anyway)."""
+    try:
+        from bench.analysis.report.views import analyse
+
+        points = analyse(records).points
+    except Exception as exc:  # noqa: BLE001 - the table must print even if aggregation cannot
+        return {}, f"(scaling efficiency unavailable: {exc})"
+    pairs = zip(points["point_id"], points.get("scaling_efficiency", []))
+    return {pid: float(eff) for pid, eff in pairs if eff == eff and eff is not None}, None

@@ -222,3 +222,17 @@ def print_search(result, top: int) -> None:
         )
     for line in assumption_lines([c.prediction for c in result.ranked[:top]]):
         console.print(f"assumes {line}", highlight=False)
+
+
+def autotune_lines(autotuned) -> list[str]:
+    """Lines the sweep prints: what was searched and the configurations it will run."""
+    from bench.analysis.planner.search import candidate_label
+
+    result = autotuned.result
+    lines = [
+        f"autotune: the {len(autotuned.points)} best of {result.searched:,} configurations searched "
+        f"({len(result.ranked):,} fit), by predicted {result.objective}:"
+    ]
+    for rank, candidate in enumerate(result.ranked[: len(autotuned.points)], 1):
+        lines.append(f"  {rank}. {candidate_label(candidate)}: {candidate.value(result.objective):,.4g}")
+    return lines

@@ -45,17 +45,3 @@ def choose(overrides: Sequence[str], k: int, preflight=None) -> Autotuned:
         }
         predictions[candidate.point.spec.point_id] = {**candidate.prediction, "autotune": autotune}
     return Autotuned([c.point for c in chosen], predictions, result)
-
-
-def describe(autotuned: Autotuned) -> list[str]:
-    """Lines the sweep prints: what was searched and the configurations it will run."""
-    from bench.analysis.planner.search import candidate_label
-
-    result = autotuned.result
-    lines = [
-        f"autotune: the {len(autotuned.points)} best of {result.searched:,} configurations searched "
-        f"({len(result.ranked):,} fit), by predicted {result.objective}:"
-    ]
-    for rank, candidate in enumerate(result.ranked[: len(autotuned.points)], 1):
-        lines.append(f"  {rank}. {candidate_label(candidate)}: {candidate.value(result.objective):,.4g}")
-    return lines

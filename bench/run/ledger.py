@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.analysis.records import RESULT_FILE, read_record
-from bench.run.ownership.storage import writing
+from bench.schema.files import writing
 from bench.schema.record import RunResult
 from bench.schema.spec import RunSpec
 

@@ -19,12 +19,12 @@ shapes and the rules from here, so neither side can drift from the other.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from bench.schema.files import write_json_atomic
 
 SWEEP_LOCK = ".lock"  # in the sweep folder: its holder's pid, host and token (ranks read it: lifeline.py)
 # The holder touches its sweep lock this often; one not touched for OWNER_SILENT_S is gone (ranks on
@@ -177,25 +177,6 @@ def read_errors(point_dir: Path) -> list[RankError]:
 def collective_timeout_s(point_timeout_s: float) -> float:
     """The process groups' timeout for a point: its own timeout plus the margin."""
     return float(point_timeout_s) + PG_TIMEOUT_MARGIN_S
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    """Write JSON through a temporary file and a rename: a reader never sees half a file.
-
-    On a full or read-only disk the temporary file is removed and the error names `path`.
-    """
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(data, indent=2))
-        tmp.replace(path)
-    except OSError as exc:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        if exc.filename is None or exc.filename == str(tmp):
-            exc.filename = str(path)
-        raise
 
 
 def checkpoint_folder(step: int) -> str:

@@ -129,7 +129,7 @@ def _records():
 
 
 def test_report_opens_without_console_errors_and_every_image_loads(browser, tmp_path):
-    from bench.cli.commands.report import write_report
+    from bench.present.report.build import write_report
 
     records, dirs = _records()
     page = write_report(records, tmp_path / "report", title="chromium check", point_dirs=dirs)

@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from bench.cli.options import add_numerics_arguments, numerics_problem
+
 HELP = "compare results with a baseline: exact counters, noise-aware timings (exit 1 on a regression)"
 
 
@@ -51,32 +53,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="runs (repeats) per side a timing needs to gate; below it the verdict is `insufficient` "
         "(default 2; 1 gates on a single run's per-step samples, which miss run-to-run noise)",
     )
-
-
-def add_numerics_arguments(parser: argparse.ArgumentParser) -> None:
-    """`--no-numerics` and `--loss-rtol`: the numerics guard's options (check and history)."""
-    from bench.analysis.check.numerics import LOSS_RTOL
-
-    parser.add_argument(
-        "--no-numerics",
-        action="store_true",
-        help="skip the numerics guard (each run's loss curve against its baseline's: exact on CPU with an "
-        "identical software stack, within --loss-rtol otherwise; NaN/inf fails)",
-    )
-    parser.add_argument(
-        "--loss-rtol",
-        type=float,
-        default=LOSS_RTOL,
-        metavar="R",
-        help=f"the numerics guard's relative tolerance where exact equality is not expected (default {LOSS_RTOL:g})",
-    )
-
-
-def numerics_problem(args: argparse.Namespace) -> str | None:
-    """The one-line complaint about the numerics options (None when they are fine)."""
-    if not 0.0 <= args.loss_rtol < 1.0:
-        return f"--loss-rtol: must be >= 0 and < 1, got {args.loss_rtol:g}"
-    return None
 
 
 def _error(message: str) -> int:

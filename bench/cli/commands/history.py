@@ -16,8 +16,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.analysis.check.thresholds import STEP_TIMINGS as HISTORY_METRICS
-from bench.cli.commands.check import add_numerics_arguments, numerics_problem
-from bench.cli.commands.store import DEFAULT_STORE
+from bench.cli.options import DEFAULT_STORE, add_numerics_arguments, numerics_problem
 
 HELP = "change points across runs: which upgrade made it slower, and when (exit 1 with a new regression)"
 

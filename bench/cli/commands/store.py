@@ -15,9 +15,9 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.cli.options import DEFAULT_STORE
+
 HELP = "add results folders to the SQLite results store that `history` reads (idempotent)"
-# Where `store add` and `history` keep and find the store by default.
-DEFAULT_STORE = "results/fsdp-bench.sqlite"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -100,7 +100,7 @@ def _run(points, launcher, overrides: list[str], autotuned=None) -> int:
     )
     sweep_name = points[0].spec.sweep.name
     if autotuned:
-        from bench.run.autotune import describe
+        from bench.present.plan import autotune_lines as describe
 
         print("\n".join(describe(autotuned)), flush=True)
     print(
@@ -134,7 +134,10 @@ def _run(points, launcher, overrides: list[str], autotuned=None) -> int:
         print(f"{len(outcome.rendered)} job file(s) rendered, nothing ran (launcher.apply=false):")
         for path in outcome.rendered:
             print(f"  {path}")
-    print_summary(outcome.records)
+    from bench.present.console import sweep_overhead_line, sweep_table
+
+    if outcome.records:
+        print(sweep_table(outcome.records))
     if outcome.interrupted:
         print(f"interrupted: {len(outcome.ran)} point(s) recorded in this run; run the same command to continue")
         return 1
@@ -142,7 +145,8 @@ def _run(points, launcher, overrides: list[str], autotuned=None) -> int:
         _write_report(outcome.records, settings.results_dir, sweep_name, overrides)
     n_bad = sum(r.status != "ok" for r in outcome.records)
     print(f"sweep {sweep_name}: {len(outcome.records) - n_bad} ok, {n_bad} not ok, wall {outcome.wall_s:.1f} s")
-    print_overhead(outcome)
+    if line := sweep_overhead_line(outcome.records, outcome.ran, outcome.wall_s):
+        print(line)
     return 0 if outcome.all_ok else 1
 
 
@@ -150,7 +154,8 @@ def _autotune_measured(overrides, autotuned, launcher, settings, locks):
     """sweep.autotune with sweep.preflight: measure the world shape, then rank again with what it measured."""
     from dataclasses import replace
 
-    from bench.run.autotune import choose, describe
+    from bench.present.plan import autotune_lines as describe
+    from bench.run.autotune import choose
     from bench.run.sweep import preflight_first
 
     spec = autotuned.points[0].spec
@@ -170,51 +175,16 @@ def _autotune_measured(overrides, autotuned, launcher, settings, locks):
     return measured.points, replace(settings, predictions=measured.predictions, measured={shape: summary})
 
 
-def print_summary(records) -> None:
-    """The end-of-sweep table: point, configuration, status, tokens/s, scaling efficiency."""
-    if not records:
-        return
-    efficiency = _efficiencies(records)
-    header = f"{'point':<16}{'model':<12}{'nodes':>6}{'gpn':>4}  {'strategy':<19}{'precision':<10}{'status':<12}{'tokens/s':>12}{'eff':>8}"
-    print(header)
-    print("-" * len(header))
-    for r in records:
-        s, tps, eff = r.spec, r.metrics.tokens_per_s, efficiency.get(r.point_id)
-        label = s.point_id + (f"/r{s.repeat}" if s.repeat else "")
-        print(
-            f"{label:<13}{s.model.name:<12}{s.nodes:>6}{s.gpus_per_node:>4}  {s.strategy:<19}{s.precision:<10}"
-            f"{r.status:<12}{(f'{tps:,.0f}' if tps else '-'):>12}{(f'{eff:.0%}' if eff is not None else '-'):>8}"
-        )
-
-
-def print_overhead(outcome) -> None:
-    """Sweep overhead = wall time / time spent in timed steps, over the points run now (launch costs show here)."""
-    ran = set(outcome.ran)
-    timed = sum(r.metrics.timed_window_s or 0.0 for r in outcome.records if r.point_id in ran)
-    if timed > 0:
-        print(f"sweep overhead: {outcome.wall_s:.1f} s wall / {timed:.1f} s timed = {outcome.wall_s / timed:.1f}x")
-
-
-def _efficiencies(records) -> dict[str, float]:
-    """Per-point scaling efficiency from the report's aggregation (one implementation)."""
-    try:
-        from bench.analysis.report.views import analyse
-
-        points = analyse(records).points
-    except Exception as exc:  # noqa: BLE001 - the table must print even if aggregation cannot
-        print(f"(scaling efficiency unavailable: {exc})")
-        return {}
-    pairs = zip(points["point_id"], points.get("scaling_efficiency", []))
-    return {pid: float(eff) for pid, eff in pairs if eff == eff and eff is not None}
-
-
 def _write_report(records, results_dir: Path, sweep_name: str, overrides: list[str]) -> None:
-    from bench.cli.commands.report import load_preflights, write_report
+    from bench.analysis.preflight import load_preflights
+    from bench.present.report.build import write_report
     from bench.schema.protocol import point_dir
 
     command = "fsdp-bench sweep " + " ".join(shlex.quote(o) for o in overrides)
     dirs = {(r.sweep, r.point_id): point_dir(results_dir, r.spec) for r in records}
-    preflights = load_preflights(results_dir / sweep_name)
+    preflights, unreadable = load_preflights(results_dir / sweep_name)
+    for path, reason in unreadable:
+        print(f"report: skipped {path}: {reason}", file=sys.stderr)
     path = write_report(
         records,
         results_dir / sweep_name / "report",

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bench.analysis.records import RecordProblem
 from bench.analysis.report.export import write_csv
 from bench.analysis.report.views import analyse
 from bench.present.report import tables
@@ -26,6 +27,7 @@ from bench.present.report.html import RenderedFigure, render_figure, render_html
 from bench.present.report.render import render_figures
 from bench.present.report.reproduce import default_commands
 from bench.present.report.summary_md import render_summary
+from bench.schema.files import writing
 from bench.schema.preflight import PreflightResult
 from bench.schema.record import RunResult
 
@@ -181,3 +183,31 @@ def _plot_notes(figures: list[RenderedFigure], points: pd.DataFrame) -> list[str
     if "mfu" not in names and reasons:
         notes.append("Recorded reason: " + "; ".join(reasons[:3]))
     return notes
+
+
+def write_report(
+    records: Sequence[RunResult],
+    out: Path,
+    *,
+    title: str | None = None,
+    reproduce: Sequence[str] = (),
+    problems: Sequence[RecordProblem] = (),
+    point_dirs: dict[tuple[str, str], Path] | None = None,
+    preflights: Sequence[PreflightResult] = (),
+) -> Path:
+    """build_report of these records, a full disk naming the report's folder (`report` and `sweep` call this).
+
+    `reproduce`: the exact command lines that made these results (the sweep passes its own);
+    the page adds one `fsdp-bench run` per configuration after them. `point_dirs`: each record's
+    folder by (sweep, point id), for the telemetry timelines (bench.schema.protocol.point_dir for a sweep).
+    """
+    with writing(out):  # a full disk names the report's folder (bench/run/ownership/storage.py)
+        return build_report(
+            records,
+            out,
+            title=title,
+            reproduce=reproduce,
+            problems=[(str(p.path), p.reason) for p in problems],
+            point_dirs=point_dirs,
+            preflights=preflights,
+        )

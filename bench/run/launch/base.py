@@ -17,7 +17,8 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.schema.protocol import JOB_FILE, PREFLIGHT_MEASUREMENTS, RESULT_FILE, STARTED_MARK, write_json_atomic
+from bench.schema.files import write_json_atomic
+from bench.schema.protocol import JOB_FILE, PREFLIGHT_MEASUREMENTS, RESULT_FILE, STARTED_MARK
 from bench.schema.spec import RunSpec
 
 # Time allowed before the first point starts: interpreter, torch import, rendezvous.

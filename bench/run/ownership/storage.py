@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 from bench.schema.units import human_bytes
@@ -46,14 +45,3 @@ def storage_error_line(exc: OSError) -> str:
         f"{where}: {exc.strerror} ({name}){space}; stopped before running anything it could not store, "
         "records already written are kept: make room and run the same command again"
     )
-
-
-@contextlib.contextmanager
-def writing(path: Path) -> Iterator[None]:
-    """Name `path` in an OSError that names no file (a failed write() or close() does not)."""
-    try:
-        yield
-    except OSError as exc:
-        if exc.filename is None:
-            exc.filename = str(path)
-        raise
