@@ -25,6 +25,7 @@ from bench.present.history.table import (
     series_rows,
     verdict_line,
 )
+from bench.present.report.flag_rules import flag_rules
 from bench.present.report.html import render_figure, render_html
 from bench.present.report.tables import Table
 
@@ -82,6 +83,7 @@ def write_history(history: History, out: Path, *, store: str, command: str) -> P
         "links": _table(LINK_HEADERS, history.links),
         "too_short": [f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short],
         "command": command,
+        "rules": flag_rules(),
     }
     page = out / "history.html"
     page.write_text(render_html(context, "history.html.j2"), encoding="utf-8")
