@@ -75,6 +75,14 @@ class Display:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """A threshold a flag compares with, and what crossing it means (the pages quote both)."""
+
+    value: float
+    meaning: str
+
+
+@dataclass(frozen=True)
 class Metric:
     """One metric: see the module docstring. `path` None: computed from records by the report's
     aggregation (scaling efficiency), not stored in one."""
@@ -101,7 +109,7 @@ class Metric:
     # software stack (peak memory: the CUDA caching allocator's peak; a CPU's peak RSS is not).
     exact_on: tuple[str, ...] = ("cpu", "cuda")
     # Named thresholds of the flags this metric raises (fractions unless the name says otherwise).
-    flags: Mapping[str, float] = field(default_factory=dict, hash=False, compare=False)
+    flags: Mapping[str, Flag] = field(default_factory=dict, hash=False, compare=False)
     store_type: Literal["REAL", "INTEGER"] = "REAL"
 
     @property
@@ -143,7 +151,8 @@ class Metric:
         return format(value, self.fmt)
 
     def flag(self, name: str) -> float:
-        return self.flags[name]
+        """The threshold of one of the metric's flags."""
+        return self.flags[name].value
 
 
 def is_number(value: Any) -> bool:
@@ -236,9 +245,9 @@ CATALOGUE: tuple[Metric, ...] = (
     # The workload: what is measured; a change either way is another workload.
     _m("params", "model_info.params", "parameters", "equal", "counter", "run", "parameters", None, "equal",
        "the model's parameter count (the report's frame has it among the workload's columns)", {"check"},
-       fmt=",.0f", store_type="INTEGER"),
+       fmt=",.0f", group="workload", store_type="INTEGER"),
     _m("flops_per_token", "metrics.flops_per_token", "FLOP/token", "equal", "counter", "run", "FLOPs per token",
-       None, "equal", "model FLOPs per token (bench/schema/flops.py)", {"check"}, fmt=",.0f"),
+       None, "equal", "model FLOPs per token (bench/schema/flops.py)", {"check"}, fmt=",.0f", group="workload"),
     _m("peak_mem_bytes", "metrics.peak_mem_bytes.max", "B", "lower", "counter", "step", "peak memory", "max", "max",
        "the allocator's peak allocated bytes (GPU) or the process's peak resident set size (CPU), of the largest "
        "rank", {"frame", "store", "check", "console", "gpu"}, fmt=",.0f", display=_GIB, title="peak alloc",
@@ -262,8 +271,9 @@ CATALOGUE: tuple[Metric, ...] = (
        "device utilization over devices and samples (GPU: NVML's share of time a kernel ran; CPU: the rank's "
        "process CPU time over its threads)", {"frame", "check", "console", "gpu"}, column="util_pct",
        display=Display(".0f", "%"), title="util", group="telemetry",
-       # A sample below idle_util_pct counts as idle; a device idle in more than idle_share of its samples is flagged.
-       flags={"idle_util_pct": 10.0, "idle_share": 0.5}),
+       flags={"idle_util_pct": Flag(10.0, "a utilization sample below this many percent counts as idle"),
+              "idle_share": Flag(0.5, "a device idle in more than this share of its samples is mostly idle: "
+                                      "the point is flagged")}),
     _m("power_per_device", "metrics.telemetry.avg_power_w_per_device", "W", "lower", "timing", "run",
        "power per device", "mean", "median",
        "GPU board power: each device's energy counter over its span, averaged over devices; null on CPU (RAPL "
@@ -273,8 +283,8 @@ CATALOGUE: tuple[Metric, ...] = (
        "throttled", "mean", "median", "share of the GPU samples with a clocks event reason that slows a busy GPU "
        "(power cap, thermal, hardware slowdown)", {"frame", "console"}, display=Display(".0f", "% of samples", 100.0),
        group="telemetry",
-       # At least this share of samples throttled: below it, a few samples at a clock transition.
-       flags={"throttled": 0.05}),
+       flags={"throttled": Flag(0.05, "throttled in at least this share of samples: the point is flagged (below it, "
+                                      "a few samples at a clock transition)")}),
     _m("idle_devices", "metrics.telemetry.idle_devices", "devices", "lower", "timing", "run", "idle devices", "sum",
        "median", "devices below the idle utilization in more than the idle share of their samples (utilization's "
        "flags)", {"frame", "console"}, display=Display("d"), group="telemetry",
@@ -285,7 +295,7 @@ CATALOGUE: tuple[Metric, ...] = (
        store_type="INTEGER"),
     _m("ckpt_state_bytes", "metrics.checkpoint.saves.state_bytes_per_rank", "B", "equal", "counter", "run",
        "state", "sum", "equal", "tensor bytes of the last save, all ranks together", _REPORT,
-       reduce=("last", "sum"), store_type="INTEGER"),
+       reduce=("last", "sum"), group=_CKPT, store_type="INTEGER"),
     _m("ckpt_bytes", "metrics.checkpoint.saves.bytes", "B", "lower", "counter", "run", "size", "sum", "equal",
        "file bytes of the last save, all ranks together, metadata included", {"frame", "console"},
        reduce=("last",), display=Display(unit="bytes"), group=_CKPT, store_type="INTEGER"),
@@ -315,10 +325,12 @@ CATALOGUE: tuple[Metric, ...] = (
     # Computed by the report's aggregation (bench.analysis.stats.scaling_efficiency), not stored in a record.
     _m("scaling_efficiency", None, "fraction", "higher", "timing", "run", "efficiency", "world", "pooled median",
        "(tokens/s at N / tokens/s at the series' smallest node count) / (N / that count)", {"sweep"},
-       display=Display(".0f", "%", 100.0), title="eff",
-       # Below the planner's prediction by more than below_prediction_points percentage points: flagged;
-       # the likely cause is communication when the planner puts at least comm_bound_share of the step there.
-       flags={"below_prediction_points": 10.0, "comm_bound_share": 0.2}),
+       display=Display(".0f", "%", 100.0), title="eff", group="scaling",
+       flags={"below_prediction_points": Flag(10.0, "more than this many percentage points below the planner's "
+                                                    "prediction: flagged (beyond a healthy cluster's run-to-run noise)"),
+              "comm_bound_share": Flag(0.2, "a flagged point whose predicted communication is at least this share "
+                                            "of the predicted step names communication as the likely cause, "
+                                            "compute otherwise")}),
 )  # fmt: skip
 
 BY_NAME: dict[str, Metric] = {name: metric for metric in CATALOGUE for name in metric.names}
