@@ -9,8 +9,8 @@ depth (model, cluster, device, train, debug, telemetry, sweep), carries a `Role`
     checkpoint: Annotated[CheckpointMode, LATER] = "none"
 
 and `identity_of(spec)` reads the declarations: a field is in the identity (`IN`), left out of it
-(`WHERE`, `HOW`, `DESCRIBES`, `OBSERVES`: excluded, and why), or a later addition (`LATER`: in only when set away from its default, so the
-points measured before it existed keep their ids). A role also says whether `check` matches on
+(`WHERE`, `HOW`, `DESCRIBES`, `OBSERVES`: excluded, and why), or a later addition (`LATER`: in
+only when set away from its default, so the points measured before it existed keep their ids). A role also says whether `check` matches on
 the field (not on the repeat index: repeats are pooled; not on a slowdown knob: a slowed run is
 compared with its clean baseline) and whether a history series keeps it, and may name the only
 mode under which a knob counts (`only_under`) and an older name the identity keeps for a value
@@ -24,7 +24,6 @@ and history's dropped fields) are `paths(...)` of these declarations.
 from __future__ import annotations
 
 import functools
-import types
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -122,9 +121,8 @@ def submodels(annotation: Any) -> Iterator[type[BaseModel]]:
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         yield annotation
         return
-    if typing.get_origin(annotation) in (typing.Union, types.UnionType) or typing.get_args(annotation):
-        for arg in typing.get_args(annotation):
-            yield from submodels(arg)
+    for arg in typing.get_args(annotation):
+        yield from submodels(arg)
 
 
 def _submodel(field: FieldInfo) -> type[BaseModel] | None:
