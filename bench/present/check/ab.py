@@ -12,7 +12,7 @@ from bench.schema.files import write_text_atomic
 
 
 def ab_table(rows: list[AbRow]) -> list[list[str]]:
-    """Rows for text_table: point, rounds, medians, ratio, CI, p, verdict."""
+    """Rows for text_table: point, rounds, medians, ratio, CI, p, verdict (and why p and CI part)."""
     return [
         [
             r.point,
@@ -22,13 +22,13 @@ def ab_table(rows: list[AbRow]) -> list[list[str]]:
             f"{r.ratio:.4f}",
             f"[{r.ci_low:.4f}, {r.ci_high:.4f}]",
             f"{r.p_value:.2g}",
-            r.verdict,
+            r.verdict_text,
         ]
         for r in rows
     ]
 
 
-AB_HEADERS = ("point", "rounds A/B", "A tokens/s", "B tokens/s", "B/A", "95% CI", "p", "verdict")
+AB_HEADERS = ("point", "rounds A/B", "A tokens/s", "B tokens/s", "B/A", "95% CI", "p (one-sided)", "verdict")
 
 
 def write_summary(

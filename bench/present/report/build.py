@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.analysis.records import RecordProblem
+from bench.analysis.report.contention import SUPERLINEAR_MARGIN
 from bench.analysis.report.export import write_csv
 from bench.analysis.report.views import analyse
 from bench.present.report import tables
@@ -89,6 +90,7 @@ def _build(
     environment = environment_lines(points)
     headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
     failed = tables.failed_table(points)
+    contention = tables.contention_table(points)
     commands = [*(reproduce or []), "# each configuration alone:", *default_commands(points)]
     context = {
         "title": title,
@@ -96,6 +98,8 @@ def _build(
         "environment": environment,
         "headline": headline,
         "scaling": scaling,
+        "contention": contention,
+        "contention_margin": f"{SUPERLINEAR_MARGIN * 100:.0f}",
         "figures": figures,
         "plot_notes": _plot_notes(figures, points),
         "telemetry": telemetry_view.telemetry_table(points),
@@ -120,6 +124,7 @@ def _build(
         failed,
         flagged,
         telemetry_view.telemetry_table(points, only_flagged=True),
+        contention,
     )
     write_text_atomic(out / "summary.md", summary)
     write_csv(points, out / "results.csv")
