@@ -15,13 +15,11 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from bench.analysis.planner.comm import RING_PASSES, network_share, replica_ring_gbps, spanning_ring_gbps
 from bench.analysis.stats import stragglers
 from bench.schema.env import EnvInfo
 from bench.schema.files import write_json_atomic
-from bench.schema.migrations.ac_split import record_selective_split
+from bench.schema.migrations import PREFLIGHT
 from bench.schema.options import PreflightSettings
 from bench.schema.preflight import CollectiveSample, PreflightResult, RankDevice, Straggler
 from bench.schema.protocol import (
@@ -258,22 +256,9 @@ def read_preflight(path: Path) -> PreflightResult:
             raise ValueError(f"{path}: expected one {PREFLIGHT_RECORD} under it, found {len(found)}")
         path = found[0]
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: unreadable JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != "preflight":
-        raise ValueError(f"{path}: not a preflight record")
-    if data.get("schema_version") != 1:
-        raise ValueError(
-            f"{path}: preflight schema_version {data.get('schema_version')!r} is unknown to this fsdp-bench"
-        )
-    try:
-        return PreflightResult.model_validate(record_selective_split(data))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(
-            f"{path}: invalid preflight record; first: {'.'.join(map(str, first['loc']))}: {first['msg']}"
-        ) from None
+        return PREFLIGHT.read(path)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def load_preflights(root: Path) -> tuple[list[PreflightResult], list[tuple[str, str]]]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bench.analysis.check.abtest import AbRow
 from bench.run.ab import RunOutcome
+from bench.schema.files import write_text_atomic
 
 
 def ab_table(rows: list[AbRow]) -> list[list[str]]:
@@ -47,5 +48,5 @@ def write_summary(
         "runs": [asdict(o) for o in outcomes],
         "points": [asdict(r) for r in rows],
     }
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path
