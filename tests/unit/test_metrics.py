@@ -20,8 +20,7 @@ from bench.analysis.check.points import record_counters, record_run_values
 from bench.analysis.check.thresholds import COUNTERS, METRICS, STEP_TIMINGS, TIMINGS, parse_threshold
 from bench.analysis.records import load_records
 from bench.analysis.report.frame import COLUMNS, records_to_frame
-from bench.analysis.store import _COLUMNS as STORE_COLUMNS
-from bench.analysis.store import STORE_SCHEMA_VERSION
+from bench.analysis.store import STORE_SCHEMA_VERSION, ResultStore
 from bench.present.console import point_summary
 from bench.present.report.flag_rules import flag_rules
 from bench.present.report.html import TEMPLATES
@@ -106,12 +105,18 @@ def test_check_reads_counters_and_run_values_at_the_catalogues_paths(telemetry_r
     assert record_run_values(record) == {"utilization": record.metrics.telemetry.util_pct}  # no energy: no RAPL
 
 
-def test_the_store_keeps_its_metric_columns_of_schema_4():
+def test_the_store_keeps_its_metric_columns_of_schema_4(tmp_path):
     """A metric added to the store's view changes its table: that needs a STORE_MIGRATIONS step and a
     new STORE_SCHEMA_VERSION (and this test's update with them)."""
+    import sqlite3
+    from contextlib import closing
+
     assert STORE_SCHEMA_VERSION == 4
     assert [m.key for m in shown_in("store")] == ["tokens_per_s", "tokens_per_s_per_device", "mfu", "peak_mem_bytes"]
-    assert [c for c in STORE_COLUMNS if find(c)] == [m.key for m in shown_in("store")]
+    ResultStore(tmp_path / "store.db")
+    with closing(sqlite3.connect(tmp_path / "store.db")) as conn:
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(results)")]
+    assert [c for c in columns if find(c)] == [m.key for m in shown_in("store")]
 
 
 def test_a_checkpoint_bandwidth_leaves_zero_duration_saves_out_everywhere(telemetry_records):
