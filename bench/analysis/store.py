@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
+from bench.config.paths import read_only_error
 from bench.schema.preflight import PreflightResult
 from bench.schema.protocol import PREFLIGHT_RECORD
 from bench.schema.record import RunResult
@@ -205,24 +206,14 @@ def storage_fault(exc: sqlite3.Error, path: Path) -> OSError | None:
     name = getattr(exc, "sqlite_errorname", "") or ""
     if name == "SQLITE_FULL":
         return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
-    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR")) and _on_read_only_disk(path):
-        return OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR")):
+        return read_only_error(path)
     return None
 
 
 def _raise_storage_fault(exc: sqlite3.Error, path: Path) -> None:
     if fault := storage_fault(exc, path):
         raise fault from exc
-
-
-def _on_read_only_disk(path: Path) -> bool:
-    folder = Path(path)
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
-    try:
-        return bool(os.statvfs(folder).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
 
 
 class ResultStore:

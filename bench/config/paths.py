@@ -16,6 +16,7 @@ file, comes before any launch).
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -62,9 +63,7 @@ def output_problem(key: str, path: str | Path, kind: Literal["file", "folder"], 
 def unwritable(folder: str | Path) -> str | None:
     """Why `folder` could not be created or written in by this user, or None: its nearest existing
     ancestor decides. A read-only file system is not reported here (a storage fault: see above)."""
-    existing = Path(folder)
-    while not existing.exists() and existing.parent != existing:
-        existing = existing.parent
+    existing = nearest_existing(folder)
     if not existing.is_dir():
         return f"{existing} is not a folder"
     if not _may_write(existing, os.W_OK | os.X_OK):
@@ -78,15 +77,35 @@ def require(problems: Iterable[str | None]) -> None:
         raise ConfigError(lines)
 
 
+def nearest_existing(path: str | Path) -> Path:
+    """`path` itself, or the closest of its parents that exists (what creating it would write in)."""
+    existing = Path(path)
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    return existing
+
+
+def on_read_only_disk(path: str | Path) -> bool:
+    """Whether the file system that holds `path` (or would hold it) is mounted read-only."""
+    try:
+        return bool(os.statvfs(nearest_existing(path)).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def read_only_error(path: str | Path) -> OSError | None:
+    """The OSError (EROFS) a write under `path` would meet on a read-only file system, or None: for
+    a folder only the ranks write, the command raises it before anything launches (bench/run/ownership/
+    storage.py words it, exit 1)."""
+    if on_read_only_disk(path):
+        return OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+    return None
+
+
 def _may_write(path: Path, mode: int = os.W_OK) -> bool:
     """Whether this user may write `path`. On a read-only file system access() always says no
     (EROFS): that is the disk's fault, left to the write that meets it, so it counts as yes here."""
-    if os.access(path, mode):
-        return True
-    try:
-        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
-    except OSError:
-        return False
+    return os.access(path, mode) or on_read_only_disk(path)
 
 
 def _line(key: str, path: str | Path, problem: str, hint: str) -> str:

@@ -202,3 +202,33 @@ def _side_from_records(records: list, problems: list, *, source: str) -> Side:
     except ValueError as exc:
         raise BaselineError(f"{source}: {exc}") from None
     return Side(points, env, [f"{p.path}: {p.reason}" for p in problems], source)
+
+
+@dataclass
+class BaselineDraft:
+    """A results folder about to be saved as a baseline: its side, the ok points saved, the others not."""
+
+    side: Side
+    source: str
+
+    @property
+    def saved(self) -> list[PointData]:
+        return [p for p in self.side.points if p.status == "ok"]
+
+    @property
+    def not_saved(self) -> list[PointData]:
+        return [p for p in self.side.points if p.status != "ok"]
+
+    @property
+    def refusal(self) -> str | None:
+        """Why this cannot become a baseline (one line naming the input), or None."""
+        if self.side.kind == "baseline":
+            return f"{self.source}: already a baseline file; give a results folder"
+        if not self.saved:
+            return f"{self.source}: no ok result records to save"
+        return None
+
+
+def baseline_draft(results: Path | str) -> BaselineDraft:
+    """What `fsdp-bench baseline save RESULTS` would save (BaselineError when RESULTS cannot be read)."""
+    return BaselineDraft(load_side(Path(results)), str(results))
