@@ -27,6 +27,7 @@ import errno
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -36,7 +37,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
-from bench.config.paths import read_only_error
+from bench.config.paths import nearest_existing, read_only_error
 from bench.schema.preflight import PreflightResult
 from bench.schema.protocol import PREFLIGHT_RECORD
 from bench.schema.record import RunResult
@@ -51,6 +52,8 @@ BUSY_TIMEOUT_S = 60.0
 # enough that ingesting thousands of records is not dominated by commits.
 BATCH_SIZE = 200
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# Free space under which SQLite's "disk I/O error" means a full disk (it needs a few pages to go on).
+NEARLY_FULL_BYTES = 1 << 20
 # What `export` writes, by the file's suffix.
 EXPORT_FORMATS = (".csv", ".parquet")
 
@@ -200,15 +203,23 @@ def storage_fault(exc: sqlite3.Error, path: Path) -> OSError | None:
     (so the CLI says it in bench/run/ownership/storage.py's one line, exit 1), or None.
 
     "database or disk is full" (SQLITE_FULL) is ENOSPC (SQLite reports over-quota writes the same
-    way); a store on a read-only file system cannot even be opened (SQLITE_CANTOPEN, or
-    SQLITE_READONLY), which is EROFS.
+    way), and so is a "disk I/O error" (SQLITE_IOERR_*: growing the WAL's shared-memory file, say)
+    where the disk has next to no space left; a store on a read-only file system cannot even be
+    opened (SQLITE_CANTOPEN, or SQLITE_READONLY), which is EROFS.
     """
     name = getattr(exc, "sqlite_errorname", "") or ""
-    if name == "SQLITE_FULL":
+    if name == "SQLITE_FULL" or (name.startswith("SQLITE_IOERR") and _free_bytes(path) < NEARLY_FULL_BYTES):
         return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
     if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR")):
         return read_only_error(path)
     return None
+
+
+def _free_bytes(path: Path) -> int:
+    try:
+        return shutil.disk_usage(nearest_existing(path)).free
+    except OSError:
+        return NEARLY_FULL_BYTES
 
 
 def _raise_storage_fault(exc: sqlite3.Error, path: Path) -> None:

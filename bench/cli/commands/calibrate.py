@@ -58,7 +58,7 @@ def from_preflight(args: argparse.Namespace) -> int:
 
 def main(args: argparse.Namespace) -> int:
     from bench.analysis.planner.calibration import calibration_path, save_calibration
-    from bench.config.paths import output_problem, require
+    from bench.config.paths import output_problem, read_only_error, require
     from bench.present.calibrate import calibration_lines
 
     if args.from_preflight:
@@ -67,6 +67,8 @@ def main(args: argparse.Namespace) -> int:
 
     path = args.output or calibration_path()
     require([output_problem("-o/--output", path, "file")])
+    if fault := read_only_error(path):  # said now, not after a minute of measuring
+        raise fault
     data = run_calibration(progress=lambda line: print(line, file=sys.stderr))
     save_calibration(data, path)
     print("\n".join(calibration_lines(data)))
