@@ -57,84 +57,56 @@ def files(root: Path) -> dict[str, int]:
     return {str(p): p.stat().st_size if p.is_file() else -1 for p in root.rglob("*")}
 
 
-# (key, command line with {path} for the path under test): paths a command writes, by what they must be.
-OUTPUT_FOLDERS = [
-    pytest.param("results_dir", ["run", *POINT, "results_dir={path}"], id="run results_dir"),
-    pytest.param(
-        "results_dir", ["sweep", "experiment=cpu_smoke", "nodes=1", "results_dir={path}"], id="sweep results_dir"
-    ),
-    pytest.param("results_dir", ["preflight", "model=debug", "results_dir={path}"], id="preflight results_dir"),
-    pytest.param(
+# id -> (key, command line with {path} for the path under test): paths a command writes, by what they must be.
+CHECK = ["check", "{tmp}/results", "--baseline", "{tmp}/results"]
+OUTPUT_FOLDER_CASES = {
+    "run results_dir": ("results_dir", ["run", *POINT, "results_dir={path}"]),
+    "sweep results_dir": ("results_dir", ["sweep", "experiment=cpu_smoke", "nodes=1", "results_dir={path}"]),
+    "preflight results_dir": ("results_dir", ["preflight", "model=debug", "results_dir={path}"]),
+    "run train.checkpoint_dir": (
         "train.checkpoint_dir",
         ["run", *POINT, "train.checkpoint=sync", "train.checkpoint_dir={path}", "results_dir={tmp}/r"],
-        id="run train.checkpoint_dir",
-    ),  # fmt: skip
-    pytest.param("-o/--out", ["report", "{tmp}/results", "-o", "{path}"], id="report -o"),
-    pytest.param("-o/--out", ["history", "--store", "{tmp}/store.sqlite", "-o", "{path}"], id="history -o"),
-    pytest.param("-o/--out", ["ab", "--rounds", "1", "-o", "{path}", "model=debug"], id="ab -o"),
-]
-OUTPUT_FILES = [
-    pytest.param("--store", ["store", "add", "{tmp}/results", "--store", "{path}"], id="store add --store"),
-    pytest.param("--store", ["store", "rebuild", "{tmp}/results", "--store", "{path}"], id="store rebuild --store"),
-    pytest.param("-o/--output", ["baseline", "save", "{tmp}/results", "-o", "{path}"], id="baseline save -o"),
-    pytest.param("-o/--output", ["calibrate", "-o", "{path}"], id="calibrate -o"),
-    pytest.param(
-        "--junit", ["check", "{tmp}/results", "--baseline", "{tmp}/results", "--junit", "{path}"], id="check --junit"
-    ),  # fmt: skip
-    pytest.param(
-        "--summary",
-        ["check", "{tmp}/results", "--baseline", "{tmp}/results", "--summary", "{path}"],
-        id="check --summary",
-    ),  # fmt: skip
-]
+    ),
+    "report -o": ("-o/--out", ["report", "{tmp}/results", "-o", "{path}"]),
+    "history -o": ("-o/--out", ["history", "--store", "{tmp}/store.sqlite", "-o", "{path}"]),
+    "ab -o": ("-o/--out", ["ab", "--rounds", "1", "-o", "{path}", "model=debug"]),
+}
+OUTPUT_FILE_CASES = {
+    "store add --store": ("--store", ["store", "add", "{tmp}/results", "--store", "{path}"]),
+    "store rebuild --store": ("--store", ["store", "rebuild", "{tmp}/results", "--store", "{path}"]),
+    "baseline save -o": ("-o/--output", ["baseline", "save", "{tmp}/results", "-o", "{path}"]),
+    "calibrate -o": ("-o/--output", ["calibrate", "-o", "{path}"]),
+    "check --junit": ("--junit", [*CHECK, "--junit", "{path}"]),
+    "check --summary": ("--summary", [*CHECK, "--summary", "{path}"]),
+}
+OUTPUT_FOLDERS = [pytest.param(*case, id=name) for name, case in OUTPUT_FOLDER_CASES.items()]
+OUTPUT_FILES = [pytest.param(*case, id=name) for name, case in OUTPUT_FILE_CASES.items()]
 TOKEN_HINT = "; allowed: synthetic, or the path of a token file"
-# (key, command line, what the path must be: file, folder or either, the hint every line of it ends with)
-INPUTS = [
-    pytest.param("--config-dir", ["plan", "--config-dir", "{path}", "model=debug"], "folder", "", id="--config-dir"),
-    pytest.param(
-        "train.data",
-        ["run", *POINT, "train.data={path}", "results_dir={tmp}/r"],
-        "file",
-        TOKEN_HINT,
-        id="run train.data",
-    ),  # fmt: skip
-    pytest.param(
-        "--store",
-        ["history", "--store", "{path}", "-o", "{tmp}/h"],
-        "file",
-        "; create it with `fsdp-bench store add RESULTS --store {path}`",
-        id="history --store",
-    ),  # fmt: skip
-    pytest.param("--store", ["store", "export", "{tmp}/t.csv", "--store", "{path}"], "file", "", id="export --store"),
-    pytest.param("--store", ["store", "stats", "--store", "{path}"], "file", "", id="stats --store"),
-    pytest.param("--baseline", ["check", "{tmp}/results", "--baseline", "{path}"], "any", "", id="check --baseline"),
-    pytest.param("--preflight", ["plan", "--preflight", "{path}", "model=debug"], "any", "", id="plan --preflight"),
-    pytest.param(
-        "--preflight",
-        ["plan", "--best", "--preflight", "{path}", "model=debug"],
-        "any",
-        "",
-        id="plan --best --preflight",
-    ),  # fmt: skip
-    pytest.param(
+CREATE_HINT = "; create it with `fsdp-bench store add RESULTS --store {path}`"
+CANCEL_HINT = "; give a results folder (results_dir) or a sweep folder"
+# id -> (key, command line, what the path must be: file, folder or either, the hint every line of it ends with)
+INPUT_CASES = {
+    "--config-dir": ("--config-dir", ["plan", "--config-dir", "{path}", "model=debug"], "folder", ""),
+    "run train.data": ("train.data", ["run", *POINT, "train.data={path}", "results_dir={tmp}/r"], "file", TOKEN_HINT),
+    "history --store": ("--store", ["history", "--store", "{path}", "-o", "{tmp}/h"], "file", CREATE_HINT),
+    "export --store": ("--store", ["store", "export", "{tmp}/t.csv", "--store", "{path}"], "file", ""),
+    "stats --store": ("--store", ["store", "stats", "--store", "{path}"], "file", ""),
+    "check --baseline": ("--baseline", ["check", "{tmp}/results", "--baseline", "{path}"], "any", ""),
+    "plan --preflight": ("--preflight", ["plan", "--preflight", "{path}", "model=debug"], "any", ""),
+    "plan --best --preflight": ("--preflight", ["plan", "--best", "--preflight", "{path}", "model=debug"], "any", ""),
+    "calibrate --from-preflight": (
         "--from-preflight",
         ["calibrate", "--from-preflight", "{path}", "-o", "{tmp}/c/cluster/x.yaml"],
         "any",
         "",
-        id="calibrate --from-preflight",
-    ),  # fmt: skip
-    pytest.param("RESULTS", ["report", "{path}", "-o", "{tmp}/out"], "any", "", id="report RESULTS"),
-    pytest.param("RESULTS", ["check", "{path}", "--baseline", "{tmp}/results"], "any", "", id="check RESULTS"),
-    pytest.param("RESULTS", ["baseline", "save", "{path}", "-o", "{tmp}/b.json"], "any", "", id="baseline RESULTS"),
-    pytest.param("RESULTS", ["store", "add", "{path}", "--store", "{tmp}/s2.sqlite"], "any", "", id="store RESULTS"),
-    pytest.param(
-        "RESULTS",
-        ["cancel", "{path}"],
-        "folder",
-        "; give a results folder (results_dir) or a sweep folder",
-        id="cancel RESULTS",
-    ),  # fmt: skip
-]
+    ),
+    "report RESULTS": ("RESULTS", ["report", "{path}", "-o", "{tmp}/out"], "any", ""),
+    "check RESULTS": ("RESULTS", ["check", "{path}", "--baseline", "{tmp}/results"], "any", ""),
+    "baseline RESULTS": ("RESULTS", ["baseline", "save", "{path}", "-o", "{tmp}/b.json"], "any", ""),
+    "store RESULTS": ("RESULTS", ["store", "add", "{path}", "--store", "{tmp}/s2.sqlite"], "any", ""),
+    "cancel RESULTS": ("RESULTS", ["cancel", "{path}"], "folder", CANCEL_HINT),
+}
+INPUTS = [pytest.param(*case, id=name) for name, case in INPUT_CASES.items()]
 
 
 def argv(template: list[str], path: Path, tmp: Path) -> list[str]:

@@ -1,6 +1,6 @@
 """Checks of a point's checkpoint folder that only the host running it can make, before launch.
 
-Kept out of the launch rules (bench.schemas): whether a folder is writable, or holds a checkpoint,
+Kept out of the launch rules (bench/config/rules.py): whether a folder is writable, or holds a checkpoint,
 is a fact of this host's file system now, not of the point. An fsspec URL is not looked at here:
 what its storage says shows at run time, as a `failed` record with its one-line reason.
 """

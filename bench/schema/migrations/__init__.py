@@ -5,6 +5,9 @@ their version wrote (`migrate(data)` applies them in turn). A record of a versio
 code is reported as such, never misread. `RECORD_MIGRATIONS[n]` turns version n into n + 1;
 `RECORD_RENAMES` then rewrite values whose meaning moved to a new name within the current version
 (the schema refuses the old value, so a stored one is never ambiguous).
+
+Modules: v1.py (version 1 -> 2, resolving names against version 1's own tables, v1_registry.json),
+ac_split.py (a stored `selective` -> `selective_layer`).
 """
 
 from __future__ import annotations
