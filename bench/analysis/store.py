@@ -448,7 +448,9 @@ def add(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport:
     store_path = Path(store_path)
     if store_path.exists() and not is_store(store_path):
         raise StoreError(f"{store_path} exists and is not an SQLite store")
-    store, report = ResultStore(store_path), IngestReport()
+    if store_path.exists() and schema_version(store_path) == 0 and (tables := _tables(store_path)):
+        raise StoreError(f"{store_path} is a foreign SQLite file (tables: {', '.join(tables)}), not a store")
+    store, report = _opened(store_path), IngestReport()
     for root in roots:
         report.merge(store.ingest_paths(root))
     report.total = store.count()
@@ -478,10 +480,24 @@ def open_existing(store_path: Path | str) -> ResultStore:
         raise StoreError(f"{store_path}: {exc}") from None
     if version == 0:
         raise StoreError(f"{store_path} holds no readable record (an empty or foreign SQLite file)")
+    return _opened(store_path)
+
+
+def _tables(store_path: Path) -> list[str]:
+    conn = sqlite3.connect(f"file:{Path(store_path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    try:
+        return [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+    finally:
+        conn.close()
+
+
+def _opened(store_path: Path) -> ResultStore:
+    """The store opened (created, or migrated when older); StoreError for a file SQLite cannot read
+    as one or a store newer than this code (a disk that takes no writes raises its OSError)."""
     try:
         return ResultStore(store_path)
-    except sqlite3.DatabaseError as exc:
-        raise StoreError(f"{store_path}: {exc}") from None
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        raise StoreError(f"{store_path}: {exc}" if str(store_path) not in str(exc) else str(exc)) from None
 
 
 @dataclass(frozen=True)

@@ -182,3 +182,31 @@ def test_store_rebuild_never_deletes_a_file_that_is_not_a_store(tmp_path, capsys
     assert main(["store", "stats", "--store", str(tmp_path / "none.sqlite")]) == 2
     assert capsys.readouterr().err == f"error: --store: {tmp_path / 'none.sqlite'} does not exist\n"
     assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp_path, capsys):
+    """A newer store, or a foreign SQLite file, given to any command that reads or adds to a store."""
+    from bench.cli.main import main
+
+    results, out = tmp_path / "results", tmp_path / "out"
+    write_record(make_record(), results / "unit" / "p" / "result.json")
+    newer, foreign = tmp_path / "v9.sqlite", tmp_path / "foreign.sqlite"
+    sqlite3.connect(newer).execute("PRAGMA user_version = 9").connection.close()
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    for store, reason in ((newer, "schema version 9, this fsdp-bench reads up to 4; rebuild it"),
+                          (foreign, "foreign SQLite file")):  # fmt: skip
+        commands = [
+            ["store", "stats", "--store", store], ["store", "export", tmp_path / "t.csv", "--store", store],
+            ["history", "--store", store, "-o", out], ["report", store, "-o", out],
+            ["check", store, "--baseline", results],
+        ]  # fmt: skip
+        commands.append(["store", "add", results, "--store", store])
+        for argv in commands:
+            capsys.readouterr()
+            assert main([str(a) for a in argv]) == 2, argv
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and reason in err and "Traceback" not in err, (argv, err)
+    assert not out.exists() and not (tmp_path / "t.csv").exists()
+    with sqlite3.connect(foreign) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]

@@ -179,13 +179,16 @@ def parse_baseline(doc: Any, source: str) -> Side:
 def load_side(path: Path) -> Side:
     """A results folder (or one result.json), an fsdp-bench SQLite store, or a saved baseline file, as a Side."""
     from bench.analysis.records import load_records
-    from bench.analysis.store import ResultStore, is_store
+    from bench.analysis.store import StoreError, is_store, open_existing
 
     path = Path(path)
     if not path.exists():
         raise BaselineError(f"{path}: no such file or folder")
-    if is_store(path):
-        return _side_from_records(*ResultStore(path).records(), source=str(path))
+    if is_store(path):  # opened only when it holds a store: a foreign SQLite file is left as it is
+        try:
+            return _side_from_records(*open_existing(path).records(), source=str(path))
+        except StoreError as exc:
+            raise BaselineError(str(exc)) from None
     if path.is_file() and path.name != "result.json":
         try:
             doc = json.loads(path.read_text())
