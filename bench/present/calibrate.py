@@ -30,8 +30,8 @@ def write_cluster_file(record, path: Path) -> str:
     """`path` (DIR/cluster/NAME.yaml): a cluster named NAME with the links `record` (a preflight)
     measured; returns what was written."""
     from bench.analysis.planner.from_preflight import cluster_yaml
+    from bench.schema.files import write_text_atomic
 
     text = cluster_yaml(record, path.stem)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    write_text_atomic(path, text)
     return text

@@ -2,5 +2,6 @@
 
 Modules: frame.py (records -> one row per point), aggregate.py (cells, scaling series, efficiency),
 views.py (the aggregated views every output is built from), diagnosis.py (why a point scaled worse
-than predicted), export.py (CSV and Parquet).
+than predicted), contention.py (when a scaling efficiency is suspect: ranks sharing cores),
+export.py (CSV and Parquet).
 """
