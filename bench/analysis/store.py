@@ -186,11 +186,21 @@ def is_store(path: Path) -> bool:
 
 def schema_version(path: Path) -> int:
     """The store schema version of an existing SQLite file, read without writing (0: not a store yet)."""
-    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    return int(_read(path, "PRAGMA user_version")[0][0])
+
+
+def _read(path: Path, sql: str) -> list[tuple]:
+    """Rows of one query on an existing SQLite file, opened read-only (a disk that takes no writes
+    still fails a WAL store's shared-memory file: storage_fault says so)."""
     try:
-        return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    finally:
-        conn.close()
+        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        _raise_storage_fault(exc, Path(path))
+        raise
 
 
 def _switch_to_wal(conn: sqlite3.Connection) -> None:
@@ -496,11 +506,7 @@ def open_existing(store_path: Path | str) -> ResultStore:
 
 
 def _tables(store_path: Path) -> list[str]:
-    conn = sqlite3.connect(f"file:{Path(store_path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
-    try:
-        return [name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    finally:
-        conn.close()
+    return [name for (name,) in _read(store_path, "SELECT name FROM sqlite_master WHERE type = 'table'")]
 
 
 def _opened(store_path: Path) -> ResultStore:
