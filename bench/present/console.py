@@ -61,11 +61,10 @@ def _telemetry(record: RunResult) -> list[str]:
     t = record.metrics.telemetry
     if t is None:
         return []
-    field = ENERGY.path.rsplit(".", 1)[-1]
     energy = (
         [f"from {t.energy_source}"]
         if ENERGY.value(record) is not None
-        else [f"{ENERGY.label} - ({t.missing.get(field, 'not measured')})"]
+        else [f"{ENERGY.label} - ({t.missing.get(ENERGY.field, 'not measured')})"]
     )
     return [*energy, f"{t.samples} samples, series in {t.sidecar or '-'}"]
 

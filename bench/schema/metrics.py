@@ -127,6 +127,11 @@ class Metric:
         return f"{self.heading} {self.display.unit}".strip()
 
     @property
+    def field(self) -> str | None:
+        """The record field that holds it (the key of its section's `missing` reasons, e.g. energy_per_token_j)."""
+        return self.path.rsplit(".", 1)[-1] if self.path else None
+
+    @property
     def names(self) -> tuple[str, ...]:
         """Every name that finds this metric: the name, the column, the aliases."""
         return tuple(dict.fromkeys((self.name, self.key, *self.aliases)))

@@ -136,7 +136,7 @@ def _telemetry(record: RunResult) -> dict[str, Any]:
         "energy_source": telemetry.energy_source,
         "telemetry_sidecar": telemetry.sidecar,
         # Why energy per token is null (no GPU counter, no readable RAPL), for the report's notes.
-        "energy_note": telemetry.missing.get(ENERGY.path.rsplit(".", 1)[-1]),
+        "energy_note": telemetry.missing.get(ENERGY.field),
     }
 
 
