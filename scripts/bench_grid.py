@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Benchmark: how long a grid takes to validate (compose + pydantic + launch rules) and to plan.
+"""Benchmark: how long a grid takes to validate (compose + pydantic + launch rules) and to plan,
+and how long the real `fsdp-bench plan` command line takes on a 10,080-point grid.
 
 Each grid size runs in a fresh interpreter, as `fsdp-bench plan` would (cold caches, Hydra
 imported and composing from scratch); the imports are timed apart. The grids are planner grids on
@@ -18,8 +19,17 @@ plus a cost per point), which is how the cost grows with the grid.
     .venv/bin/python scripts/bench_grid.py                  # 2,500 to 20,000 points, ~1 minute
     .venv/bin/python scripts/bench_grid.py --sizes 10000 --reference-grid
     .venv/bin/python scripts/bench_grid.py --sizes 2500 --reference-grid --tree /tmp/main   # an older checkout
+
+`--command` times the real command line instead, `fsdp-bench plan GRID --json` and the table form
+`fsdp-bench plan GRID` of a 10,080-point grid (the reference grid x 4 grad_accum values x 2
+checkpointing modes), output to /dev/null, each run in a fresh interpreter, --repeats runs per form
+(3), this tree's and --tree's runs interleaved so both see the same load; it prints the median
+wall and CPU seconds of each and the ratio (the other tree over this one):
+
+    .venv/bin/python scripts/bench_grid.py --command --tree /tmp/main     # before (DIR) and after (here)
 Exit 0 when the 10,000-point grid (or else the largest one measured) validates and plans within
---target seconds of wall time, else 1.
+--target seconds of wall time, else 1; with --command, when both forms take at most
+--command-target seconds (median wall) in this tree.
 """
 
 from __future__ import annotations
@@ -27,8 +37,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
+import statistics
 import subprocess
 import sys
+import tempfile
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,6 +62,10 @@ TARGET_POINTS = 10000
 REFERENCE_GRID = ["cluster=p5.48xlarge", "gpus_per_node=8", "model=llama2-7b,llama2-13b,llama2-70b,llama3-8b",
               "nodes=1,2,4,8,16,32,64", "strategy=full_shard,shard_grad_op,hybrid_shard,hybrid_shard_zero2,no_shard",
               "precision=fp32,bf16,bf16_pure", "train.micro_batch=1,2,4"]  # fmt: skip
+
+# `--command`: the reference grid x grad_accum x checkpointing, 1,260 x 4 x 2 = 10,080 points.
+COMMAND_GRID = [*REFERENCE_GRID, "train.grad_accum=1,2,4,8", "train.activation_checkpointing=none,full"]
+COMMAND_FORMS = {"--json": ["--json"], "table": []}
 
 # Runs in the child: times imports, validation and planning of one grid; prints JSON.
 CHILD = r"""
@@ -86,6 +104,54 @@ def measure(overrides: list[str], tree: Path = ROOT) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def run_command(form: list[str], tree: Path) -> tuple[float, float]:
+    """(wall, CPU) seconds of one `fsdp-bench plan COMMAND_GRID [form]` in a fresh interpreter, run
+    from `tree` (PYTHONPATH puts its bench/ first), stdout to /dev/null. A compact table's CSV goes
+    to a temporary folder removed afterwards."""
+    with tempfile.TemporaryDirectory() as tmp:
+        env = {**os.environ, "PYTHONPATH": str(tree), "TMPDIR": tmp}
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        start = time.perf_counter()
+        subprocess.run(
+            [sys.executable, "-m", "bench", "plan", *COMMAND_GRID, *form], cwd=tree, env=env, check=True,
+            stdout=subprocess.DEVNULL,
+        )  # fmt: skip
+        wall = time.perf_counter() - start
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def command_main(args: argparse.Namespace) -> int:
+    """`--command`: both forms of the real command line, this tree and --tree interleaved."""
+    trees = {"this tree": ROOT}
+    if args.tree.resolve() != ROOT:
+        trees["--tree"] = args.tree.resolve()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
+    print(f"fsdp-bench plan {' '.join(COMMAND_GRID)} [--json] > /dev/null, {args.repeats} runs each")
+    print("| form | tree | median wall s | median CPU s | runs (wall s) |")
+    print("|---|---|---:|---:|---|")
+    medians: dict[tuple[str, str], float] = {}
+    for form_name, form in COMMAND_FORMS.items():
+        runs: dict[str, list[tuple[float, float]]] = {name: [] for name in trees}
+        for _ in range(args.repeats):
+            for name, tree in trees.items():
+                runs[name].append(run_command(form, tree))
+        for name, measured in runs.items():
+            wall = statistics.median(w for w, _ in measured)
+            cpu = statistics.median(c for _, c in measured)
+            medians[form_name, name] = wall
+            shown = ", ".join(f"{w:.2f}" for w, _ in measured)
+            print(f"| {form_name} | {name} ({trees[name]}) | {wall:.2f} | {cpu:.2f} | {shown} |", flush=True)
+        if "--tree" in trees:
+            ratio = medians[form_name, "--tree"] / medians[form_name, "this tree"]
+            print(f"| {form_name} | --tree / this tree | {ratio:.1f}x | | |", flush=True)
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    worst = max(medians[form, "this tree"] for form in COMMAND_FORMS)
+    ok = worst <= args.command_target
+    print(f"this tree: slowest form {worst:.2f} s: {'within' if ok else 'over'} the {args.command_target:g} s target")
+    return 0 if ok else 1
+
+
 def fit_line(xs: list[float], ys: list[float]) -> tuple[float, float]:
     """Least-squares (intercept, slope)."""
     n = len(xs)
@@ -106,7 +172,14 @@ def main() -> int:
         default=ROOT,
         help="time another checkout's bench/ with this interpreter (e.g. `git archive main | tar -x -C DIR`)",
     )
+    parser.add_argument("--command", action="store_true", help="time the real `fsdp-bench plan` command line")
+    parser.add_argument("--repeats", type=int, default=3, help="with --command: runs per form and tree (3)")
+    parser.add_argument(
+        "--command-target", type=float, default=5.0, help="with --command: seconds each form may take (median wall)"
+    )
     args = parser.parse_args()
+    if args.command:
+        return command_main(args)
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     print("| grid | points | Hydra composes | import s | validate s (wall / CPU) | plan s (wall / CPU) "
