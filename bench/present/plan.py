@@ -253,7 +253,7 @@ def varying(plans: Sequence[dict[str, Any]]) -> dict[str, int]:
     for p in plans:
         for field, value in pick(p, fields).items():
             values[field].add(value)
-    return {f.removeprefix("spec."): len(v) for f, v in values.items() if len(v) > 1}
+    return {f.removeprefix("spec.").removesuffix(".name"): len(v) for f, v in values.items() if len(v) > 1}
 
 
 def compact_header(plans: Sequence[dict[str, Any]], csv_path: Path) -> list[str]:

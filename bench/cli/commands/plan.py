@@ -104,8 +104,10 @@ def writable_csv(path: Path | None) -> Path | None:
     """`--csv PATH` checked before planning: a file in an existing folder."""
     from bench.config.problems import ConfigError
 
-    if path is not None and (path.is_dir() or not path.parent.is_dir()):
-        raise ConfigError([f"--csv: {path} is a folder or in no existing folder; allowed: a file path"])
+    if path is not None and path.is_dir():
+        raise ConfigError([f"--csv: {path} is a folder; allowed: a file path"])
+    if path is not None and not path.parent.is_dir():
+        raise ConfigError([f"--csv: {path.parent} does not exist; allowed: a file in an existing folder"])
     return path
 
 
