@@ -7,8 +7,9 @@ Every command that prints or stores predicted points builds each point's object 
 (a search's `rank` and `reason`, autotune's `autotune`), then the prediction's keys
 (bench/analysis/planner/predict.py documents them).
 
-`--fields a,b.c` picks dotted keys of these objects (`field_paths` lists them; `pick` reads
-them), for scripts that want a few numbers per point instead of every resolved spec.
+`--fields a,b.c` picks dotted keys of these objects (`field_paths` lists them; `pick` and
+`value_at` read them, as the report reads a record's prediction), for scripts that want a few
+numbers per point instead of every resolved spec.
 """
 
 from __future__ import annotations
@@ -73,11 +74,18 @@ def allowed_text(known: Sequence[str]) -> str:
 
 
 def pick(obj: Mapping[str, Any], fields: Sequence[str]) -> dict[str, Any]:
-    """{field: value} for the dotted keys, in their order; null where this object lacks one."""
-    out = {}
-    for field in fields:
-        node: Any = obj
-        for key in field.split("."):
-            node = node.get(key) if isinstance(node, Mapping) else None
-        out[field] = node
-    return out
+    """{field: value} for the dotted keys, in their order; None where this object lacks one."""
+    return {field: value_at(obj, field) for field in fields}
+
+
+def value_at(obj: Mapping[str, Any], dotted: str) -> Any:
+    """The value at a dotted key (`memory_bytes_per_device.total`), None where there is none; a key
+    holding the dots itself comes first. Also how reports read a record's stored prediction."""
+    if dotted in obj:
+        return obj[dotted]
+    node: Any = obj
+    for key in dotted.split("."):
+        if not isinstance(node, Mapping) or key not in node:
+            return None
+        node = node[key]
+    return node
