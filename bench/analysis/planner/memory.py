@@ -60,11 +60,12 @@ def state_bytes(w: Workload) -> dict[str, int]:
 
 def gather_bytes(shapes: tuple[tuple[int, int], ...], w: Workload, fp8_linears: bool) -> int:
     """Bytes of one module's all-gathered (unsharded, padded) parameters in param dtype."""
-    return _gather_bytes(shapes, w.shard_degree, w.param_bytes, fp8_linears)
+    return padded_gather_bytes(shapes, w.shard_degree, w.param_bytes, fp8_linears)
 
 
 @lru_cache(maxsize=4096)
-def _gather_bytes(shapes: tuple[tuple[int, int], ...], shards: int, param_bytes: int, fp8_linears: bool) -> int:
+def padded_gather_bytes(shapes: tuple[tuple[int, int], ...], shards: int, param_bytes: int, fp8_linears: bool) -> int:
+    """`gather_bytes` from its inputs (cached: a grid asks the same shapes and shard counts throughout)."""
     total = 0
     for dim0, numel in shapes:
         size = padded_numel(((dim0, numel),), shards)
@@ -141,6 +142,12 @@ def memory_key(w: Workload, micro_batch: bool = True) -> tuple:
     key = (w.shape, w.nodes, w.gpus_per_node, w.strategy, w.precision, w.seq_len, w.activation_checkpointing,
            w.ac_every, w.ac_save_ops, w.cpu_offload, w.cluster.device_type, w.cluster.device_memory_gib)  # fmt: skip
     return (*key, w.micro_batch) if micro_batch else key
+
+
+def clear_caches() -> None:
+    """Forget every cached breakdown and largest micro-batch (the next call computes afresh)."""
+    _PEAKS.clear()
+    _LARGEST.clear()
 
 
 def _cached(cache: dict, key: tuple, compute):

@@ -74,6 +74,11 @@ class ModelShape:
 
     def info(self) -> dict[str, int]:
         """The `model_info` block, as a result record carries it (the fields of schemas.ModelInfo)."""
+        return dict(self._info)
+
+    @cached_property
+    def _info(self) -> dict[str, int]:
+        # Once per shape: every point of a grid's model asks for it.
         from bench.schema.model import ModelInfo
 
         return {name: getattr(self, name) for name in ModelInfo.model_fields}
