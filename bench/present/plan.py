@@ -230,13 +230,14 @@ def new_csv_path() -> Path:
 
 
 def write_plan_csv(plans: Sequence[dict[str, Any]], path: Path) -> None:
-    """Every point, one row each: `point` (its label), then CSV_FIELDS."""
+    """Every point, one row each: `point` (its label), then CSV_FIELDS; written atomically (its
+    folders created), a full disk naming `path`."""
     import csv
 
     from bench.analysis.planner.plan_object import pick
-    from bench.schema.files import writing
+    from bench.schema.files import atomic_path
 
-    with writing(path), open(path, "w", newline="") as handle:
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["point", *CSV_FIELDS])
         for p in plans:

@@ -114,7 +114,7 @@ def test_best_fields_picks_from_each_ranked_configuration(capsys):
         (("--fields", "point_id,memory.total_gib"), "--fields: unknown field 'memory.total_gib'"),
         (("--fields", "tokens_per_sec"), "--fields: unknown field 'tokens_per_sec' (did you mean tokens_per_s?)"),
         (("--fields", ""), "--fields: no field given"),
-        (("--csv", "/nonexistent-folder/plan.csv"), "--csv: /nonexistent-folder does not exist; allowed: a file"),
+        (("--csv", "."), "--csv: . is a folder; give a file; allowed: a file path"),
         (("--best", "--csv", "plan.csv"), "--csv: writes a grid's points; with --best use --json or --fields"),
     ],
 )

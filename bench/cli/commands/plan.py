@@ -65,6 +65,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.config.paths import input_problem, output_problem, require
+
+    require(
+        [
+            input_problem("--preflight", args.preflight) if args.preflight else None,
+            output_problem("--csv", args.csv, "file", hint="allowed: a file path") if args.csv else None,
+        ]
+    )
     if args.best:
         return best(args)
     from bench.analysis.planner import predict_grid
@@ -75,7 +83,6 @@ def main(args: argparse.Namespace) -> int:
     from bench.config.problems import ConfigError
 
     try:
-        csv_path = writable_csv(args.csv)
         points = load_grid(args.overrides)
         preflight = read_preflight(args.preflight) if args.preflight else None
         if preflight is not None:
@@ -90,25 +97,14 @@ def main(args: argparse.Namespace) -> int:
         from bench.present.plan import write_plan_csv
         from bench.present.plan_json import fields_json, plan_json
 
-        if csv_path is not None:
-            write_plan_csv(plans, csv_path)
+        if args.csv is not None:
+            write_plan_csv(plans, args.csv)
         sys.stdout.write((fields_json(plans, fields) if fields is not None else plan_json(plans)) + "\n")
     else:
         from bench.present.plan import print_plan
 
-        print_plan(plans, csv_path)
+        print_plan(plans, args.csv)
     return 0
-
-
-def writable_csv(path: Path | None) -> Path | None:
-    """`--csv PATH` checked before planning: a file in an existing folder."""
-    from bench.config.problems import ConfigError
-
-    if path is not None and path.is_dir():
-        raise ConfigError([f"--csv: {path} is a folder; allowed: a file path"])
-    if path is not None and not path.parent.is_dir():
-        raise ConfigError([f"--csv: {path.parent} does not exist; allowed: a file in an existing folder"])
-    return path
 
 
 def best(args: argparse.Namespace) -> int:
