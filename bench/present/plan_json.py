@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
+from functools import lru_cache
 from typing import Any
 
 # Both patterns start with a literal, which the regex engine scans for fast (a lookbehind would
@@ -43,13 +44,19 @@ def plan_json(objects: Sequence[Any]) -> str:
     except (ImportError, TypeError):  # an older pydantic-core: no ensure_ascii
         return json.dumps(objects, indent=2)
     text = raw.decode("ascii").replace("\x7f", "\\u007f")
-    text = _POSITIONAL_E5.sub(lambda m: _positional_e5(m, text), text)
+    text = _POSITIONAL_E5.sub(_positional_e5, text)
     return _SHORT_EXPONENT.sub(r"e-0\1", text)
 
 
-def _positional_e5(match: re.Match, text: str) -> str:
-    whole = text[match.start() - 1] in " -"  # after `": `, an array's indentation, or a minus sign
-    return repr(float(match.group())) if whole else match.group()
+def _positional_e5(match: re.Match) -> str:
+    whole = match.string[match.start() - 1] in " -"  # after `": `, an array's indentation, or a minus sign
+    return _python_spelling(match.group()) if whole else match.group()
+
+
+@lru_cache(maxsize=4096)
+def _python_spelling(number: str) -> str:
+    # A plan repeats a few such numbers (latencies) in every point.
+    return repr(float(number))
 
 
 def fields_json(objects: Sequence[Any], fields: Sequence[str]) -> str:
