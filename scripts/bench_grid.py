@@ -12,12 +12,14 @@ so every size has the same 100 group combinations (model x strategy x precision)
 per point shows alone. `--reference-grid` adds a 1,260-point grid (4 models x 7 node counts x 5
 strategies x 3 precisions x 3 micro-batches: 60 group combinations, the case separable group
 choices are for). `--tree DIR` times another checkout (an older commit) with this interpreter.
-Prints one Markdown row per grid: points, Hydra composes, wall and CPU seconds of validation and of
-planning, and microseconds per point; then the least-squares line through the rows (a fixed part
-plus a cost per point), which is how the cost grows with the grid.
+`--command-grid` adds the 10,080-point grid `--command` times (below). Prints one Markdown row per
+grid: points, Hydra composes, wall and CPU seconds of validation, of planning and of the `--json`
+text, and microseconds per point (validation and planning); then the least-squares line through
+the rows (a fixed part plus a cost per point), which is how the cost grows with the grid.
 
     .venv/bin/python scripts/bench_grid.py                  # 2,500 to 20,000 points, ~1 minute
     .venv/bin/python scripts/bench_grid.py --sizes 10000 --reference-grid
+    .venv/bin/python scripts/bench_grid.py --sizes --command-grid --tree /tmp/main   # where `plan`'s time goes
     .venv/bin/python scripts/bench_grid.py --sizes 2500 --reference-grid --tree /tmp/main   # an older checkout
 
 `--command` times the real command line instead, `fsdp-bench plan GRID --json` and the table form
@@ -67,7 +69,8 @@ REFERENCE_GRID = ["cluster=p5.48xlarge", "gpus_per_node=8", "model=llama2-7b,lla
 COMMAND_GRID = [*REFERENCE_GRID, "train.grad_accum=1,2,4,8", "train.activation_checkpointing=none,full"]
 COMMAND_FORMS = {"--json": ["--json"], "table": []}
 
-# Runs in the child: times imports, validation and planning of one grid; prints JSON.
+# Runs in the child: times imports, validation, planning (what `plan` computes: predictions, scaling
+# efficiency and, where the tree has them, plan objects) and the `--json` text of one grid; prints JSON.
 CHILD = r"""
 import inspect, json, sys, time
 sys.path.insert(0, sys.argv[2])
@@ -75,16 +78,25 @@ clock = lambda: (time.perf_counter(), time.process_time())
 t0 = clock()
 import hydra, omegaconf, pydantic
 from bench.config import compose as config
-from bench.analysis.planner import predict, with_scaling_efficiency
+from bench.analysis import planner
 assert config.__file__.startswith(sys.argv[2]), config.__file__
 t1 = clock()
 points = config.load_grid(json.loads(sys.argv[1]))
 t2 = clock()
 specs = [point.spec for point in points]
-# Older trees' with_scaling_efficiency validates the specs again itself (no `specs` argument).
-given = (specs,) if "specs" in inspect.signature(with_scaling_efficiency).parameters else ()
-predictions = with_scaling_efficiency([predict(spec) for spec in specs], *given)
+if hasattr(planner, "predict_grid"):
+    predictions = planner.predict_grid(specs)
+else:  # older trees; the oldest validate the specs again (no `specs` argument)
+    scaling = planner.with_scaling_efficiency
+    given = (specs,) if "specs" in inspect.signature(scaling).parameters else ()
+    predictions = scaling([planner.predict(spec) for spec in specs], *given)
 t3 = clock()
+try:
+    from bench.present.plan_json import plan_json
+except ImportError:  # older trees print json.dumps(indent=2)
+    plan_json = lambda objects: json.dumps(objects, indent=2)
+text = plan_json(predictions)
+t4 = clock()
 assert len(predictions) == len(points)
 print(json.dumps({
     "points": len(points),
@@ -92,6 +104,7 @@ print(json.dumps({
     "import": [t1[0] - t0[0], t1[1] - t0[1]],
     "validate": [t2[0] - t1[0], t2[1] - t1[1]],
     "plan": [t3[0] - t2[0], t3[1] - t2[1]],
+    "json": [t4[0] - t3[0], t4[1] - t3[1]],
 }))
 """
 
@@ -165,6 +178,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=sorted(SCALAR_AXES), choices=sorted(SCALAR_AXES))
     parser.add_argument("--reference-grid", action="store_true", help="also the 1,260-point reference grid")
+    parser.add_argument("--command-grid", action="store_true", help="also the 10,080-point grid --command times")
     parser.add_argument("--target", type=float, default=10.0, help="seconds the 10,000-point grid may take (wall)")
     parser.add_argument(
         "--tree",
@@ -183,11 +197,12 @@ def main() -> int:
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} cores")
     print("| grid | points | Hydra composes | import s | validate s (wall / CPU) | plan s (wall / CPU) "
-          "| validate + plan s (wall / CPU) | us per point (wall) |")  # fmt: skip
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "| validate + plan s (wall / CPU) | us per point (wall) | --json text s (wall / CPU) |")  # fmt: skip
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows = []
     grids = [(f"{size:,}", BASE + SCALAR_AXES[size]) for size in args.sizes]
     grids += [("reference (1,260)", REFERENCE_GRID)] * args.reference_grid
+    grids += [("--command grid (10,080)", COMMAND_GRID)] * args.command_grid
     for name, overrides in grids:
         r = measure(overrides, args.tree.resolve())
         total = [r["validate"][i] + r["plan"][i] for i in (0, 1)]
@@ -195,16 +210,18 @@ def main() -> int:
         print(
             f"| {name} | {r['points']:,} | {r['composes']} | {r['import'][0]:.2f} | "
             f"{r['validate'][0]:.2f} / {r['validate'][1]:.2f} | {r['plan'][0]:.2f} / {r['plan'][1]:.2f} | "
-            f"{total[0]:.2f} / {total[1]:.2f} | {per_point:,.0f} |",
+            f"{total[0]:.2f} / {total[1]:.2f} | {per_point:,.0f} | {r['json'][0]:.2f} / {r['json'][1]:.2f} |",
             flush=True,
         )
-        if not name.startswith("reference"):
+        if name[0].isdigit():
             rows.append((r["points"], total))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     if len(rows) > 1:
         for label, index in (("wall", 0), ("CPU", 1)):
             fixed, slope = fit_line([p for p, _ in rows], [t[index] for _, t in rows])
             print(f"{label}: validate + plan = {fixed:.2f} s + {1e6 * slope:,.0f} us x points (least squares)")
+    if not rows:
+        return 0
     judged = next((row for row in rows if row[0] == TARGET_POINTS), max(rows, key=lambda row: row[0]))
     ok = judged[1][0] <= args.target
     print(

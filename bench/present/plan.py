@@ -180,14 +180,14 @@ CSV_FIELDS = (
     "checkpoint.blocked_s",
     "checkpoint.goodput",
 )
-# What a setup is in the compact table: the point without the axes a search varies
-# (bench/analysis/planner/search.py), so its best row is what `plan --best` would rank first.
+# A setup in the compact table: the model, cluster, world shape and sequence, what `plan --best`
+# holds fixed while it searches the other axes (bench/analysis/planner/search.py).
 SETUP_FIELDS = ("spec.model.name", "spec.cluster.name", "spec.nodes", "spec.gpus_per_node", "spec.train.seq_len")
 
 
-def print_plan(plans: Sequence[dict[str, Any]], csv_path: Path | None = None) -> Path | None:
+def print_plan(plans: Sequence[dict[str, Any]], csv_path: Path | None = None) -> None:
     """The plan's tables; past COMPACT_ABOVE points the compact form, with every point in a CSV
-    (at `csv_path`, else a new temporary file). Returns the CSV written, if any."""
+    (at `csv_path`, else a new temporary file)."""
     import sys
 
     from rich.console import Console
@@ -208,7 +208,7 @@ def print_plan(plans: Sequence[dict[str, Any]], csv_path: Path | None = None) ->
         if any(p["spec"]["train"].get("checkpoint", "none") != "none" for p in plans):
             console.print(checkpoint_table(plans))
         if csv_path is not None:
-            console.print(f"every point: {csv_path}", highlight=False)
+            console.print(f"every point, one row each: {csv_path}", highlight=False)
     for line in assumption_lines(plans):
         console.print(f"assumes {line}", highlight=False)
     console.print(
@@ -216,7 +216,6 @@ def print_plan(plans: Sequence[dict[str, Any]], csv_path: Path | None = None) ->
         "precision, cluster and per-device batch (weak scaling: the global batch grows with the nodes)",
         highlight=False,
     )
-    return csv_path
 
 
 def new_csv_path() -> Path:

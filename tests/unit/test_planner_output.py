@@ -202,5 +202,5 @@ def test_a_small_plan_prints_the_full_tables(capsys, tmp_path):
     assert "every point" not in out  # no CSV unless asked
     path = tmp_path / "small.csv"
     code, out, _ = run_plan(capsys, "model=debug", "nodes=1,2", "--csv", str(path))
-    assert code == 0 and f"every point: {path}" in out
+    assert code == 0 and f"every point, one row each: {path}" in out
     assert len(path.read_text().splitlines()) == 3

@@ -1,7 +1,9 @@
 """Assemble one point's prediction as plain, JSON-able data, and scaling efficiency across points.
 
-`predict(spec)` is the entry point for `plan`, the sweep (`sweep.plan=true` skips points with
-`fits == False` and stores this dict in `RunResult.prediction`) and reports. Keys:
+`predict(spec)` is the prediction of one point; `predict_grid(specs)` gives every point of a grid
+its plan object (`point_id` and this dict, bench/analysis/planner/plan_object.py), scaling
+efficiency filled: what `plan` prints and the sweep stores in `RunResult.prediction`
+(`sweep.plan=true` skips points with `fits == False`), and what reports read. Keys:
 
 | key | meaning |
 |---|---|

@@ -2,8 +2,8 @@
 
 With `sweep.plan=true` the sweep predicts every point (`plan_points`), records points that
 do not fit as `skipped` (`skipped_record`: the reason in `error`, the point's plan object,
-bench/analysis/planner/plan_object.py, in `prediction`) instead of launching them, and attaches the prediction to every other record so
-reports show predicted next to measured.
+bench/analysis/planner/plan_object.py, in `prediction`) instead of launching them, and attaches
+the plan object to every other record so reports show predicted next to measured.
 """
 
 from __future__ import annotations
