@@ -14,7 +14,7 @@ MPT shapes exist only to compare with the published llm-foundry figures
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 
 from bench.schema.model_args import ModelArgs
@@ -44,6 +44,14 @@ class ModelShape:
     # (out_features, in_features) of one block's matmuls in forward order (selective_op saves by position).
     block_matmuls: tuple[tuple[int, int], ...] = ()
 
+    def __hash__(self) -> int:
+        # Hashed once: shapes key the planner's caches, and their nested tuples are long.
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+
     @cached_property
     def block_params(self) -> int:
         return sum(numel for _, numel in self.block_shapes)
@@ -66,6 +74,11 @@ class ModelShape:
 
     def info(self) -> dict[str, int]:
         """The `model_info` block, as a result record carries it (the fields of schemas.ModelInfo)."""
+        return dict(self._info)
+
+    @cached_property
+    def _info(self) -> dict[str, int]:
+        # Once per shape: every point of a grid's model asks for it.
         from bench.schema.model import ModelInfo
 
         return {name: getattr(self, name) for name in ModelInfo.model_fields}
