@@ -11,7 +11,12 @@ from pathlib import Path
 
 
 def write_json_atomic(path: Path, data: dict) -> None:
-    """Write JSON through a temporary file and a rename: a reader never sees half a file.
+    """Write JSON through a temporary file and a rename: a reader never sees half a file."""
+    write_text_atomic(path, json.dumps(data, indent=2))
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write text through a temporary file and a rename: a reader never sees half a file.
 
     On a full or read-only disk the temporary file is removed and the error names `path`.
     """
@@ -19,7 +24,7 @@ def write_json_atomic(path: Path, data: dict) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp.write_text(json.dumps(data, indent=2))
+        tmp.write_text(text)
         tmp.replace(path)
     except OSError as exc:
         with contextlib.suppress(OSError):
