@@ -42,6 +42,7 @@ from torch.distributed.checkpoint.metadata import Metadata, TensorStorageMetadat
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave
+from bench.schema.files import write_text_atomic
 from bench.schema.protocol import (
     CHECKPOINT_MARKER,
     CHECKPOINT_STEP_PREFIX,
@@ -129,7 +130,8 @@ def read_marker(directory: str) -> CheckpointMarker | None:
 
 
 def write_marker(directory: str, marker: CheckpointMarker) -> None:
-    """Replace the marker atomically (temporary file + rename), durably on a local file system; only
+    """Replace the marker atomically (temporary file + rename), durably on a local file system
+    (bench/schema/files.py); at a URL, an object store's put is whole and the rename moves it. Only
     while this rank's launch is owned (a rerun may own the folder now: LaunchAbandoned)."""
     check_owned()
     if is_url(directory):
@@ -138,13 +140,7 @@ def write_marker(directory: str, marker: CheckpointMarker) -> None:
         fs.pipe_file(tmp, marker.to_json().encode())
         fs.mv(tmp, f"{path}/{CHECKPOINT_MARKER}")
         return
-    final = Path(directory) / CHECKPOINT_MARKER
-    tmp = final.with_name(f".{CHECKPOINT_MARKER}.{os.getpid()}.tmp")
-    with open(tmp, "w") as handle:
-        handle.write(marker.to_json())
-        handle.flush()
-        os.fsync(handle.fileno())
-    tmp.replace(final)
+    write_text_atomic(Path(directory) / CHECKPOINT_MARKER, marker.to_json())
 
 
 def remove_marker(directory: str) -> None:

@@ -23,13 +23,13 @@ stored as their raw cumulative readings; summaries take differences (totals) and
 from __future__ import annotations
 
 import csv
-import os
 import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench.schema.files import atomic_path
 from bench.schema.protocol import TELEMETRY_CSV, TELEMETRY_PARQUET
 from bench.schema.telemetry import Telemetry
 from fsdp_core.lifeline import LaunchAbandoned, check_owned
@@ -198,20 +198,18 @@ def write_sidecar(point_dir: Path, payloads: Sequence[dict[str, Any]], parquet: 
             parquet = False
         else:
             parquet = True
-    point_dir.mkdir(parents=True, exist_ok=True)
     name = TELEMETRY_PARQUET if parquet else TELEMETRY_CSV
-    tmp = point_dir / f".{name}.{os.getpid()}.tmp"
-    if parquet:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
+    with atomic_path(point_dir / name) as tmp:
+        if parquet:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
 
-        types = {"rank": pa.int32(), "host": pa.string()}
-        arrays = {k: pa.array(v, type=types.get(k, pa.float64())) for k, v in table.items()}
-        pq.write_table(pa.table(arrays), tmp)
-    else:
-        with tmp.open("w", newline="") as handle:
-            writer = csv.writer(handle)
-            writer.writerow(table)
-            writer.writerows(zip(*[[("" if v is None else v) for v in col] for col in table.values()]))
-    tmp.replace(point_dir / name)
+            types = {"rank": pa.int32(), "host": pa.string()}
+            arrays = {k: pa.array(v, type=types.get(k, pa.float64())) for k, v in table.items()}
+            pq.write_table(pa.table(arrays), tmp)
+        else:
+            with tmp.open("w", newline="") as handle:
+                writer = csv.writer(handle)
+                writer.writerow(table)
+                writer.writerows(zip(*[[("" if v is None else v) for v in col] for col in table.values()]))
     return name

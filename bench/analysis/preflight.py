@@ -15,14 +15,11 @@ import statistics
 from collections import defaultdict
 from pathlib import Path
 
-from pydantic import ValidationError
-
-from bench.analysis.planner.calibration import network_efficiency
-from bench.analysis.planner.comm import RING_PASSES
+from bench.analysis.planner.comm import RING_PASSES, network_share, replica_ring_gbps, spanning_ring_gbps
 from bench.analysis.stats import stragglers
 from bench.schema.env import EnvInfo
 from bench.schema.files import write_json_atomic
-from bench.schema.migrations.ac_split import record_selective_split
+from bench.schema.migrations import PREFLIGHT
 from bench.schema.options import PreflightSettings
 from bench.schema.preflight import CollectiveSample, PreflightResult, RankDevice, Straggler
 from bench.schema.protocol import (
@@ -181,6 +178,28 @@ def _node_all_reduce(record: PreflightResult) -> dict[int, float]:
     return {s.node: s.best_s for s in samples if s.bytes == largest}
 
 
+# Groups whose ranks share a node (NVLink on GPUs); the others cross the network when nodes > 1.
+WITHIN_NODE_GROUPS = ("shard", "node")
+
+
+def crosses_nodes(spec: RunSpec, group: str) -> bool:
+    return spec.nodes > 1 and group not in WITHIN_NODE_GROUPS
+
+
+def nominal_busbw_gbps(spec: RunSpec, group: str) -> float:
+    """The preset's bus bandwidth for one rank of a preflight `group`, GB/s, as the planner models
+    it (bench/analysis/planner/comm.py): one GPU's NVLink inside a node; across nodes the world
+    ring's share of the node's network (`inter_node_gbps` is the whole node's), and one GPU's share
+    for the replicate rings of a hybrid strategy. `measured_links` inverts the same share, so
+    a measured curve's ratio to this line is the links table's measured / nominal."""
+    cluster = spec.cluster
+    if not crosses_nodes(spec, group):
+        return cluster.intra_node_gbps / 8
+    if group == "replicate":
+        return replica_ring_gbps(cluster, spec.nodes) / 8
+    return spanning_ring_gbps(cluster, spec.nodes, spec.gpus_per_node) / 8
+
+
 def measured_links(record: PreflightResult) -> dict[str, float]:
     """What the planner can use instead of nominal links, in the units and meaning of the planner's
     own formulas (bench/analysis/planner/comm.py), so that it reproduces the measured times.
@@ -191,9 +210,9 @@ def measured_links(record: PreflightResult) -> dict[str, float]:
     The cluster fields: `intra_node_gbps`, one GPU's link (the node groups' all-reduce bus bandwidth;
     a ring inside a node moves bus-bandwidth bytes over every link), and `inter_node_gbps`, the
     node's network: a ring spanning nodes leaves each node over its NICs, all channels together
-    carrying the bus bandwidth, so the node's network is the world ring's bus bandwidth, scaled to
-    a full node when fewer GPUs per node were measured, over the planner's fabric efficiency at the
-    node count measured.
+    carrying the bus bandwidth, so the node's network is the world ring's bus bandwidth over the
+    ring's share of it (`network_share`: scaled to a full node when fewer GPUs per node were
+    measured, over the planner's fabric efficiency at the node count measured).
     """
     links: dict[str, float] = {}
     world = [s for s in record.collectives if s.group == "world"]
@@ -206,9 +225,7 @@ def measured_links(record: PreflightResult) -> dict[str, float]:
     if intra:
         links["intra_node_gbps"] = intra * 8
     if spec.nodes > 1 and (inter := _largest_busbw(record, "world")):
-        gpu = spec.device_type == "cuda"  # a CPU host's loopback has no NICs to share, no fabric to fit
-        scale = spec.cluster.gpus_per_node / spec.gpus_per_node / network_efficiency(spec.nodes) if gpu else 1.0
-        links["inter_node_gbps"] = inter * 8 * scale
+        links["inter_node_gbps"] = inter * 8 / network_share(spec.cluster, spec.nodes, spec.gpus_per_node)
     return links
 
 
@@ -239,22 +256,9 @@ def read_preflight(path: Path) -> PreflightResult:
             raise ValueError(f"{path}: expected one {PREFLIGHT_RECORD} under it, found {len(found)}")
         path = found[0]
     try:
-        data = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"{path}: unreadable JSON: {exc}") from None
-    if not isinstance(data, dict) or data.get("kind") != "preflight":
-        raise ValueError(f"{path}: not a preflight record")
-    if data.get("schema_version") != 1:
-        raise ValueError(
-            f"{path}: preflight schema_version {data.get('schema_version')!r} is unknown to this fsdp-bench"
-        )
-    try:
-        return PreflightResult.model_validate(record_selective_split(data))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        raise ValueError(
-            f"{path}: invalid preflight record; first: {'.'.join(map(str, first['loc']))}: {first['msg']}"
-        ) from None
+        return PREFLIGHT.read(path)
+    except ValueError as exc:
+        raise ValueError(f"{path}: {exc}") from None
 
 
 def load_preflights(root: Path) -> tuple[list[PreflightResult], list[tuple[str, str]]]:

@@ -1,23 +1,21 @@
 """Read result records from a results folder: the JSON files are the source of truth.
 
 Reading validates a record's structure and schema version only, never today's registries: an
-older record is migrated on read (bench/schema/migrations), a newer one is reported as such. A truncated
+older record is migrated on read (the record kind of bench/schema/migrations, read through
+bench/schema/files.py), a newer one is reported as such. A truncated
 or invalid file is reported as a problem, never raised: one bad point must not hide the others.
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
 from bench.schema.files import write_json_atomic
-from bench.schema.migrations import FutureVersionError, migrate_record
+from bench.schema.migrations import RECORD
 from bench.schema.protocol import RESULT_FILE
-from bench.schema.record import SCHEMA_VERSION, RunResult
+from bench.schema.record import RunResult
 
 __all__ = [
     "RESULT_FILE",
@@ -38,27 +36,12 @@ class RecordProblem:
 
 def parse_record(data: Any) -> RunResult:
     """A record's JSON data (any schema version) as today's RunResult (ValueError with one line)."""
-    if not isinstance(data, dict):
-        raise ValueError("not a result record (expected a JSON object)")
-    try:
-        data = migrate_record(data, SCHEMA_VERSION)
-    except FutureVersionError as exc:
-        raise ValueError(str(exc)) from None
-    try:
-        return RunResult.model_validate(data)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        loc = ".".join(str(p) for p in first["loc"])
-        raise ValueError(f"invalid record ({exc.error_count()} problem(s)); first: {loc}: {first['msg']}") from None
+    return RECORD.parse(data)
 
 
 def read_record(path: Path) -> RunResult:
     """Parse, migrate and validate one result.json (raises ValueError with a one-line reason)."""
-    try:
-        data = json.loads(Path(path).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ValueError(f"unreadable JSON: {exc}") from None
-    return parse_record(data)
+    return RECORD.read(path)
 
 
 def load_records(root: Path) -> tuple[list[RunResult], list[RecordProblem]]:
@@ -81,5 +64,5 @@ def load_located_records(root: Path) -> tuple[list[tuple[RunResult, Path]], list
 
 
 def write_record(record: RunResult, path: Path) -> None:
-    """Write a record atomically (temp file + rename): readers never see half a file."""
+    """Write a record atomically and durably (bench/schema/files.py): readers never see half a file."""
     write_json_atomic(Path(path), record.model_dump(mode="json"))

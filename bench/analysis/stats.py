@@ -31,6 +31,9 @@ from functools import lru_cache
 
 import numpy as np
 
+from bench.schema.identity import without
+from bench.schema.spec import SERIES_DROPPED
+
 N_BOOT = 2000  # the 2.5 % and 97.5 % percentiles move by well under 1 % of the width between seeds
 CONFIDENCE = 0.95
 SEED = 0
@@ -207,14 +210,15 @@ def scaling_efficiency(tokens_per_s, baseline_tokens_per_s, nodes, baseline_node
 
 
 def series_key(identity: dict, *, across_nodes: bool = False) -> str:
-    """The key of a history series: a point's identity without its repeat index and its `debug`
-    knobs, so runs of one workload configuration across sweeps, dates and software versions form one
+    """The key of a history series: a point's identity without the fields whose role leaves them
+    out of a series (bench/schema/spec.py `SERIES_DROPPED`: its repeat index and its `debug` knobs),
+    so runs of one workload configuration across sweeps, dates and software versions form one
     series, and a slowdown injected with `debug.slow_fraction` stays in it (history shows changed knobs
     like an environment change). `across_nodes`: also without what scales (the scaling_key rule), the
     family whose efficiency at its largest node count history follows."""
     import json
 
-    key = {k: v for k, v in identity.items() if k not in ("repeat", "debug")}
+    key = without(identity, SERIES_DROPPED)
     if across_nodes:
         return scaling_key(key)
     return json.dumps(key, sort_keys=True, separators=(",", ":"))

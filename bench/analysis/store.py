@@ -13,10 +13,11 @@ fingerprint, and can be rebuilt from them at any time (`rebuild`).
 - Preflights: `preflight.json` records (<sweep>/_preflight/<shape>/, bench/analysis/preflight.py) found
   under an ingested folder go to their own table, idempotently alike, so the cluster's measured
   links can be followed over time (`fsdp-bench history` lists them).
-- Records last: each row keeps the whole record's JSON, read back through bench.analysis.records
-  (migration on read). The store's own table is versioned (PRAGMA user_version): an older store
-  is migrated in place when opened (STORE_MIGRATIONS), a newer one is refused with a message to
-  rebuild it from the JSON records.
+- Records last: each row keeps the whole record's JSON, read back through the record's (and the
+  preflight record's) versioned path, migration on read (bench/schema/files.py `Versioned`). The
+  store's own table is versioned (PRAGMA user_version): an older store is migrated in place when
+  opened (STORE_MIGRATIONS, stepped by the same `Versioned`), a newer one is refused with a
+  message to rebuild it from the JSON records.
 
 Command line (no console script needed): python -m bench.analysis.store {ingest,rebuild,export,stats} ...
 """
@@ -29,13 +30,15 @@ import json
 import sqlite3
 import sys
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
+from bench.schema.files import Versioned, VersionError
+from bench.schema.migrations import PREFLIGHT
 from bench.schema.preflight import PreflightResult
 from bench.schema.protocol import PREFLIGHT_RECORD
 from bench.schema.record import RunResult
@@ -86,7 +89,7 @@ CREATE INDEX IF NOT EXISTS preflights_time ON preflights (started_at);
 )
 
 
-def _rekey_results(conn: sqlite3.Connection) -> None:
+def _rekey_results(conn: sqlite3.Connection) -> sqlite3.Connection:
     """Rows keyed as today's code keys them: a record stored before it was migrated on read (schema 1
     rows hold the record as written) gets the point id and content hash of its migrated form, so
     ingesting the same result.json again finds it instead of storing it twice."""
@@ -106,20 +109,33 @@ def _rekey_results(conn: sqlite3.Connection) -> None:
                 "UPDATE results SET point_id = ?, content_hash = ?, record = ? WHERE rowid = ?",
                 (*key, json.dumps(record.model_dump(mode="json")), rowid),
             )
+    return conn
 
 
-# Store schema n -> n + 1, run in one write transaction when an older store is opened: SQL, or a
-# function of the connection. Each step derives what it changes from the stored record JSON (the
-# truth), so nothing is lost or re-read.
+def _sql(script: str) -> Callable[[sqlite3.Connection], sqlite3.Connection]:
+    """A migration step that runs `script`'s statements on the connection."""
+
+    def step(conn: sqlite3.Connection) -> sqlite3.Connection:
+        for statement in filter(str.strip, script.split(";")):
+            conn.execute(statement)
+        return conn
+
+    return step
+
+
+# Store schema n -> n + 1, run in one write transaction when an older store is opened (the steps
+# of a connection, through the same versioned path as every file: bench/schema/files.py). Each
+# step derives what it changes from the stored record JSON (the truth), so nothing is lost or re-read.
 STORE_MIGRATIONS = {
-    1: """
+    1: _sql("""
 ALTER TABLE results ADD COLUMN git_sha TEXT;
 UPDATE results SET git_sha = json_extract(record, '$.env.git_sha');
 CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
-""",
-    2: _PREFLIGHTS,
+"""),
+    2: _sql(_PREFLIGHTS),
     3: _rekey_results,
 }
+STORE = Versioned("store", current=STORE_SCHEMA_VERSION, steps=STORE_MIGRATIONS)
 
 
 @dataclass
@@ -198,13 +214,16 @@ class ResultStore:
             version = conn.execute("PRAGMA user_version").fetchone()[0]
             if version == 0:  # a new file: create the table (IF NOT EXISTS: a concurrent creator may win)
                 conn.executescript(_SCHEMA + f"PRAGMA user_version = {STORE_SCHEMA_VERSION};")
-            elif version in STORE_MIGRATIONS:
-                _migrate(conn, self.path)
             elif version != STORE_SCHEMA_VERSION:
-                raise ValueError(
-                    f"store {self.path}: schema version {version}, this fsdp-bench reads up to "
-                    f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records (python -m bench.analysis.store rebuild)"
-                )
+                try:
+                    STORE.check(version)
+                except VersionError:
+                    raise ValueError(
+                        f"store {self.path}: schema version {version}, this fsdp-bench reads up to "
+                        f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records "
+                        "(python -m bench.analysis.store rebuild)"
+                    ) from None
+                _migrate(conn, self.path)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
@@ -301,16 +320,14 @@ class ResultStore:
 
     def preflights(self) -> tuple[list[PreflightResult], list[RecordProblem]]:
         """Every stored preflight record (each measurement, also a rerun of a sweep's shape), oldest first."""
-        from pydantic import ValidationError
-
         sql = "SELECT source, record FROM preflights ORDER BY started_at, ingested_at"
         with self._connect() as conn:
             rows = conn.execute(sql).fetchall()
         records, problems = [], []
         for source, blob in rows:
             try:
-                records.append(PreflightResult.model_validate_json(blob))
-            except ValidationError as exc:
+                records.append(PREFLIGHT.parse(json.loads(blob)))
+            except ValueError as exc:  # json.JSONDecodeError is a ValueError too
                 problems.append(RecordProblem(Path(source or self.path), f"stored preflight invalid: {exc}"))
         return records, problems
 
@@ -329,17 +346,11 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     conn.execute("BEGIN IMMEDIATE")
     try:
         version = conn.execute("PRAGMA user_version").fetchone()[0]
-        while version in STORE_MIGRATIONS:
-            step = STORE_MIGRATIONS[version]
-            if callable(step):
-                step(conn)
-            else:
-                for statement in filter(str.strip, step.split(";")):
-                    conn.execute(statement)
-            version += 1
-            conn.execute(f"PRAGMA user_version = {version}")
+        if version != STORE_SCHEMA_VERSION:
+            STORE.upgrade(conn, version)
+            conn.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
         conn.execute("COMMIT")
-    except sqlite3.DatabaseError as exc:
+    except (sqlite3.DatabaseError, VersionError) as exc:  # VersionError: a newer fsdp-bench got there first
         conn.execute("ROLLBACK")
         raise ValueError(f"store {path}: migrating to store schema {STORE_SCHEMA_VERSION} failed: {exc}") from None
 

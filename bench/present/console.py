@@ -91,17 +91,20 @@ def checkpoint_lines(ckpt) -> list[str]:
 
 
 def sweep_table(records) -> str:
-    """The end-of-sweep table: point, configuration, status, tokens/s, scaling efficiency."""
+    """The end-of-sweep table: point, configuration, status, tokens/s, scaling efficiency, and after it
+    why an efficiency is suspect (bench/analysis/report/contention.py: contention) where it is."""
     efficiency, note = _efficiencies(records)
     header = f"{'point':<16}{'model':<12}{'nodes':>6}{'gpn':>4}  {'strategy':<19}{'precision':<10}{'status':<12}{'tokens/s':>12}{'eff':>8}"
     lines = [note] if note else []
     lines += [header, "-" * len(header)]
     for r in records:
-        s, tps, eff = r.spec, r.metrics.tokens_per_s, efficiency.get(r.point_id)
+        s, tps = r.spec, r.metrics.tokens_per_s
+        eff, suspect = efficiency.get(r.point_id, (None, None))
         label = s.point_id + (f"/r{s.repeat}" if s.repeat else "")
         lines.append(
             f"{label:<13}{s.model.name:<12}{s.nodes:>6}{s.gpus_per_node:>4}  {s.strategy:<19}{s.precision:<10}"
             f"{r.status:<12}{(f'{tps:,.0f}' if tps else '-'):>12}{(f'{eff:.0%}' if eff is not None else '-'):>8}"
+            + (f"  {suspect}" if suspect else "")
         )
     return "\n".join(lines)
 
@@ -115,14 +118,16 @@ def sweep_overhead_line(records, ran, wall_s: float) -> str | None:
     return f"sweep overhead: {wall_s:.1f} s wall / {timed:.1f} s timed = {wall_s / timed:.1f}x"
 
 
-def _efficiencies(records) -> tuple[dict[str, float], str | None]:
-    """Per-point scaling efficiency from the report's aggregation (one implementation), and a note
-    when it could not be computed (the table prints anyway)."""
+def _efficiencies(records) -> tuple[dict[str, tuple[float, str | None]], str | None]:
+    """Per-point scaling efficiency and the contention rule's verdict on it, from the report's
+    aggregation (one implementation), and a note when they could not be computed (the table prints anyway)."""
     try:
         from bench.analysis.report.views import analyse
 
         points = analyse(records).points
     except Exception as exc:  # noqa: BLE001 - the table must print even if aggregation cannot
         return {}, f"(scaling efficiency unavailable: {exc})"
-    pairs = zip(points["point_id"], points.get("scaling_efficiency", []))
-    return {pid: float(eff) for pid, eff in pairs if eff == eff and eff is not None}, None
+    rows = zip(points["point_id"], points["scaling_efficiency"], points["contention"])
+    suspect = {pid: why if isinstance(why, str) else None for pid, _, why in rows}
+    return {pid: (float(eff), suspect[pid]) for pid, eff in zip(points["point_id"], points["scaling_efficiency"])
+            if eff == eff and eff is not None}, None  # fmt: skip

@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.analysis.planner.calibration import CALIBRATION
 from bench.analysis.planner.comm import RING_PASSES
 
 MATMUL_N = 1024
@@ -282,7 +283,7 @@ def run_calibration(progress=print) -> dict[str, Any]:
     collectives = fit_collectives(collective_times(loaded=False))
     busy = fit_collectives(collective_times(loaded=True))
     return {
-        "schema_version": 1,
+        "schema_version": CALIBRATION.current,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
         "host": platform.node(),
         "torch": torch.__version__,

@@ -8,34 +8,36 @@ Torch-free: the planner and the CLI use these numbers before any process starts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import Field, model_validator
 
 from bench.schema.base import Strict
+from bench.schema.identity import DESCRIBES, IN
 
 
 class ModelSpec(Strict):
     """A Llama-architecture model, fully resolved (sweeps/model/<name>.yaml, with any overrides).
 
+    A point's identity holds its name and shape; its sequence limits and source only describe it.
     The derived numbers are properties, never fields: they are not stored in a record's spec (whose
     shape stays as it was) and always follow the dimensions, also on a `model_copy(update=...)`."""
 
-    name: str
-    dim: int = Field(ge=1, strict=True)
-    n_layers: int = Field(ge=1, strict=True)
-    n_heads: int = Field(ge=1, strict=True)
-    n_kv_heads: int = Field(ge=1, strict=True)
-    ffn_dim: int = Field(ge=1, strict=True)
-    vocab_size: int = Field(ge=1, strict=True)
-    max_seq_len: int = Field(ge=1, strict=True)
-    default_seq_len: int | None = Field(None, ge=1, strict=True, description="null: max_seq_len")
+    name: Annotated[str, IN]
+    dim: Annotated[int, IN] = Field(ge=1, strict=True)
+    n_layers: Annotated[int, IN] = Field(ge=1, strict=True)
+    n_heads: Annotated[int, IN] = Field(ge=1, strict=True)
+    n_kv_heads: Annotated[int, IN] = Field(ge=1, strict=True)
+    ffn_dim: Annotated[int, IN] = Field(ge=1, strict=True)
+    vocab_size: Annotated[int, IN] = Field(ge=1, strict=True)
+    max_seq_len: Annotated[int, DESCRIBES] = Field(ge=1, strict=True)
+    default_seq_len: Annotated[int | None, DESCRIBES] = Field(None, ge=1, strict=True, description="null: max_seq_len")
     # 1e-5 is Meta's Llama-2 RMSNorm epsilon (params.json "norm_eps").
-    norm_eps: float = Field(1e-5, gt=0, description="RMSNorm epsilon (Llama-2: 1e-5)")
+    norm_eps: Annotated[float, IN] = Field(1e-5, gt=0, description="RMSNorm epsilon (Llama-2: 1e-5)")
     # 10000 is the RoPE base of Llama-2; Llama-3 raised it to 500000 for long context.
-    rope_theta: float = Field(10000.0, gt=0, description="RoPE base (Llama-2: 10000, Llama-3: 500000)")
-    source: str = Field("", description="where the numbers come from")
-    overrides: dict[str, Any] = Field(
+    rope_theta: Annotated[float, IN] = Field(10000.0, gt=0, description="RoPE base (Llama-2: 10000, Llama-3: 500000)")
+    source: Annotated[str, DESCRIBES] = Field("", description="where the numbers come from")
+    overrides: Annotated[dict[str, Any], DESCRIBES] = Field(
         default_factory=dict, description="fields set away from the named preset when composed (labels only)"
     )
 

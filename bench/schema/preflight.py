@@ -12,6 +12,9 @@ from bench.schema.env import EnvInfo, HostLoad
 from bench.schema.options import Collective, PreflightSettings, ProcessGroupKind
 from bench.schema.spec import RunSpec
 
+PREFLIGHT_KIND = "preflight"  # the `kind` every preflight record carries
+PREFLIGHT_SCHEMA_VERSION = 1  # migrations on read: bench/schema/migrations `PREFLIGHT`
+
 
 class RankDevice(Strict):
     """One rank's own device: matmul throughput at the model's GEMM shapes and memory bandwidth."""
@@ -74,8 +77,8 @@ class PreflightSummary(Strict):
 class PreflightResult(Strict):
     """A preflight's record: `<results>/<sweep>/_preflight/<shape>/preflight.json`."""
 
-    kind: Literal["preflight"] = "preflight"
-    schema_version: Literal[1] = 1
+    kind: Literal["preflight"] = PREFLIGHT_KIND
+    schema_version: Literal[1] = PREFLIGHT_SCHEMA_VERSION
     sweep: str
     status: Status
     error: str | None = None

@@ -16,13 +16,26 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from bench.schema import ac_modes
 from bench.schema.base import DeviceType, Strict, positive
 from bench.schema.flops import flops_per_token, hardware_flops_per_token
+from bench.schema.identity import (
+    DESCRIBES,
+    HOW,
+    IN,
+    LATER,
+    OBSERVES,
+    WHERE,
+    FieldPath,
+    Legacy,
+    Role,
+    identity_of,
+    paths,
+)
 from bench.schema.model import ModelSpec
 from bench.schema.recipes import PRECISIONS, STRATEGIES
 
@@ -46,18 +59,22 @@ CHECKPOINTING: tuple[str, ...] = Checkpointing.__args__
 class DeviceSpec(Strict):
     """One accelerator model (sweeps/device/<name>.yaml): what MFU divides by and the planner fills."""
 
-    name: str
-    match: list[str] = Field(
+    name: Annotated[str, DESCRIBES]
+    match: Annotated[list[str], DESCRIBES] = Field(
         default_factory=list, description="torch.cuda.get_device_name() values without 'NVIDIA ', matched exactly"
     )
-    memory_gib: float = Field(gt=0)
-    peak_tflops: dict[str, float] = Field(default_factory=dict, description="dense peaks by dtype, TFLOP/s")
-    memory_gbps: float | None = Field(None, gt=0, description="datasheet memory bandwidth, GB/s")
-    host_link_gbps: float | None = Field(None, gt=0, description="host link per direction, GB/s (CPU offload)")
-    relative_efficiency: float = Field(
+    memory_gib: Annotated[float, DESCRIBES] = Field(gt=0)
+    peak_tflops: Annotated[dict[str, float], DESCRIBES] = Field(
+        default_factory=dict, description="dense peaks by dtype, TFLOP/s"
+    )
+    memory_gbps: Annotated[float | None, DESCRIBES] = Field(None, gt=0, description="datasheet memory bandwidth, GB/s")
+    host_link_gbps: Annotated[float | None, DESCRIBES] = Field(
+        None, gt=0, description="host link per direction, GB/s (CPU offload)"
+    )
+    relative_efficiency: Annotated[float, DESCRIBES] = Field(
         1.0, gt=0, description="the planner's achievable fraction of peak relative to the H100's fitted one"
     )
-    source: str = ""
+    source: Annotated[str, DESCRIBES] = ""
 
     @field_validator("peak_tflops")
     @classmethod
@@ -68,23 +85,34 @@ class DeviceSpec(Strict):
 
 
 class ClusterSpec(Strict):
-    """One node type (sweeps/cluster/<name>.yaml), resolved: its device and links."""
+    """One node type (sweeps/cluster/<name>.yaml), resolved: its device and links.
 
-    name: str
-    device: DeviceSpec
-    device_type: DeviceType = "cuda"
-    gpus_per_node: int = Field(ge=1, strict=True)
-    device_memory_gib: float | None = Field(None, description="null: the device's memory")
-    peak_tflops: dict[str, float | None] = Field(default_factory=dict, description="per dtype; null: the device's")
-    intra_node_gbps: float = Field(description="one GPU's unidirectional NVLink bandwidth, Gbit/s")
-    inter_node_gbps: float = Field(description="the whole node's network bandwidth, Gbit/s")
-    efa_devices: int = Field(0, ge=0, strict=True)
-    link_latency_s: float = Field(1e-5, ge=0, description="per-message latency of a ring hop, seconds")
-    storage_gbps: float = Field(
+    A point's identity names the node type (name, device type); the facts describe it (correcting
+    a bandwidth or a source link keeps ids)."""
+
+    name: Annotated[str, IN]
+    device: Annotated[DeviceSpec, DESCRIBES]
+    device_type: Annotated[DeviceType, IN] = "cuda"
+    gpus_per_node: Annotated[int, DESCRIBES] = Field(ge=1, strict=True)
+    device_memory_gib: Annotated[float | None, DESCRIBES] = Field(None, description="null: the device's memory")
+    peak_tflops: Annotated[dict[str, float | None], DESCRIBES] = Field(
+        default_factory=dict, description="per dtype; null: the device's"
+    )
+    intra_node_gbps: Annotated[float, DESCRIBES] = Field(
+        description="one GPU's unidirectional NVLink bandwidth, Gbit/s"
+    )
+    inter_node_gbps: Annotated[float, DESCRIBES] = Field(description="the whole node's network bandwidth, Gbit/s")
+    efa_devices: Annotated[int, DESCRIBES] = Field(0, ge=0, strict=True)
+    link_latency_s: Annotated[float, DESCRIBES] = Field(
+        1e-5, ge=0, description="per-message latency of a ring hop, seconds"
+    )
+    storage_gbps: Annotated[float, DESCRIBES] = Field(
         80.0, gt=0, description="aggregate write/read bandwidth of the checkpoint storage the nodes share, Gbit/s"
     )
-    source: str = ""
-    overrides: dict[str, Any] = Field(default_factory=dict, description="fields set away from the preset when composed")
+    source: Annotated[str, DESCRIBES] = ""
+    overrides: Annotated[dict[str, Any], DESCRIBES] = Field(
+        default_factory=dict, description="fields set away from the preset when composed"
+    )
 
     @model_validator(mode="after")
     def _resolve(self) -> ClusterSpec:
@@ -99,49 +127,75 @@ class ClusterSpec(Strict):
         return self
 
 
+# Activation checkpointing in the identity: a knob counts only under the mode it tunes, both came
+# after schema version 2, and every second block keeps the name it was first measured under
+# (`selective`), so records from before the split into selective_op and selective_layer keep their
+# ids (bench/schema/migrations/ac_split.py reads them back).
+_AC_MODE = Role(
+    "in",
+    legacy=Legacy(
+        ac_modes.SELECTIVE_LAYER, when=(("ac_every", ac_modes.DEFAULT_AC_EVERY),), name=ac_modes.LEGACY_SELECTIVE
+    ),
+)
+_AC_EVERY = Role("later", only_under=("activation_checkpointing", ac_modes.SELECTIVE_LAYER))
+_AC_SAVE_OPS = Role("later", only_under=("activation_checkpointing", ac_modes.SELECTIVE_OP))
+
+
 class TrainSpec(Strict):
     """How a point trains (the config's `train.*`)."""
 
-    seq_len: int | None = Field(None, ge=1, strict=True, description="null: the model's default_seq_len")
-    micro_batch: int = Field(1, ge=1, strict=True, description="sequences per rank per micro-step")
-    grad_accum: int = Field(1, ge=1, strict=True, description="micro-steps per optimizer step")
-    steps: int = Field(8, ge=1, strict=True, description="optimizer steps, warm-up included")
-    warmup_steps: int = Field(
+    seq_len: Annotated[int | None, IN] = Field(None, ge=1, strict=True, description="null: the model's default_seq_len")
+    micro_batch: Annotated[int, IN] = Field(1, ge=1, strict=True, description="sequences per rank per micro-step")
+    grad_accum: Annotated[int, IN] = Field(1, ge=1, strict=True, description="micro-steps per optimizer step")
+    steps: Annotated[int, IN] = Field(8, ge=1, strict=True, description="optimizer steps, warm-up included")
+    warmup_steps: Annotated[int, IN] = Field(
         2, ge=0, strict=True, description="untimed first steps; the last one counts communication"
     )
-    activation_checkpointing: Checkpointing = Field(
+    activation_checkpointing: Annotated[Checkpointing, _AC_MODE] = Field(
         "none",
         description="none, full (every block), selective_op (torchtitan's per-op policy in every block; "
         "`selective` means this), selective_layer (every ac_every-th block)",
     )
-    ac_every: int = Field(
+    ac_every: Annotated[int, _AC_EVERY] = Field(
         ac_modes.DEFAULT_AC_EVERY, ge=1, strict=True, description="selective_layer: checkpoint every N-th block"
     )
-    ac_save_ops: list[str] | None = Field(
+    ac_save_ops: Annotated[list[str] | None, _AC_SAVE_OPS] = Field(
         None,
         description="selective_op: the op groups whose outputs are saved (mm, sdpa, collectives, max); "
         "null: all of them (torchtitan's policy)",
     )
-    compile: bool = Field(False, description="torch.compile each block")
-    compile_backend: CompileBackend = Field(
+    compile: Annotated[bool, IN] = Field(False, description="torch.compile each block")
+    compile_backend: Annotated[CompileBackend, IN] = Field(
         "inductor", description="torch.compile backend: inductor (real kernels) or aot_eager/eager (debugging)"
     )
-    cpu_offload: bool = Field(False, description="offload parameters, gradients and optimizer state to the host (CUDA)")
-    seed: int = Field(0, description="model initialisation and data")
-    lr: float = Field(3e-4, gt=0, description="AdamW learning rate")
-    data: str = Field("synthetic", description="'synthetic' or the path of a token file (uint16/uint32 memmap)")
-    threads_per_rank: int = Field(0, ge=0, description="CPU threads per rank; 0 = cores // ranks on the host")
-    checkpoint: CheckpointMode = Field("none", description="DCP checkpoints of model and optimizer: none, sync, async")
-    checkpoint_every: int | None = Field(
+    cpu_offload: Annotated[bool, IN] = Field(
+        False, description="offload parameters, gradients and optimizer state to the host (CUDA)"
+    )
+    seed: Annotated[int, IN] = Field(0, description="model initialisation and data")
+    lr: Annotated[float, IN] = Field(3e-4, gt=0, description="AdamW learning rate")
+    data: Annotated[str, IN] = Field(
+        "synthetic", description="'synthetic' or the path of a token file (uint16/uint32 memmap)"
+    )
+    threads_per_rank: Annotated[int, IN] = Field(
+        0, ge=0, description="CPU threads per rank; 0 = cores // ranks on the host"
+    )
+    checkpoint: Annotated[CheckpointMode, LATER] = Field(
+        "none", description="DCP checkpoints of model and optimizer: none, sync, async"
+    )
+    checkpoint_every: Annotated[int | None, LATER] = Field(
         None,
         ge=1,
         strict=True,
         description="save after every K-th timed step; null: once, after the last step (ignored with checkpoint=none)",
     )
-    checkpoint_dir: str | None = Field(
+    # Where a checkpoint goes and whether a run resumes say where and how a point runs (a resumed
+    # run continues the same point, in the same results folder).
+    checkpoint_dir: Annotated[str | None, WHERE] = Field(
         None, description="a path or fsspec URL; null: <results_dir>/<sweep>/<point_id>/checkpoint"
     )
-    resume: bool = Field(False, description="start from the latest complete checkpoint in checkpoint_dir")
+    resume: Annotated[bool, HOW] = Field(
+        False, description="start from the latest complete checkpoint in checkpoint_dir"
+    )
 
     @model_validator(mode="after")
     def _no_interval_without_saves(self) -> TrainSpec:
@@ -180,20 +234,24 @@ class TrainSpec(Strict):
         return self.checkpoint != "none" and timed_index >= 1 and timed_index % self.save_interval == 0
 
 
-# The knobs that slow a point down without changing its workload: `check` compares such a run
-# with its clean baseline (bench/analysis/check/points.py).
-SLOWDOWN_KNOBS = ("slow_fraction", "slow_rank")
+# The knobs that slow a point down without changing its workload: in the point's identity (a slowed
+# run is another point to the ledger), but `check` compares such a run with its clean baseline.
+# slow_rank came after schema version 2.
+_SLOWDOWN = Role("in", slowdown=True)
+_SLOWDOWN_LATER = Role("later", slowdown=True)
 
 
 class DebugKnobs(Strict):
     """Fault injection and slow-down knobs for testing the harness itself."""
 
-    fail_rank: int | None = Field(None, ge=0, description="rank that raises at fail_step")
-    fail_step: int | None = Field(None, ge=0, description="step at which fail_rank raises")
-    hang: bool = Field(False, description="fail_rank sleeps forever at fail_step instead of raising")
-    oom: bool = Field(False, description="fail_rank raises an out-of-memory error at fail_step")
-    slow_fraction: float = Field(0.0, ge=0.0, lt=10.0, description="sleep this fraction of each step's compute time")
-    slow_rank: int | None = Field(
+    fail_rank: Annotated[int | None, IN] = Field(None, ge=0, description="rank that raises at fail_step")
+    fail_step: Annotated[int | None, IN] = Field(None, ge=0, description="step at which fail_rank raises")
+    hang: Annotated[bool, IN] = Field(False, description="fail_rank sleeps forever at fail_step instead of raising")
+    oom: Annotated[bool, IN] = Field(False, description="fail_rank raises an out-of-memory error at fail_step")
+    slow_fraction: Annotated[float, _SLOWDOWN] = Field(
+        0.0, ge=0.0, lt=10.0, description="sleep this fraction of each step's compute time"
+    )
+    slow_rank: Annotated[int | None, _SLOWDOWN_LATER] = Field(
         None,
         ge=0,
         description="only this rank is slowed (a straggler), by slow_fraction or, when that is 0, by half its own "
@@ -206,8 +264,12 @@ class TelemetrySpec(Strict):
 
     It observes the point and never changes what is measured: left out of the point's identity."""
 
-    enabled: bool = Field(True, strict=True, description="sample device and host signals during the timed steps")
-    interval_ms: int = Field(100, description="milliseconds between samples (an integer, at least 10)")
+    enabled: Annotated[bool, OBSERVES] = Field(
+        True, strict=True, description="sample device and host signals during the timed steps"
+    )
+    interval_ms: Annotated[int, OBSERVES] = Field(
+        100, description="milliseconds between samples (an integer, at least 10)"
+    )
 
     @field_validator("interval_ms", mode="before")
     @classmethod
@@ -220,66 +282,37 @@ class TelemetrySpec(Strict):
 class PointSweep(Strict):
     """Which sweep a point belongs to and how patiently it runs (the config's `sweep.name`, `sweep.point_timeout_s`)."""
 
-    name: str = "adhoc"
-    point_timeout_s: float = Field(600.0, gt=0, description="seconds a started point may run before it is `timeout`")
+    name: Annotated[str, WHERE] = "adhoc"
+    point_timeout_s: Annotated[float, HOW] = Field(
+        600.0, gt=0, description="seconds a started point may run before it is `timeout`"
+    )
 
 
-# Spec fields that say where or how patiently a point runs, or only describe it: left out of the
-# point's identity, so moving a results folder, raising a timeout or correcting a source link
-# keeps ids. Model and cluster enter by what changes the measurement (shape; the node type).
-# A checkpoint's location and whether a run resumes say where and how a point runs (a resumed run
-# continues the same point, in the same results folder).
-_IDENTITY_EXCLUDE = {
-    "sweep": True,
-    "telemetry": True,
-    "model": {"source", "overrides", "max_seq_len", "default_seq_len"},
-    "cluster": {
-        "device", "gpus_per_node", "device_memory_gib", "peak_tflops", "intra_node_gbps", "inter_node_gbps",
-        "efa_devices", "link_latency_s", "storage_gbps", "source", "overrides",
-    },
-    "train": {"checkpoint_dir", "resume"},
-}  # fmt: skip
-
-# Fields added after schema version 2, as (section, field): they enter a point's identity only when
-# set away from their default, so every point measured before they existed keeps its id.
-LATER_FIELDS: tuple[tuple[str, str], ...] = (
-    ("debug", "slow_rank"),
-    ("train", "ac_every"),
-    ("train", "ac_save_ops"),
-    ("train", "checkpoint"),
-    ("train", "checkpoint_every"),
-)
-
-
-def _ac_identity(train: dict[str, Any]) -> None:
-    """The checkpointing fields as a point's identity says them: a knob enters only under the mode
-    it tunes, and every second block keeps the name it was first measured under (`selective`), so
-    records from before the split into selective_op and selective_layer keep their ids."""
-    mode = train.get("activation_checkpointing")
-    if mode != ac_modes.SELECTIVE_LAYER:
-        train.pop("ac_every", None)
-    elif train.get("ac_every") == ac_modes.DEFAULT_AC_EVERY:
-        train["activation_checkpointing"] = ac_modes.LEGACY_SELECTIVE
-    if mode != ac_modes.SELECTIVE_OP:
-        train.pop("ac_save_ops", None)
+# The repeat index is in the point's id (each repeat is a point of its own to the ledger), but
+# `check` pools repeats and a history series holds every repeat.
+_REPEAT = Role("in", check=False, series=False)
+# The fault and slow-down knobs: in the id and in check's match (a failure injected on purpose is
+# compared with a baseline that had it), not in a history series (history shows a changed knob
+# like an environment change, bench/analysis/history/envdiff.py).
+_DEBUG = Role("in", series=False)
 
 
 class RunSpec(Strict):
     """One benchmark point, fully resolved. Field names are the config keys (`train.seq_len`, ...)."""
 
-    sweep: PointSweep = Field(default_factory=PointSweep)
-    repeat: int = Field(0, ge=0, description="repeat index (sweep.repeats); part of the point id")
-    model: ModelSpec
-    strategy: Strategy = "full_shard"
-    precision: Precision = "fp32"
-    cluster: ClusterSpec
-    launcher: Launcher = "local"
-    nodes: int = Field(1, ge=1, strict=True)
-    gpus_per_node: int = Field(1, ge=1, strict=True, description="ranks per node")
-    world_size: int = 0
-    train: TrainSpec = Field(default_factory=TrainSpec)
-    debug: DebugKnobs = Field(default_factory=DebugKnobs)
-    telemetry: TelemetrySpec = Field(default_factory=TelemetrySpec)
+    sweep: Annotated[PointSweep, WHERE] = Field(default_factory=PointSweep)
+    repeat: Annotated[int, _REPEAT] = Field(0, ge=0, description="repeat index (sweep.repeats); part of the point id")
+    model: Annotated[ModelSpec, IN]
+    strategy: Annotated[Strategy, IN] = "full_shard"
+    precision: Annotated[Precision, IN] = "fp32"
+    cluster: Annotated[ClusterSpec, IN]
+    launcher: Annotated[Launcher, IN] = "local"
+    nodes: Annotated[int, IN] = Field(1, ge=1, strict=True)
+    gpus_per_node: Annotated[int, IN] = Field(1, ge=1, strict=True, description="ranks per node")
+    world_size: Annotated[int, IN] = 0
+    train: Annotated[TrainSpec, IN] = Field(default_factory=TrainSpec)
+    debug: Annotated[DebugKnobs, _DEBUG] = Field(default_factory=DebugKnobs)
+    telemetry: Annotated[TelemetrySpec, OBSERVES] = Field(default_factory=TelemetrySpec)
 
     @field_validator("strategy", "precision", "launcher", mode="before")
     @classmethod
@@ -342,17 +375,24 @@ class RunSpec(Strict):
         return self.cluster.peak_tflops.get(PRECISIONS[self.precision].peak_dtype)
 
     def identity(self) -> dict[str, Any]:
-        """The fields that define what is measured (the point id and check's matching)."""
-        identity = self.model_dump(mode="json", exclude=_IDENTITY_EXCLUDE)
-        _ac_identity(identity["train"])
-        for section, name in LATER_FIELDS:
-            node = identity.get(section, {})
-            if name in node and node[name] == type(getattr(self, section)).model_fields[name].default:
-                del node[name]
-        return identity
+        """The fields that define what is measured (the point id, check's matching, history's series),
+        as each field's identity role declares it (bench/schema/identity.py)."""
+        return identity_of(self)
 
     @property
     def point_id(self) -> str:
         """Content hash of the identity: the same point always gets the same id."""
         blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+# Derived from the declarations above (bench/schema/identity.py), never written again:
+# fields added after schema version 2: they enter a point's identity only when set away from their
+# default, so every point measured before they existed keeps its id;
+LATER_FIELDS: tuple[FieldPath, ...] = paths(RunSpec, lambda role: role.enters == "later")
+# the slow-down knobs (check compares a slowed run with its clean baseline);
+SLOWDOWN_KNOBS: tuple[FieldPath, ...] = paths(RunSpec, lambda role: role.slowdown)
+# what check's matching identity leaves out (the repeat index and the slow-down knobs);
+CHECK_DROPPED: tuple[FieldPath, ...] = paths(RunSpec, lambda role: not role.matched)
+# what a history series key leaves out (the repeat index and the debug knobs).
+SERIES_DROPPED: tuple[FieldPath, ...] = paths(RunSpec, lambda role: not role.series)

@@ -7,8 +7,12 @@ import sys
 import pytest
 
 from bench.analysis.check.abtest import summarize
+from bench.analysis.check.compare import timing_verdict
 from bench.analysis.check.points import points_from_records
 from bench.analysis.check.synthetic import make_record, step_times
+from bench.analysis.check.thresholds import Threshold
+from bench.analysis.check.timings import compare_timing_metric
+from bench.present.check.ab import ab_table
 from bench.run.ab import build_command, schedule
 
 PY = [sys.executable, "-m", "bench"]
@@ -51,3 +55,38 @@ def test_summary_reports_the_ratio_of_medians_with_its_ci():
     assert row.verdict == "B slower"
     (same,) = summarize(a, a)
     assert (same.ratio, same.verdict) == (1.0, "no significant difference")
+    assert same.reason == ""
+
+
+def rounds(medians: list[float], seed: int):
+    """One point run once per round, 100 steps each around the round's median step time."""
+    return points_from_records(
+        [make_record(step_times(m, 0.01, 100, seed=seed + r), spec={"repeat": r}) for r, m in enumerate(medians)]
+    )
+
+
+def test_a_small_p_beside_an_interval_spanning_1_says_why_it_is_not_significant():
+    """B's rounds spread (one 20 % slow): its steps tend to be longer, so the U test over 400 steps a
+    side is far below 0.05, while the interval, resampling rounds, spans 1. The verdict is check's
+    rule, and the row says why its small p is not significant."""
+    a, b = rounds([0.050] * 4, seed=0), rounds([0.049, 0.050, 0.052, 0.060], seed=10)
+    (row,) = summarize(a, b)
+    assert row.p_value == pytest.approx(3.7e-12, rel=0.01)  # one-sided, in the direction of the change
+    assert (round(row.ci_low, 3), round(row.ci_high, 3)) == (0.836, 1.018)
+    assert row.verdict == "no significant difference"
+    assert row.reason == "p < 0.05 counts steps as independent, but the rounds' 95% CI spans 1"
+    assert ab_table([row])[0][6:] == [
+        "3.7e-12",
+        "no significant difference: p < 0.05 counts steps as independent, but the rounds' 95% CI spans 1",
+    ]
+    # The same records through check's timing rule: the same p and the same call ("noise", not gating).
+    check = timing_verdict(compare_timing_metric(a[0], b[0], "tokens_per_s"), Threshold("tokens_per_s", 0.0), 0.05)
+    assert check == ("noise", row.p_value)
+
+
+def test_significant_rows_carry_no_reason():
+    a, b = rounds([0.050] * 4, seed=0), rounds([0.040] * 4, seed=10)
+    (row,) = summarize(a, b)
+    assert row.ratio == pytest.approx(1.25, abs=0.01) and row.ci_low > 1.0
+    assert (row.verdict, row.reason) == ("B faster", "")
+    assert row.p_value < 1e-10

@@ -188,14 +188,26 @@ def test_mixed_environments_in_one_side_are_reported():
         fingerprint.common_fingerprint(points)
 
 
-def test_fields_added_later_leave_keys_of_points_at_their_default_unchanged(monkeypatch):
-    from bench.analysis.check.points import identity_key, match_identity
-    from bench.schema import spec as schemas
+def test_fields_added_later_leave_keys_of_points_at_their_default_unchanged():
+    from typing import Annotated
 
-    spec = make_record([0.1] * 3).spec
-    before = identity_key(match_identity(spec))
+    from pydantic import Field
+
+    from bench.analysis.check.points import identity_key, match_identity
+    from bench.schema.identity import IN, LATER
+    from bench.schema.spec import CompileBackend, RunSpec, TrainSpec
+
     # Declaring a field as added after schema version 2 drops it from identities at its default.
-    monkeypatch.setattr(schemas, "LATER_FIELDS", (("train", "compile_backend"),))
+    class LaterBackend(TrainSpec):
+        compile_backend: Annotated[CompileBackend, LATER] = "inductor"
+
+    class LaterSpec(RunSpec):
+        train: Annotated[LaterBackend, IN] = Field(default_factory=LaterBackend)
+
+    record_spec = make_record([0.1] * 3).spec
+    before = identity_key(match_identity(record_spec))
+    spec = LaterSpec.model_validate(record_spec.model_dump())
+    assert "compile_backend" in match_identity(record_spec)["train"]
     assert "compile_backend" not in match_identity(spec)["train"]
     aot = spec.model_copy(update={"train": spec.train.model_copy(update={"compile_backend": "aot_eager"})})
     assert match_identity(aot)["train"]["compile_backend"] == "aot_eager"

@@ -107,6 +107,17 @@ def test_missing_calibration_falls_back_to_documented_defaults(tmp_path, monkeyp
     assert calibrated_cluster(LOCAL_CPU) == (LOCAL_CPU, {})
 
 
+def test_a_calibration_of_a_newer_version_is_refused_in_one_line_naming_the_file(calibration_file):
+    calibration_file.write_text(json.dumps({**CALIBRATION, "schema_version": 2}))
+    for load in (load_cpu_calibration, lambda: calibrated_cluster(LOCAL_CPU)):
+        with pytest.raises(ValueError) as caught:
+            load()
+        assert str(caught.value) == (
+            f"calibration {calibration_file}: schema_version 2 is unknown to this fsdp-bench (it reads versions "
+            "up to 1); upgrade fsdp-bench to read this calibration"
+        )
+
+
 def test_efficiency_flag_names_the_likely_cause():
     from bench.analysis.plan_accuracy import efficiency_flag
 

@@ -5,7 +5,9 @@ Each environment is a command prefix that invokes fsdp-bench there (another virt
 Rounds alternate the order (A B, B A, A B, ...) so slow drift of the machine (heat, other
 jobs) falls on both sides alike. Every run writes its own results folder; the ratio B/A of
 median tokens/s and its bootstrap CI come from the step times of all rounds (bench.analysis.stats:
-rounds resampled, then steps), so the interval carries the round-to-round spread.
+rounds resampled, then steps), so the interval carries the round-to-round spread. The verdict is
+`check`'s timing rule: significant only when the U test and the interval both say so, and a row
+whose two tests part says why.
 """
 
 from __future__ import annotations
@@ -14,15 +16,21 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bench.analysis.check.baseline import load_side
+from bench.analysis.check.compare import ALPHA, tests_disagree, timing_verdict
 from bench.analysis.check.points import PointData
+from bench.analysis.check.thresholds import Threshold
 from bench.analysis.check.timings import compare_timing_metric, has_timing
 
-ALPHA = 0.05
+# `check`'s timing rule with no threshold: any change that is significant by both of its tests.
+AB_THRESHOLD = Threshold("tokens_per_s", 0.0)
+VERDICTS = {"regression": "B slower", "improved": "B faster"}
+NOT_SIGNIFICANT = "no significant difference"
 
 
 @dataclass(frozen=True)
 class AbRow:
-    """One point's A/B result: medians of tokens/s, the ratio B/A, its CI and a two-sided p."""
+    """One point's A/B result: medians of tokens/s, the ratio B/A, its CI, the one-sided p in the
+    direction of the change, the verdict, and why the p and the CI disagree where they do."""
 
     point: str
     rounds_a: int
@@ -34,10 +42,17 @@ class AbRow:
     ci_high: float
     p_value: float
     verdict: str
+    reason: str = ""
+
+    @property
+    def verdict_text(self) -> str:
+        return f"{self.verdict}: {self.reason}" if self.reason else self.verdict
 
 
-def summarize(a_points: list[PointData], b_points: list[PointData]) -> list[AbRow]:
-    """Compare the pooled tokens/s samples of the two sides, point by point."""
+def summarize(a_points: list[PointData], b_points: list[PointData], alpha: float = ALPHA) -> list[AbRow]:
+    """Compare the pooled tokens/s samples of the two sides, point by point, by `check`'s rule
+    (bench.analysis.check.compare.timing_verdict): B is faster or slower only when the U test's p
+    is below `alpha` AND the bootstrap interval (rounds resampled) excludes 1."""
     b_by_key = {p.key: p for p in b_points}
     rows = []
     for a in sorted(a_points, key=lambda p: p.label):
@@ -45,24 +60,14 @@ def summarize(a_points: list[PointData], b_points: list[PointData]) -> list[AbRo
         if b is None or not has_timing(a, "tokens_per_s") or not has_timing(b, "tokens_per_s"):
             continue
         result = compare_timing_metric(a, b, "tokens_per_s")
-        p_value = min(1.0, 2.0 * min(result.p_less, result.p_greater))  # two-sided
-        verdict = "no significant difference"
-        if p_value < ALPHA and (result.ci_low > 1.0 or result.ci_high < 1.0):
-            verdict = "B faster" if result.ratio > 1.0 else "B slower"
-        rows.append(
-            AbRow(
-                a.label,
-                a.runs,
-                b.runs,
-                result.baseline,
-                result.current,
-                result.ratio,
-                result.ci_low,
-                result.ci_high,
-                p_value,
-                verdict,
-            )
-        )
+        verdict, p_value = timing_verdict(result, AB_THRESHOLD, alpha)
+        verdict = VERDICTS.get(verdict, NOT_SIGNIFICANT)
+        reason = tests_disagree(result, p_value, alpha, runs="rounds") if verdict == NOT_SIGNIFICANT else ""
+        row = AbRow(
+            a.label, a.runs, b.runs, result.baseline, result.current, result.ratio, result.ci_low, result.ci_high,
+            p_value, verdict, reason,
+        )  # fmt: skip
+        rows.append(row)
     return rows
 
 

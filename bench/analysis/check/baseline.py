@@ -7,8 +7,9 @@ A baseline is one JSON file (small enough to commit), validated by `BaselineFile
      "run_values": {metric: [one value per run]},
      "losses": [loss at each step of the first run] (optional: older files lack it)}]}
 Only ok points are stored: a baseline says what a good run looks like. Older versions are
-migrated on read (version 1 kept per-metric samples; its step times and the two constants that
-turn them into tokens/s and MFU are recovered exactly from them).
+migrated on read through `BASELINE`, the kind's registry (bench/schema/files.py reads every
+versioned file): version 1 kept per-metric samples; its step times and the two constants that
+turn them into tokens/s and MFU are recovered exactly from them.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 
 from bench.analysis.check.fingerprint import common_fingerprint
 from bench.analysis.check.points import PointData, identity_key, point_label, points_from_records
+from bench.schema.files import Versioned, write_text_atomic
 
 BASELINE_SCHEMA_VERSION = 2
 BASELINE_KIND = "fsdp-bench-baseline"
@@ -88,7 +90,13 @@ def migrate_baseline_v1(doc: dict[str, Any]) -> dict[str, Any]:
     return {**doc, "schema_version": 2, "points": points}
 
 
-_BASELINE_MIGRATIONS = {1: migrate_baseline_v1}
+BASELINE = Versioned(
+    "baseline",
+    current=BASELINE_SCHEMA_VERSION,
+    steps={1: migrate_baseline_v1},
+    tag=("kind", BASELINE_KIND),
+    model=BaselineFile,
+)
 
 
 class BaselineError(ValueError):
@@ -134,35 +142,23 @@ def build_baseline(side: Side) -> dict[str, Any]:
 
 
 def save_baseline(side: Side, path: Path) -> dict[str, Any]:
-    """Write the baseline atomically (temp file + rename) and return its document."""
+    """Write the baseline atomically and durably (bench/schema/files.py) and return its document."""
     doc = build_baseline(side)
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(json.dumps(doc, indent=1, sort_keys=False) + "\n")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(doc, indent=1, sort_keys=False) + "\n")
     return doc
 
 
 def parse_baseline(doc: Any, source: str) -> Side:
     """Validate (and migrate) a baseline document into a Side; BaselineError naming the bad field."""
-    if not isinstance(doc, dict) or doc.get("kind") != BASELINE_KIND:
-        raise BaselineError(f"{source}: not an fsdp-bench baseline (kind must be {BASELINE_KIND!r})")
-    version = doc.get("schema_version")
-    while version in _BASELINE_MIGRATIONS:
-        doc = _BASELINE_MIGRATIONS[version](doc)
-        version = doc["schema_version"]
-    if version != BASELINE_SCHEMA_VERSION:
-        raise BaselineError(
-            f"{source}: schema_version {doc.get('schema_version')!r}: unknown (newer than this fsdp-bench, which "
-            f"reads versions up to {BASELINE_SCHEMA_VERSION}); upgrade fsdp-bench to read it"
-        )
     try:
-        baseline = BaselineFile.model_validate(doc)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise BaselineError(f"{source}: {where}: {first['msg']}") from None
+        baseline = BASELINE.parse(doc)
+    except ValueError as exc:
+        raise BaselineError(f"{source}: {exc}") from None
+    return _side_of(baseline, source)
+
+
+def _side_of(baseline: BaselineFile, source: str) -> Side:
+    """The Side of a validated baseline file."""
     env = baseline.env
     points = []
     for item in baseline.points:
@@ -188,10 +184,10 @@ def load_side(path: Path) -> Side:
         return _side_from_records(*ResultStore(path).records(), source=str(path))
     if path.is_file() and path.name != "result.json":
         try:
-            doc = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise BaselineError(f"{path}: unreadable JSON: {exc}") from None
-        return parse_baseline(doc, str(path))
+            baseline = BASELINE.read(path)
+        except ValueError as exc:
+            raise BaselineError(f"{path}: {exc}") from None
+        return _side_of(baseline, str(path))
     return _side_from_records(*load_records(path), source=str(path))
 
 

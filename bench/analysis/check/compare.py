@@ -252,3 +252,15 @@ def timing_verdict(result: TimingComparison, threshold: Threshold, alpha: float)
     if -worsening > threshold.pct and p_better < alpha and ci_better:
         return "improved", p_better
     return "ok", (p_worse if worsening > 0 else p_better)
+
+
+def tests_disagree(result: TimingComparison, p: float, alpha: float, runs: str = "runs") -> str:
+    """Why the rule's two tests part ("" when they agree): the U test's p counts every step as an
+    independent sample, so with many steps it is small even when whole runs disagree with each
+    other; the interval resamples `runs` first, so it carries their spread. `p` is timing_verdict's."""
+    excludes_one = result.ci_low > 1.0 or result.ci_high < 1.0
+    if p < alpha and not excludes_one:
+        return f"p < {alpha:g} counts steps as independent, but the {runs}' 95% CI spans 1"
+    if p >= alpha and excludes_one:
+        return f"the {runs}' 95% CI excludes 1, but p >= {alpha:g}"
+    return ""

@@ -15,15 +15,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.schema.identity import without
 from bench.schema.labels import point_label as short_label
 from bench.schema.record import RunResult
-from bench.schema.spec import SLOWDOWN_KNOBS, RunSpec
-
-# Spec fields that do not change what is measured, on top of RunSpec.identity()'s exclusions:
-# the repeat index (repeats are pooled) and the slow-down knobs (an injected slowdown, on every
-# rank or on one, must be compared against its clean baseline; that is what the knobs are for).
-_IGNORED_FIELDS = ("repeat",)
-_IGNORED_DEBUG_FIELDS = SLOWDOWN_KNOBS
+from bench.schema.spec import CHECK_DROPPED, RunSpec
 
 
 @dataclass
@@ -50,15 +45,11 @@ class PointData:
 
 
 def match_identity(spec: RunSpec) -> dict[str, Any]:
-    """RunSpec.identity() without the fields that repeats and injected slowdowns vary."""
-    identity = spec.identity()
-    for name in _IGNORED_FIELDS:
-        identity.pop(name, None)
-    debug = dict(identity.get("debug") or {})
-    for name in _IGNORED_DEBUG_FIELDS:
-        debug.pop(name, None)
-    identity["debug"] = debug
-    return identity
+    """RunSpec.identity() without the fields whose role says check does not match on them
+    (bench/schema/spec.py `CHECK_DROPPED`): the repeat index (repeats are pooled) and the slow-down
+    knobs (an injected slowdown, on every rank or on one, is compared with its clean baseline;
+    that is what the knobs are for)."""
+    return without(spec.identity(), CHECK_DROPPED)
 
 
 def identity_key(identity: dict[str, Any]) -> str:

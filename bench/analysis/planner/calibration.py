@@ -28,11 +28,12 @@ outside the repository and outside results/.
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from bench.schema.files import Versioned
 from bench.schema.spec import ClusterSpec
 
 # --- fitted by `python -m bench.analysis.planner.fit --write` (see there); do not edit by hand ---------------
@@ -63,6 +64,19 @@ CPU_DEFAULTS = {  # efficiency: a training step's share of the matmul rate
     "efficiency": 0.3,
     "optimizer_gbps": 5.0,
 }
+
+
+# The calibration file's versions (`fsdp-bench calibrate` writes the current one; read with
+# migration like every versioned file, bench/schema/files.py).
+CALIBRATION = Versioned("calibration", current=1)
+
+
+def read_calibration(path: Path) -> dict[str, Any]:
+    """A calibration file's data as the current version (ValueError in one line naming the file)."""
+    try:
+        return CALIBRATION.read(path)
+    except ValueError as exc:
+        raise ValueError(f"calibration {path}: {exc}") from None
 
 
 def calibration_path() -> Path:
@@ -103,7 +117,7 @@ def load_cpu_calibration(path: Path | None = None) -> CpuCalibration:
     path = path or calibration_path()
     if not path.exists():
         return default_cpu_calibration()
-    data = json.loads(path.read_text())
+    data = read_calibration(path)
     matmul = {
         dtype: {int(t): float(v) for t, v in by_threads.items()} for dtype, by_threads in data["matmul_gflops"].items()
     }
@@ -124,7 +138,7 @@ def calibrated_cluster(base: ClusterSpec, path: Path | None = None) -> tuple[Clu
     path = path or calibration_path()
     if not path.exists():
         return base, {}
-    data = json.loads(path.read_text())
+    data = read_calibration(path)
     links = {}
     for kind, fit in data["collectives"].items():
         links[f"{kind}_gbps"] = float(fit["gbps"])

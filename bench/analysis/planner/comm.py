@@ -30,6 +30,7 @@ from bench.analysis.planner.calibration import network_efficiency
 from bench.analysis.planner.memory import gather_bytes
 from bench.analysis.planner.shapes import padded_numel
 from bench.analysis.planner.workload import Workload
+from bench.schema.spec import ClusterSpec
 
 # Passes of a ring collective over its data: all-gather and reduce-scatter one, all-reduce two
 # (a reduce-scatter then an all-gather). The bus-bandwidth factor of nccl-tests follows from it.
@@ -109,6 +110,33 @@ def _gpu_link(w: Workload, bandwidth_gbps: float, nodes: int) -> Link:
     return Link(bandwidth_gbps * GBIT, NVLINK_HOP_LATENCY_S, w.cluster.link_latency_s, nodes, NCCL_BASE_LATENCY_S)
 
 
+def network_share(cluster: ClusterSpec, nodes: int, ranks_per_node: int) -> float:
+    """The fraction of one node's network (`cluster.inter_node_gbps`: the whole node's bandwidth)
+    that a ring spanning `nodes` nodes through `ranks_per_node` ranks of each node moves at.
+
+    NCCL runs parallel rings, one per NIC, so each GPU pushes through its own slice of the node's
+    network (1 / gpus_per_node of it), at the fitted fabric efficiency of that node count. 1 on a
+    CPU host: its loopback has no NICs to share and no fabric to fit. The one meaning of
+    `inter_node_gbps` in a ring: the planner multiplies by it, a preflight divides the bus bandwidth
+    it measured by it (bench/analysis/preflight.py `measured_links`), and the report draws it.
+    """
+    if cluster.device_type == "cpu":
+        return 1.0
+    return ranks_per_node / cluster.gpus_per_node * network_efficiency(nodes)
+
+
+def spanning_ring_gbps(cluster: ClusterSpec, nodes: int, ranks_per_node: int) -> float:
+    """Bus bandwidth (Gbit/s) of a ring through `ranks_per_node` ranks of each of `nodes` nodes
+    (a shard group or the world spanning nodes): its share of the node's network, at most NVLink."""
+    return min(cluster.intra_node_gbps, cluster.inter_node_gbps * network_share(cluster, nodes, ranks_per_node))
+
+
+def replica_ring_gbps(cluster: ClusterSpec, nodes: int) -> float:
+    """Bus bandwidth (Gbit/s) of one hybrid all-reduce ring across nodes: one rank per node, every
+    shard index's ring at once, so each moves at one GPU's share of the node's network."""
+    return cluster.inter_node_gbps * network_share(cluster, nodes, 1)
+
+
 def shard_group_link(w: Workload, kind: str) -> Link:
     """The link of the shard group's rings (all-gather, reduce-scatter; no_shard's all-reduce)."""
     measured = _calibrated(w, kind)
@@ -120,8 +148,7 @@ def shard_group_link(w: Workload, kind: str) -> Link:
     spans_nodes = w.nodes > 1 and not w.hybrid
     if not spans_nodes:
         return _gpu_link(w, c.intra_node_gbps, 1)
-    network = c.inter_node_gbps / c.gpus_per_node * w.gpus_per_node * network_efficiency(w.nodes)
-    return _gpu_link(w, min(c.intra_node_gbps, network), w.nodes)
+    return _gpu_link(w, spanning_ring_gbps(c, w.nodes, w.gpus_per_node), w.nodes)
 
 
 def replica_group_link(w: Workload) -> Link:
@@ -133,8 +160,7 @@ def replica_group_link(w: Workload) -> Link:
     if c.device_type == "cpu":
         return Link(c.inter_node_gbps * GBIT, c.link_latency_s)
     # One rank per node in each ring: every step crosses the network.
-    share = c.inter_node_gbps / c.gpus_per_node * network_efficiency(w.nodes)
-    return Link(share * GBIT, c.link_latency_s, c.link_latency_s, w.nodes, NCCL_BASE_LATENCY_S)
+    return Link(replica_ring_gbps(c, w.nodes) * GBIT, c.link_latency_s, c.link_latency_s, w.nodes, NCCL_BASE_LATENCY_S)
 
 
 def ring_time(nbytes: float, ranks: int, link: Link, passes: int = 1) -> float:

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from bench.analysis.report.contention import suspect_efficiency
 from bench.analysis.report.diagnosis import FLAG_POINTS
 from bench.analysis.stats import (
     DENOMINATOR,
@@ -52,10 +53,11 @@ _MEDIAN_COLUMNS = ["pred_tokens_per_s_per_device", "pred_scaling_efficiency", "p
 _CELL_COLUMNS = [
     *CELL_KEYS, "per_device_batch", "global_batch", "world_size", "tokens_per_step", "repeats", "point_ids", "step_runs", "step_boot",
     "tokens_per_s", "tps_ci_low", "tps_ci_high", "tokens_per_s_per_device", "tpsd_ci_low", "tpsd_ci_high",
-    "step_time_median_s", "mfu", *_MEDIAN_COLUMNS, "peak_mem_bytes", "device_memory_bytes",
+    "step_time_median_s", "mfu", *_MEDIAN_COLUMNS, "peak_mem_bytes", "device_memory_bytes", "loaded_host",
+    "shared_host",
 ]  # fmt: skip
 _SCALING_COLUMNS = [*_CELL_COLUMNS, "cell", "series", "mode", "baseline_nodes", "speedup", "scaling_efficiency",
-                    "eff_ci_low", "eff_ci_high", "below_prediction"]  # fmt: skip
+                    "eff_ci_low", "eff_ci_high", "below_prediction", "contention"]  # fmt: skip
 
 
 def ok_points(frame: pd.DataFrame) -> pd.Series:
@@ -98,7 +100,23 @@ def build_cells(frame: pd.DataFrame) -> pd.DataFrame:
     # tokens/s per device is tokens/s over the (fixed) world size of the cell: so is its interval.
     cells["tpsd_ci_low"] = cells["tps_ci_low"] / cells["world_size"]
     cells["tpsd_ci_high"] = cells["tps_ci_high"] / cells["world_size"]
+    # The conditions of the cell's runs (bench/analysis/report/contention.py): any run on a loaded
+    # host, or without the host lock, makes the cell's numbers suspect.
+    loaded, shared = ok["loaded_host"].to_numpy(object), shared_host(ok).to_numpy(bool)
+    cells["loaded_host"] = [_hosts(loaded[p]) for p in positions]
+    cells["shared_host"] = [bool(shared[p].any()) for p in positions]
     return cells[_CELL_COLUMNS].rename_axis("cell")
+
+
+def shared_host(frame: pd.DataFrame) -> pd.Series:
+    """Rows measured without the host lock (env.exclusive_host false; None, a cluster, is not)."""
+    return frame["exclusive_host"].eq(False)
+
+
+def _hosts(values: np.ndarray) -> str | None:
+    """The distinct host names of some rows' `loaded_host` (space-separated), None for none."""
+    hosts = sorted({host for value in values if isinstance(value, str) for host in value.split()})
+    return " ".join(hosts) or None
 
 
 def _bootstrap(step_runs: pd.Series, repeats: pd.Series, stream: int) -> np.ndarray:
@@ -162,7 +180,38 @@ def _with_efficiency(data: pd.DataFrame, mode: str) -> pd.DataFrame:
     else:
         _add_efficiency_ci(data, base["cell"])
     data["below_prediction"] = below_prediction(data["scaling_efficiency"], data["pred_scaling_efficiency"])
+    at_base = (data["cell"] == base["cell"]).to_numpy()
+    baseline = data.set_index("cell").loc[base["cell"], ["loaded_host", "shared_host"]]
+    data["contention"] = _contention(
+        data["scaling_efficiency"], data["eff_ci_low"], data["loaded_host"], data["shared_host"],
+        baseline["loaded_host"].where(~at_base), baseline["shared_host"].where(~at_base),
+    )  # fmt: skip
     return data
+
+
+def _contention(efficiency, ci_low, loaded, shared, base_loaded, base_shared) -> list[str | None]:
+    """bench.analysis.report.contention's verdict per row (aligned sequences, one per argument)."""
+    columns = (efficiency, ci_low, loaded, shared, base_loaded, base_shared)
+    return [
+        suspect_efficiency(
+            eff,
+            low,
+            loaded_host=_text(host),
+            shared=_true(own),
+            baseline_loaded_host=_text(b_host),
+            baseline_shared=_true(b_shared),
+        )
+        for eff, low, host, own, b_host, b_shared in zip(*(list(c) for c in columns), strict=True)
+    ]
+
+
+def _text(value) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _true(value) -> bool:
+    """A True flag (NaN, where a row has no series or sits at its baseline, is not)."""
+    return isinstance(value, bool | np.bool_) and bool(value)
 
 
 def _add_efficiency_ci(data: pd.DataFrame, base_cell: pd.Series) -> None:
@@ -212,4 +261,12 @@ def point_scaling(frame: pd.DataFrame, cells: pd.DataFrame, scaling: pd.DataFram
     out["speedup"] = out["tokens_per_s"] / base
     out["scaling_efficiency"] = scaling_efficiency(out["tokens_per_s"], base, out["nodes"], out["baseline_nodes"])
     out["below_prediction"] = below_prediction(out["scaling_efficiency"], out["pred_scaling_efficiency"])
+    # A point's efficiency is judged with its cell's interval and its series' baseline cell's conditions.
+    baseline = scaling[scaling["nodes"] == scaling["baseline_nodes"]].groupby("series")[["loaded_host", "shared_host"]]
+    baseline = baseline.first()
+    away = (out["nodes"] != out["baseline_nodes"]).to_numpy()
+    out["contention"] = _contention(
+        out["scaling_efficiency"], cell_of.map(primary["eff_ci_low"]), out["loaded_host"], shared_host(out),
+        out["series"].map(baseline["loaded_host"]).where(away), out["series"].map(baseline["shared_host"]).where(away),
+    )  # fmt: skip
     return out

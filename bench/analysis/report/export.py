@@ -10,13 +10,14 @@ from pathlib import Path
 import pandas as pd
 
 from bench.analysis.report.frame import KEY_COLUMNS, LIST_COLUMNS
+from bench.schema.files import atomic_path
 
 
 def write_csv(points: pd.DataFrame, path: Path) -> Path:
     """One row per point, every scalar column; floats written with full precision."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    points.drop(columns=[c for c in (*LIST_COLUMNS, *KEY_COLUMNS) if c in points.columns]).to_csv(path, index=False)
+    with atomic_path(path) as tmp:
+        points.drop(columns=[c for c in (*LIST_COLUMNS, *KEY_COLUMNS) if c in points.columns]).to_csv(tmp, index=False)
     return path
 
 
@@ -27,10 +28,10 @@ def write_parquet(points: pd.DataFrame, path: Path) -> Path:
     except ImportError:
         raise ValueError("parquet export needs pyarrow: pip install pyarrow") from None
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     frame = points.drop(columns=[c for c in KEY_COLUMNS if c in points.columns])
     for column in LIST_COLUMNS:
         if column in frame.columns:
             frame[column] = frame[column].map(lambda values: [float(v) for v in values])
-    frame.to_parquet(path, index=False)
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)
     return path

@@ -212,6 +212,8 @@ def _env(record: RunResult) -> dict[str, Any]:
         "hostnames": " ".join(env.hostnames),
         "git_sha": env.git_sha,
         "harness": env.harness,
+        # Whether the point held the host lock (False: the host was shared; None: a cluster launcher).
+        "exclusive_host": env.exclusive_host,
     }
 
 
@@ -284,7 +286,7 @@ COLUMNS = [
     "step_time_cv", "mfu", "hfu", "tflops_per_device", "peak_mem_bytes", "device_memory_bytes",
     "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes", "loss_first", "loss_last",
     "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",
-    "git_sha", "harness", "mfu_note", *CHECKPOINT_COLUMNS, *PREDICTION_KEYS.values(), "preflight_link_gbps",
+    "git_sha", "harness", "exclusive_host", "mfu_note", *CHECKPOINT_COLUMNS, *PREDICTION_KEYS.values(), "preflight_link_gbps",
     "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers", "host_load_max",
     "loaded_host", *TELEMETRY_COLUMNS, "step_times_s", "weak_key", "strong_key",
 ]  # fmt: skip

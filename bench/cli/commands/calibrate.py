@@ -9,7 +9,6 @@ bench/run/calibrate.py), then writes the JSON the planner reads for `cluster=loc
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
@@ -56,6 +55,7 @@ def from_preflight(args: argparse.Namespace) -> int:
     """`calibrate --from-preflight RESULTS -o DIR/cluster/NAME.yaml`: a cluster file of the measured links."""
     from bench.analysis.planner.from_preflight import cluster_yaml
     from bench.analysis.preflight import read_preflight
+    from bench.schema.files import write_text_atomic
 
     if args.output is None or args.output.suffix != ".yaml":
         print("error: --output: with --from-preflight give the cluster file to write, e.g. my-configs/cluster/ours.yaml",
@@ -69,8 +69,7 @@ def from_preflight(args: argparse.Namespace) -> int:
     if record.status != "ok":
         print(f"error: --from-preflight: the preflight did not measure anything ({record.status})", file=sys.stderr)
         return 2
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(cluster_yaml(record, args.output.stem))
+    write_text_atomic(args.output, cluster_yaml(record, args.output.stem))
     print(args.output.read_text(), end="")
     print(f"written: {args.output} (use it with --config-dir {args.output.parent.parent} cluster={args.output.stem})")
     return 0
@@ -82,16 +81,14 @@ def main(args: argparse.Namespace) -> int:
     if args.from_preflight:
         return from_preflight(args)
     from bench.run.calibrate import run_calibration
+    from bench.schema.files import write_json_atomic
 
     path = args.output or calibration_path()
     if path.exists() and path.is_dir():
         print(f"error: --output: {path} is a directory; give a file path", file=sys.stderr)
         return 2
     data = run_calibration(progress=lambda line: print(line, file=sys.stderr))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    tmp.replace(path)
+    write_json_atomic(path, data)
     for line in summary(data):
         print(line)
     print(f"written: {path}")

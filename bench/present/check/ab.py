@@ -8,10 +8,11 @@ from pathlib import Path
 
 from bench.analysis.check.abtest import AbRow
 from bench.run.ab import RunOutcome
+from bench.schema.files import write_text_atomic
 
 
 def ab_table(rows: list[AbRow]) -> list[list[str]]:
-    """Rows for text_table: point, rounds, medians, ratio, CI, p, verdict."""
+    """Rows for text_table: point, rounds, medians, ratio, CI, p, verdict (and why p and CI part)."""
     return [
         [
             r.point,
@@ -21,13 +22,13 @@ def ab_table(rows: list[AbRow]) -> list[list[str]]:
             f"{r.ratio:.4f}",
             f"[{r.ci_low:.4f}, {r.ci_high:.4f}]",
             f"{r.p_value:.2g}",
-            r.verdict,
+            r.verdict_text,
         ]
         for r in rows
     ]
 
 
-AB_HEADERS = ("point", "rounds A/B", "A tokens/s", "B tokens/s", "B/A", "95% CI", "p", "verdict")
+AB_HEADERS = ("point", "rounds A/B", "A tokens/s", "B tokens/s", "B/A", "95% CI", "p (one-sided)", "verdict")
 
 
 def write_summary(
@@ -47,5 +48,5 @@ def write_summary(
         "runs": [asdict(o) for o in outcomes],
         "points": [asdict(r) for r in rows],
     }
-    path.write_text(json.dumps(doc, indent=1) + "\n")
+    write_text_atomic(path, json.dumps(doc, indent=1) + "\n")
     return path

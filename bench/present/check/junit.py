@@ -11,6 +11,7 @@ from pathlib import Path
 
 from bench.analysis.check.compare import CheckReport, Finding
 from bench.present.check.table import finding_row
+from bench.schema.files import atomic_path
 
 SUITE_NAME = "fsdp-bench check"
 _SKIPPED = {"insufficient", "new", "no baseline curve"}
@@ -59,8 +60,7 @@ def build_junit(report: CheckReport, suite_name: str = SUITE_NAME) -> ET.Element
 
 def write_junit(report: CheckReport, path: Path, suite_name: str = SUITE_NAME) -> None:
     """Write the JUnit XML file (parents created)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
     tree = build_junit(report, suite_name)
     ET.indent(tree)
-    tree.write(path, encoding="utf-8", xml_declaration=True)
+    with atomic_path(path) as tmp:
+        tree.write(tmp, encoding="utf-8", xml_declaration=True)

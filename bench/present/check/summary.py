@@ -6,6 +6,7 @@ from pathlib import Path
 
 from bench.analysis.check.compare import CheckReport
 from bench.present.check.table import HEADERS, hidden_line, report_rows, verdict_line
+from bench.schema.files import write_text_atomic
 
 
 def _escape(cell: str) -> str:
@@ -41,6 +42,4 @@ def markdown_summary(report: CheckReport, *, baseline: str = "", current: str = 
 
 def write_summary(report: CheckReport, path: Path, *, baseline: str = "", current: str = "") -> None:
     """Write the markdown summary (parents created)."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown_summary(report, baseline=baseline, current=current))
+    write_text_atomic(path, markdown_summary(report, baseline=baseline, current=current))

@@ -23,6 +23,7 @@ from bench.present.history.table import (
     numerics_rows,
     verdict_line,
 )
+from bench.schema.files import write_text_atomic
 
 SUITE_NAME = "fsdp-bench history"
 
@@ -95,6 +96,4 @@ def markdown_summary(history: History, *, store: str = "") -> str:
 
 
 def write_summary(history: History, path: Path, *, store: str = "") -> None:
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(markdown_summary(history, store=store), encoding="utf-8")
+    write_text_atomic(path, markdown_summary(history, store=store))

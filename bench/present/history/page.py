@@ -27,6 +27,7 @@ from bench.present.history.table import (
 )
 from bench.present.report.html import render_figure, render_html
 from bench.present.report.tables import Table
+from bench.schema.files import write_bytes_atomic, write_text_atomic
 
 # Plots beyond this many series would make the page unwieldy: series with change points or numerics
 # failures come first, then the longest; the tables list every series.
@@ -56,7 +57,7 @@ def write_history(history: History, out: Path, *, store: str, command: str) -> P
     figures = {"metric": [], "efficiency": []}
     for number, result in enumerate(_plotted(history.results), start=1):
         figure = render_figure(f"series{number:03d}", result.series.label, series_figure(result))
-        (out / f"{figure.name}.png").write_bytes(figure.png)
+        write_bytes_atomic(out / f"{figure.name}.png", figure.png)
         figures["efficiency" if result.series.metric == EFFICIENCY else "metric"].append(figure)
     changes = {
         kind: [c for c in history.changes if (c.series.metric == EFFICIENCY) == (kind == "efficiency")]
@@ -84,7 +85,7 @@ def write_history(history: History, out: Path, *, store: str, command: str) -> P
         "command": command,
     }
     page = out / "history.html"
-    page.write_text(render_html(context, "history.html.j2"), encoding="utf-8")
+    write_text_atomic(page, render_html(context, "history.html.j2"))
     write_summary(history, out / "summary.md", store=store)
     write_history_junit(history, out / "history.xml")
     return page

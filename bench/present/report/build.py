@@ -15,6 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from bench.analysis.records import RecordProblem
+from bench.analysis.report.contention import SUPERLINEAR_MARGIN
 from bench.analysis.report.export import write_csv
 from bench.analysis.report.views import analyse
 from bench.present.report import tables
@@ -27,7 +28,7 @@ from bench.present.report.html import RenderedFigure, render_figure, render_html
 from bench.present.report.render import render_figures
 from bench.present.report.reproduce import default_commands
 from bench.present.report.summary_md import render_summary
-from bench.schema.files import writing
+from bench.schema.files import write_bytes_atomic, write_text_atomic, writing
 from bench.schema.preflight import PreflightResult
 from bench.schema.record import RunResult
 
@@ -85,10 +86,11 @@ def _build(
     timelines = _timelines(points, point_dirs)
     health = cluster_health(preflights, records)
     for figure in [*figures, *timelines, *health.figures]:
-        (out / f"{figure.name}.png").write_bytes(figure.png)
+        write_bytes_atomic(out / f"{figure.name}.png", figure.png)
     environment = environment_lines(points)
     headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
     failed = tables.failed_table(points)
+    contention = tables.contention_table(points)
     commands = [*(reproduce or []), "# each configuration alone:", *default_commands(points)]
     context = {
         "title": title,
@@ -96,6 +98,8 @@ def _build(
         "environment": environment,
         "headline": headline,
         "scaling": scaling,
+        "contention": contention,
+        "contention_margin": f"{SUPERLINEAR_MARGIN * 100:.0f}",
         "figures": figures,
         "plot_notes": _plot_notes(figures, points),
         "telemetry": telemetry_view.telemetry_table(points),
@@ -110,7 +114,7 @@ def _build(
         "autotune": autotune_section(analysis.cells, records),
         "health": health,
     }
-    (out / "report.html").write_text(render_html(context), encoding="utf-8")
+    write_text_atomic(out / "report.html", render_html(context))
     flagged = tables.flagged_table(points)
     summary = render_summary(
         title,
@@ -120,8 +124,9 @@ def _build(
         failed,
         flagged,
         telemetry_view.telemetry_table(points, only_flagged=True),
+        contention,
     )
-    (out / "summary.md").write_text(summary, encoding="utf-8")
+    write_text_atomic(out / "summary.md", summary)
     write_csv(points, out / "results.csv")
     return out / "report.html"
 

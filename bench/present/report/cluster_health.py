@@ -18,6 +18,7 @@ matplotlib.use("Agg")
 
 from matplotlib.figure import Figure  # noqa: E402
 
+from bench.analysis.preflight import nominal_busbw_gbps  # noqa: E402
 from bench.analysis.stats import stragglers  # noqa: E402
 from bench.present.report.html import RenderedFigure, render_figure  # noqa: E402
 from bench.present.report.tables import Table  # noqa: E402
@@ -26,11 +27,11 @@ from bench.schema.env import HostLoad  # noqa: E402
 from bench.schema.options import PreflightSettings  # noqa: E402
 from bench.schema.preflight import PreflightResult  # noqa: E402
 from bench.schema.record import RunResult  # noqa: E402
-from bench.schema.spec import RunSpec  # noqa: E402
 
-# Groups whose ranks share a node (NVLink on GPUs); the others cross the network when nodes > 1.
-WITHIN_NODE_GROUPS = ("shard", "node")
 OPS = ("all_gather", "reduce_scatter", "all_reduce")
+# What the dashed lines are, on the figure's axis: the same share of `inter_node_gbps` (the whole
+# node's network) the planner uses and the links table's measured value inverts.
+NOMINAL_LABEL = "bus bandwidth (GB/s); dashed: preset\nacross nodes: the ring's share of the node's network"
 
 
 @dataclass
@@ -45,19 +46,6 @@ class ClusterHealth:
         return not (self.figures or self.links.rows or self.stragglers.rows or self.loaded.rows)
 
 
-def crosses_nodes(spec: RunSpec, group: str) -> bool:
-    return spec.nodes > 1 and group not in WITHIN_NODE_GROUPS
-
-
-def nominal_busbw_gbps(spec: RunSpec, group: str) -> float:
-    """The preset's bus bandwidth for one rank on `group`, GB/s: one GPU's NVLink within a node,
-    its share of the node's network across nodes (the cluster fields are Gbit/s)."""
-    cluster = spec.cluster
-    if crosses_nodes(spec, group):
-        return cluster.inter_node_gbps / 8 / spec.gpus_per_node
-    return cluster.intra_node_gbps / 8
-
-
 def cluster_health(preflights: Sequence[PreflightResult], records: Sequence[RunResult]) -> ClusterHealth:
     health = ClusterHealth()
     ok = [p for p in preflights if p.status == "ok"]
@@ -68,7 +56,8 @@ def cluster_health(preflights: Sequence[PreflightResult], records: Sequence[RunR
                 render_figure(
                     f"preflight_busbw_{preflight.sweep}_{shape}",
                     f"Bus bandwidth vs message size, {preflight.sweep} {shape} ({preflight.spec.cluster.name}); "
-                    "dashed: the preset's nominal link",
+                    "dashed: the preset's link as the planner models it (one GPU's NVLink within a node; across nodes "
+                    "the ring's share of the node's network, cluster.inter_node_gbps)",
                     busbw_figure(preflight),
                 )
             )
@@ -96,7 +85,7 @@ def _shape(preflight: PreflightResult) -> str:
 
 def busbw_figure(preflight: PreflightResult) -> Figure:
     """One panel per collective: bus bandwidth (GB/s) vs message size per group, log-log, with each
-    group's nominal link as a dashed line in its colour."""
+    group's nominal link (bench.analysis.preflight.nominal_busbw_gbps) as a dashed line in its colour."""
     ops = [op for op in OPS if any(s.op == op for s in preflight.collectives)]
     fig = Figure(figsize=(4.2 * len(ops) + 1.6, 3.4))
     axes = fig.subplots(1, len(ops), squeeze=False)[0]
@@ -122,7 +111,7 @@ def busbw_figure(preflight: PreflightResult) -> Figure:
         ax.set_title(op, fontsize=10)
         ax.set_xlabel("message size (bytes)")
         ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel("bus bandwidth (GB/s)")
+    axes[0].set_ylabel(NOMINAL_LABEL, fontsize=8)
     axes[-1].legend(fontsize=7, loc="lower right")
     return fig
 

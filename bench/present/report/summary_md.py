@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import html
 
+from bench.analysis.report.contention import SUPERLINEAR_MARGIN
 from bench.present.report.tables import Table
 
 # A CI summary is read at a glance: the full list lives in report.html and results.csv.
@@ -36,15 +37,22 @@ def render_summary(
     failed: Table,
     flagged: Table,
     telemetry_flagged: Table | None = None,
+    contention: Table | None = None,
 ) -> str:
-    """The Markdown text: environment, headline, scaling series, points below prediction, points that
-    throttled or left a device idle, then what failed."""
+    """The Markdown text: environment, headline, scaling series, suspect efficiencies (contention),
+    points below prediction, points that throttled or left a device idle, then what failed."""
     lines = [f"# {escape_cell(title)}", ""]
     lines += [f"- **{escape_cell(label)}**: {escape_cell(value)}" for label, value in environment]
     lines += ["", "## Best configuration per model and node count", ""]
     lines += markdown_table(headline) if headline.rows else ["No point finished ok."]
     if scaling.rows:
         lines += ["", "## Scaling series", ""] + markdown_table(scaling)
+    if contention is not None and contention.rows:
+        count = len(contention.rows)
+        lines += ["", f"**{count} point(s) with a suspect scaling efficiency (contention): more than "
+                  f"{SUPERLINEAR_MARGIN * 100:.0f} points above 100 % or an interval above it, or measured on a "
+                  "loaded or shared host.**", ""]  # fmt: skip
+        lines += markdown_table(contention, MAX_FAILED_ROWS)
     if flagged.rows:
         count = len(flagged.rows)
         lines += ["", f"**{count} point(s) scaled more than 10 points below the planner's prediction.**", ""]

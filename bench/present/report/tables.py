@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from bench.analysis.report.contention import CONTENTION
 from bench.analysis.report.diagnosis import likely_cause, measured_evidence
 from bench.present.report import formatting as fmt
 from bench.present.report.labels import config_label, series_labels
@@ -51,7 +52,7 @@ def headline_table(scaling: pd.DataFrame) -> Table:
     best = primary.sort_values("tokens_per_s", ascending=False).drop_duplicates(["model", "nodes"])
     for _, row in best.sort_values(["model", "nodes"]).iterrows():
         last = largest.loc[row["series"]]
-        at_largest = f"{fmt.percent(last['scaling_efficiency'])} at {int(last['nodes'])}"
+        at_largest = _marked(f"{fmt.percent(last['scaling_efficiency'])} at {int(last['nodes'])}", last["contention"])
         if row["mode"] == "single":
             at_largest = fmt.MISSING
         table.add(
@@ -62,11 +63,27 @@ def headline_table(scaling: pd.DataFrame) -> Table:
                 fmt.number(row["tokens_per_s"]),
                 fmt.number(row["tokens_per_s_per_device"]),
                 fmt.percent(row["mfu"]),
-                fmt.percent(row["scaling_efficiency"]),
+                _marked(fmt.percent(row["scaling_efficiency"]), row["contention"]),
                 at_largest,
-            ]
+            ],
+            "flag" if _suspect(row["contention"]) or _suspect(last["contention"]) else "",
         )
     return table
+
+
+def _suspect(contention) -> bool:
+    """Whether bench.analysis.report.contention flagged the row (its text, or None/NaN)."""
+    return isinstance(contention, str) and bool(contention)
+
+
+def _marked(text: str, contention) -> str:
+    """A headline efficiency with the contention mark (the reason is in the other tables)."""
+    return f"{text} ({CONTENTION})" if _suspect(contention) else text
+
+
+def _with_contention(text: str, contention) -> str:
+    """An efficiency cell with the contention rule's reason after it."""
+    return f"{text}; {contention}" if _suspect(contention) else text
 
 
 SCALING_COLUMNS = [
@@ -99,10 +116,12 @@ def scaling_table(scaling: pd.DataFrame) -> Table:
             fmt.number(base["tokens_per_s"]),
             fmt.number(last["tokens_per_s"]),
             f"{fmt.significant(last['speedup'])}x",
-            fmt.percent_ci(last["scaling_efficiency"], last["eff_ci_low"], last["eff_ci_high"]),
+            _with_contention(
+                fmt.percent_ci(last["scaling_efficiency"], last["eff_ci_low"], last["eff_ci_high"]), last["contention"]
+            ),
         ]
         cells += [fmt.percent(last["pred_scaling_efficiency"])] * predicted
-        table.add(cells, "flag" if bool(last["below_prediction"]) else "")
+        table.add(cells, "flag" if bool(last["below_prediction"]) or _suspect(last["contention"]) else "")
     return table
 
 
@@ -119,7 +138,7 @@ def results_table(points: pd.DataFrame) -> Table:
     for row in points[[c for c in _RESULT_COLUMNS if c in points.columns]].to_dict("records"):
         flagged = bool(row["below_prediction"])
         cells = _measured_cells(row) + (_predicted_cells(row, flagged) if predicted else [])
-        table.add(cells, "flag" if flagged else "")
+        table.add(cells, "flag" if flagged or _suspect(row.get("contention")) else "")
     return table
 
 
@@ -159,6 +178,20 @@ def _predicted_comm(row: dict) -> float | None:
     return None if fmt.is_missing(exposed) or fmt.is_missing(overlapped) else exposed + overlapped
 
 
+CONTENTION_HEADERS = ["sweep", "point", "model", "configuration", "nodes", "efficiency", "why"]
+
+
+def contention_table(points: pd.DataFrame) -> Table:
+    """Points whose scaling efficiency the contention rule (bench/analysis/report/contention.py)
+    calls suspect: beyond 100 % by more than noise explains, or measured on a loaded or shared host."""
+    table = Table(CONTENTION_HEADERS)
+    suspect = points["contention"].map(_suspect) if "contention" in points.columns else pd.Series(False, points.index)
+    for row in points[suspect.astype(bool)].to_dict("records"):
+        table.add([str(row["sweep"]), str(row["point_id"]), str(row["model"]), config_label(row), str(row["nodes"]),
+                   _efficiency_text(row, with_contention=False), row["contention"]], "flag")  # fmt: skip
+    return table
+
+
 def flagged_table(points: pd.DataFrame) -> Table:
     """Points measured more than 10 points below the predicted efficiency, with the likely cause."""
     table = Table(["sweep", "point", "model", "configuration", "nodes", "efficiency", "predicted efficiency",
@@ -178,13 +211,15 @@ _RESULT_COLUMNS = [
     "scaling_mode", "baseline_nodes", "below_prediction", "pred_tokens_per_s_per_device", "pred_step_time_s",
     "pred_memory_bytes", "pred_scaling_efficiency", "pred_comm_exposed_s", "pred_comm_overlapped_s",
     "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers",
+    "contention",
 ]  # fmt: skip
 
 
-def _efficiency_text(row: dict) -> str:
+def _efficiency_text(row: dict, with_contention: bool = True) -> str:
     if fmt.is_missing(row["scaling_efficiency"]):
         return fmt.MISSING
-    return f"{fmt.percent(row['scaling_efficiency'])} ({row['scaling_mode']}, vs {int(row['baseline_nodes'])})"
+    text = f"{fmt.percent(row['scaling_efficiency'])} ({row['scaling_mode']}, vs {int(row['baseline_nodes'])})"
+    return _with_contention(text, row.get("contention")) if with_contention else text
 
 
 def has_prediction(points: pd.DataFrame) -> bool:

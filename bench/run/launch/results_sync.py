@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from bench.schema.files import atomic_path
 from bench.schema.protocol import (
     ERRORS_DIR,
     PREFLIGHT_MEASUREMENTS,
@@ -107,10 +108,8 @@ def pull_points(url: str, point_dirs: list[Path]) -> None:
             target = Path(local_dir) / relative
             if not wanted or target.exists():
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f".{target.name}.part")
-            fs.get_file(remote_file, str(partial))
-            partial.replace(target)  # whole files only: the launcher may read at any moment
+            with atomic_path(target) as partial:  # whole files only: the launcher may read at any moment
+                fs.get_file(remote_file, str(partial))
             if relative == "started":
                 _stamp_started(target)
 

@@ -1,48 +1,37 @@
 """Records last: every stored record, of any schema version, reads as today's RunResult.
 
 A record is migrated on read, one version at a time, by small functions that know only what
-their version wrote (`migrate(data)` applies them in turn). A record of a version newer than this
-code is reported as such, never misread. `RECORD_MIGRATIONS[n]` turns version n into n + 1;
-`RECORD_RENAMES` then rewrite values whose meaning moved to a new name within the current version
-(the schema refuses the old value, so a stored one is never ambiguous).
+their version wrote. The registries of the two record kinds the ranks' side writes are here (the
+read path they share is bench/schema/files.py `Versioned`): `RECORD.steps[n]` turns version n
+into n + 1; `RECORD.renames` then rewrite values whose meaning moved to a new name within the
+current version (the schema refuses the old value, so a stored one is never ambiguous). A record
+of a version newer than this code is reported as such, never misread. Preflight records have
+their own version (1) and share the renames (they carry a spec).
 """
 
 from __future__ import annotations
 
-from typing import Any
-
+from bench.schema.files import Versioned
 from bench.schema.migrations.ac_split import record_selective_split, spec_selective_split
 from bench.schema.migrations.v1 import record_v1_to_v2, spec_v1_to_v2
+from bench.schema.preflight import PREFLIGHT_KIND, PREFLIGHT_SCHEMA_VERSION, PreflightResult
+from bench.schema.record import SCHEMA_VERSION, RunResult
 
-RECORD_MIGRATIONS = {1: record_v1_to_v2}
-RECORD_RENAMES = (record_selective_split,)
+# A record naming no version is read as version 1 (what the first code wrote).
+RECORD = Versioned(
+    "record",
+    current=SCHEMA_VERSION,
+    steps={1: record_v1_to_v2},
+    unversioned=1,
+    renames=(record_selective_split,),
+    model=RunResult,
+)
+PREFLIGHT = Versioned(
+    "preflight record",
+    current=PREFLIGHT_SCHEMA_VERSION,
+    tag=("kind", PREFLIGHT_KIND),
+    renames=(record_selective_split,),
+    model=PreflightResult,
+)
 
-
-class FutureVersionError(ValueError):
-    """A record written by a newer fsdp-bench."""
-
-
-def migrate_record(data: dict[str, Any], current: int) -> dict[str, Any]:
-    """The record as version `current` (a dict, not yet validated)."""
-    version = data.get("schema_version", 1)
-    if not isinstance(version, int) or version > current:
-        raise FutureVersionError(
-            f"schema_version {version!r} is unknown to this fsdp-bench (it reads versions up to {current}); "
-            "upgrade fsdp-bench to read this record"
-        )
-    while version < current:
-        data = RECORD_MIGRATIONS[version](data)
-        version = data["schema_version"]
-    for rename in RECORD_RENAMES:
-        data = rename(data)
-    return data
-
-
-__all__ = [
-    "FutureVersionError",
-    "RECORD_MIGRATIONS",
-    "RECORD_RENAMES",
-    "migrate_record",
-    "spec_selective_split",
-    "spec_v1_to_v2",
-]
+__all__ = ["PREFLIGHT", "RECORD", "spec_selective_split", "spec_v1_to_v2"]

@@ -4,8 +4,9 @@ Records written before the split used `train.activation_checkpointing: selective
 block. Today a user's `selective` means torchtitan's per-op policy, resolved to `selective_op`
 when the point is composed, so no record written since stores `selective` (the schema refuses
 it): a stored `selective` always has the old meaning and reads back as `selective_layer` with
-`ac_every` 2. The point id does not move (bench.schemas names every second block `selective` in
-the identity), so baselines and resumed sweeps still match these records.
+`ac_every` 2. The point id does not move (`train.activation_checkpointing` declares a legacy name
+in bench/schema/spec.py: every second block is `selective` in the identity), so baselines and
+resumed sweeps still match these records.
 """
 
 from __future__ import annotations
