@@ -1,0 +1,4 @@
+"""fsdp-bench: scaling benchmarks for PyTorch FSDP2, in layers that import only downward
+(docs/architecture.md, `.importlinter`): cli/ > present/ > run/ > analysis/ > config/ > schema/.
+fsdp_core (its own package) runs inside each rank. __main__.py makes `python -m bench` the console script.
+"""

@@ -1,0 +1,8 @@
+"""Layer 3, records in, numbers out: nothing here launches, prints or imports torch.
+
+Modules: records.py (read result records, with migration), sources.py (a folder, one record or a store),
+store.py (the SQLite store), stats.py (the one statistics engine), preflight.py (measurements -> the
+preflight record), plan_accuracy.py (predicted next to measured). Packages: check/ (regression
+checks), history/ (change points across runs), planner/ (predictions without a GPU), report/ (the
+report's frames and aggregates).
+"""

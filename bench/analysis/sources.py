@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.analysis.records import RecordProblem, load_located_records
-from bench.analysis.store import ResultStore, is_store
+from bench.analysis.store import is_store, open_existing
 from bench.schema.record import RunResult
 
 
@@ -15,8 +15,8 @@ def load_results(results: Path) -> tuple[list[RunResult], list[RecordProblem], d
     and each record's folder by (sweep, point id) where it has one (a store has none)."""
     if not results.exists():
         raise ValueError(f"no such file or folder: {results}")
-    if is_store(results):
-        return (*ResultStore(results).records(), {})
+    if is_store(results):  # opened only when it holds a store: a foreign SQLite file is left as it is
+        return (*open_existing(results).records(), {})
     if results.is_file() and results.suffix != ".json":
         raise ValueError(f"{results} is neither a results folder, a result.json nor an fsdp-bench store")
     located, problems = load_located_records(results)

@@ -19,24 +19,26 @@ fingerprint, and can be rebuilt from them at any time (`rebuild`).
   opened (STORE_MIGRATIONS, stepped by the same `Versioned`), a newer one is refused with a
   message to rebuild it from the JSON records.
 
-Command line (no console script needed): python -m bench.analysis.store {ingest,rebuild,export,stats} ...
+Command line: `fsdp-bench store {add,rebuild,export,stats}` (bench/cli/commands/store.py).
 """
 
 from __future__ import annotations
 
-import argparse
+import errno
 import hashlib
 import json
+import os
+import shutil
 import sqlite3
-import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
+from bench.config.paths import nearest_existing, read_only_error
 from bench.schema.files import Versioned, VersionError
 from bench.schema.migrations import PREFLIGHT
 from bench.schema.preflight import PreflightResult
@@ -53,6 +55,10 @@ BUSY_TIMEOUT_S = 60.0
 # enough that ingesting thousands of records is not dominated by commits.
 BATCH_SIZE = 200
 SQLITE_MAGIC = b"SQLite format 3\x00"
+# Free space under which SQLite's "disk I/O error" means a full disk (it needs a few pages to go on).
+NEARLY_FULL_BYTES = 1 << 20
+# What `export` writes, by the file's suffix.
+EXPORT_FORMATS = (".csv", ".parquet")
 
 _COLUMNS = [
     "point_id", "content_hash", "sweep", "status", "error", "model", "strategy", "precision", "cluster",
@@ -147,6 +153,7 @@ class IngestReport:
     problems: list[RecordProblem] = field(default_factory=list)
     preflights_added: int = 0
     preflights_unchanged: int = 0
+    total: int = 0  # records in the store after the ingest (set by `add`)
 
     def merge(self, other: IngestReport) -> None:
         self.added += other.added
@@ -179,11 +186,21 @@ def is_store(path: Path) -> bool:
 
 def schema_version(path: Path) -> int:
     """The store schema version of an existing SQLite file, read without writing (0: not a store yet)."""
-    conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+    return int(_read(path, "PRAGMA user_version")[0][0])
+
+
+def _read(path: Path, sql: str) -> list[tuple]:
+    """Rows of one query on an existing SQLite file, opened read-only (a disk that takes no writes
+    still fails a WAL store's shared-memory file: storage_fault says so)."""
     try:
-        return int(conn.execute("PRAGMA user_version").fetchone()[0])
-    finally:
-        conn.close()
+        conn = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_S)
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+    except sqlite3.OperationalError as exc:
+        _raise_storage_fault(exc, Path(path))
+        raise
 
 
 def _switch_to_wal(conn: sqlite3.Connection) -> None:
@@ -201,6 +218,39 @@ def _switch_to_wal(conn: sqlite3.Connection) -> None:
             if "locked" not in str(exc) or time.monotonic() > deadline:
                 raise
             time.sleep(0.05)
+
+
+class StoreError(ValueError):
+    """A path given as a store that cannot be read as one (one line; the CLI exits 2)."""
+
+
+def storage_fault(exc: sqlite3.Error, path: Path) -> OSError | None:
+    """SQLite's words for a disk that takes no writes, as the OSError every other write raises there
+    (so the CLI says it in bench/run/ownership/storage.py's one line, exit 1), or None.
+
+    "database or disk is full" (SQLITE_FULL) is ENOSPC (SQLite reports over-quota writes the same
+    way), and so is a "disk I/O error" (SQLITE_IOERR_*: growing the WAL's shared-memory file, say)
+    where the disk has next to no space left; a store on a read-only file system cannot even be
+    opened (SQLITE_CANTOPEN, or SQLITE_READONLY), which is EROFS.
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name == "SQLITE_FULL" or (name.startswith("SQLITE_IOERR") and _free_bytes(path) < NEARLY_FULL_BYTES):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+    if name.startswith(("SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_IOERR")):
+        return read_only_error(path)
+    return None
+
+
+def _free_bytes(path: Path) -> int:
+    try:
+        return shutil.disk_usage(nearest_existing(path)).free
+    except OSError:
+        return NEARLY_FULL_BYTES
+
+
+def _raise_storage_fault(exc: sqlite3.Error, path: Path) -> None:
+    if fault := storage_fault(exc, path):
+        raise fault from exc
 
 
 class ResultStore:
@@ -221,17 +271,25 @@ class ResultStore:
                     raise ValueError(
                         f"store {self.path}: schema version {version}, this fsdp-bench reads up to "
                         f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records "
-                        "(python -m bench.analysis.store rebuild)"
+                        "(fsdp-bench store rebuild RESULTS... --store PATH)"
                     ) from None
                 _migrate(conn, self.path)
 
     @contextmanager
     def _connect(self) -> Iterator[sqlite3.Connection]:
         # isolation_level=None: transactions are explicit (BEGIN IMMEDIATE below).
-        conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        # A disk that takes no writes raises as an OSError (storage_fault), as every other write does.
+        try:
+            conn = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        except sqlite3.OperationalError as exc:
+            _raise_storage_fault(exc, self.path)
+            raise
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             yield conn
+        except sqlite3.OperationalError as exc:
+            _raise_storage_fault(exc, self.path)
+            raise
         finally:
             conn.close()
 
@@ -299,6 +357,10 @@ class ResultStore:
         with self._connect() as conn:
             return conn.execute(f"SELECT COUNT(*) FROM results{clause}", params).fetchone()[0]
 
+    def count_preflights(self) -> int:
+        with self._connect() as conn:
+            return conn.execute("SELECT COUNT(*) FROM preflights").fetchone()[0]
+
     def records(self, latest_only: bool = True, **where: object) -> tuple[list[RunResult], list[RecordProblem]]:
         """Stored records (re-validated); by default the latest per (sweep, point id).
 
@@ -351,7 +413,10 @@ def _migrate(conn: sqlite3.Connection, path: Path) -> None:
             conn.execute(f"PRAGMA user_version = {STORE_SCHEMA_VERSION}")
         conn.execute("COMMIT")
     except (sqlite3.DatabaseError, VersionError) as exc:  # VersionError: a newer fsdp-bench got there first
-        conn.execute("ROLLBACK")
+        with suppress(sqlite3.Error):
+            conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            _raise_storage_fault(exc, path)
         raise ValueError(f"store {path}: migrating to store schema {STORE_SCHEMA_VERSION} failed: {exc}") from None
 
 
@@ -399,15 +464,71 @@ def _preflight_row(record: PreflightResult, source: str | None) -> tuple:
     return tuple(values[column] for column in _PREFLIGHT_COLUMNS)
 
 
-def rebuild(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport:
-    """Recreate the store from the JSON records under `roots` (the records are the truth)."""
+def add(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport:
+    """Ingest every record under each of `roots` into the store (created if missing); the report's
+    `total` is the store's record count after it. StoreError when an existing file is not a store."""
     store_path = Path(store_path)
-    for suffix in ("", "-wal", "-shm"):
-        Path(f"{store_path}{suffix}").unlink(missing_ok=True)
-    store, report = ResultStore(store_path), IngestReport()
+    if store_path.exists() and not is_store(store_path):
+        raise StoreError(f"{store_path} exists and is not an SQLite store")
+    if store_path.exists() and schema_version(store_path) == 0 and (tables := _tables(store_path)):
+        raise StoreError(f"{store_path} is a foreign SQLite file (tables: {', '.join(tables)}), not a store")
+    store, report = _opened(store_path), IngestReport()
     for root in roots:
         report.merge(store.ingest_paths(root))
+    report.total = store.count()
     return report
+
+
+def rebuild(store_path: Path | str, roots: Sequence[Path | str]) -> IngestReport:
+    """Recreate the store from the JSON records under `roots` (the records are the truth). StoreError
+    when an existing file is not a store (it is never deleted)."""
+    store_path = Path(store_path)
+    if store_path.exists() and not is_store(store_path):
+        raise StoreError(f"{store_path} exists and is not an SQLite store")
+    for suffix in ("", "-wal", "-shm"):
+        Path(f"{store_path}{suffix}").unlink(missing_ok=True)
+    return add(store_path, roots)
+
+
+def open_existing(store_path: Path | str) -> ResultStore:
+    """An existing store, opened (migrated if older) only when it is one: StoreError for a file that
+    is not SQLite, or an SQLite file that holds no store (opening it would create the tables in it)."""
+    store_path = Path(store_path)
+    if not is_store(store_path):
+        raise StoreError(f"{store_path} is not an SQLite store")
+    try:
+        version = schema_version(store_path)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{store_path}: {exc}") from None
+    if version == 0:
+        raise StoreError(f"{store_path} holds no readable record (an empty or foreign SQLite file)")
+    return _opened(store_path)
+
+
+def _tables(store_path: Path) -> list[str]:
+    return [name for (name,) in _read(store_path, "SELECT name FROM sqlite_master WHERE type = 'table'")]
+
+
+def _opened(store_path: Path) -> ResultStore:
+    """The store opened (created, or migrated when older); StoreError for a file SQLite cannot read
+    as one or a store newer than this code (a disk that takes no writes raises its OSError)."""
+    try:
+        return ResultStore(store_path)
+    except (sqlite3.DatabaseError, ValueError) as exc:
+        raise StoreError(f"{store_path}: {exc}" if str(store_path) not in str(exc) else str(exc)) from None
+
+
+@dataclass(frozen=True)
+class StoreStats:
+    records: int
+    preflights: int
+    schema: int
+
+
+def stats(store_path: Path | str) -> StoreStats:
+    """How many records and preflights an existing store holds (StoreError if it is not one)."""
+    store = open_existing(store_path)
+    return StoreStats(store.count(), store.count_preflights(), schema_version(store.path))
 
 
 def export(store_path: Path | str, out: Path | str, **where: object) -> Path:
@@ -416,59 +537,8 @@ def export(store_path: Path | str, out: Path | str, **where: object) -> Path:
     from bench.analysis.report.views import analyse
 
     out = Path(out)
-    writers = {".csv": write_csv, ".parquet": write_parquet}
+    writers = dict(zip(EXPORT_FORMATS, (write_csv, write_parquet)))
     if out.suffix not in writers:
-        raise ValueError(f"export: unknown format '{out.suffix}'; allowed: .csv, .parquet")
-    records, _ = ResultStore(store_path).records(**where)
+        raise ValueError(f"export: unknown format '{out.suffix}'; allowed: {', '.join(EXPORT_FORMATS)}")
+    records, _ = open_existing(store_path).records(**where)
     return writers[out.suffix](analyse(records).points, out)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """`python -m bench.analysis.store ingest|rebuild|export|stats`; exit 0, 1 if some records were refused, 2 bad input."""
-    args = _parser().parse_args(argv)
-    try:
-        if args.action == "export":
-            print(f"store: wrote {export(args.store, args.out)}")
-            return 0
-        if args.action == "stats":
-            print(f"store: {ResultStore(args.store).count()} rows")
-            return 0
-        if args.action == "rebuild":
-            report = rebuild(args.store, args.roots)
-        else:
-            report, store = IngestReport(), ResultStore(args.store)
-            for root in args.roots:
-                report.merge(store.ingest_paths(root))
-    except (ValueError, sqlite3.DatabaseError) as exc:
-        print(f"store: {exc}", file=sys.stderr)
-        return 2
-    for problem in report.problems:
-        print(f"store: skipped {problem.path}: {problem.reason}", file=sys.stderr)
-    preflights = report.preflights_added + report.preflights_unchanged
-    print(
-        f"store: {report.added} added, {report.unchanged} unchanged, {len(report.problems)} skipped"
-        + (
-            f"; preflights: {report.preflights_added} added, {report.preflights_unchanged} unchanged"
-            if preflights
-            else ""
-        )
-    )
-    return 1 if report.problems else 0
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m bench.analysis.store", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="action", required=True)
-    for action in ("ingest", "rebuild"):
-        cmd = sub.add_parser(action, help=f"{action} result.json files under RESULTS into STORE")
-        cmd.add_argument("store")
-        cmd.add_argument("roots", nargs="+", metavar="RESULTS")
-    cmd = sub.add_parser("export", help="write the latest record per point as .csv or .parquet")
-    cmd.add_argument("store")
-    cmd.add_argument("out")
-    sub.add_parser("stats", help="count the stored rows").add_argument("store")
-    return parser
-
-
-if __name__ == "__main__":
-    sys.exit(main())

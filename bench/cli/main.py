@@ -79,7 +79,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Parse the command line and dispatch; returns the process exit code (docs/architecture.md)."""
+    """Parse the command line and dispatch; returns the process exit code (docs/architecture.md).
+
+    The two outcomes every command shares are decided here, once: invalid input (a ConfigError,
+    one line per problem naming the key or flag) is exit 2, and a full, read-only or over-quota disk
+    (bench/run/ownership/storage.py) is exit 1 with its one line.
+    """
+    from bench.config.problems import ConfigError
     from bench.config.registry import RegistryError, add_user_dirs
     from bench.run.ownership.storage import is_storage_error, storage_error_line
 
@@ -87,12 +93,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         add_user_dirs(args.config_dir)
-    except RegistryError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
         return int(args.handler(args) or 0)
-    except OSError as exc:  # a full, read-only or over-quota results disk: one line (bench/run/ownership/storage.py)
+    except (ConfigError, RegistryError) as exc:
+        for line in getattr(exc, "lines", None) or [str(exc)]:
+            print(f"error: {line}", file=sys.stderr)
+        return 2
+    except OSError as exc:
         if not is_storage_error(exc):
             raise
         print(f"error: {storage_error_line(exc)}", file=sys.stderr)

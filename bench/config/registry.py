@@ -42,11 +42,13 @@ def _resolved(raw: str, cwd: str) -> tuple[Path, ...]:
 
 def add_user_dirs(dirs: Sequence[str | Path]) -> None:
     """Put `--config-dir` folders in front of FSDP_BENCH_CONFIG_DIR, checked to exist."""
+    from bench.config.paths import input_problem
+
     resolved = []
     for entry in dirs:
         path = Path(entry).expanduser().resolve()
-        if not path.is_dir():
-            raise RegistryError(f"--config-dir: {entry} is not a folder")
+        if problem := input_problem("--config-dir", Path(entry).expanduser(), "folder"):
+            raise RegistryError(problem)
         resolved.append(str(path))
     existing = [p for p in os.environ.get(CONFIG_DIR_ENV, "").split(os.pathsep) if p.strip()]
     os.environ[CONFIG_DIR_ENV] = os.pathsep.join(dict.fromkeys([*resolved, *existing]))

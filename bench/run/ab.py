@@ -11,6 +11,7 @@ rounds resampled, then steps), so the interval carries the round-to-round spread
 from __future__ import annotations
 
 import shlex
+import shutil
 import subprocess
 import sys
 import time
@@ -110,3 +111,77 @@ def _run_one(argv, side, r, i, results_dir, log, timeout_s) -> RunOutcome:
             handle.write(f"\ntimed out after {timeout_s} s\n")
             code = 124  # timeout(1)'s exit status
     return RunOutcome(side, r, i, code, time.perf_counter() - start, str(results_dir), str(log))
+
+
+@dataclass(frozen=True)
+class AbPlan:
+    """Both sides' fsdp-bench commands and own overrides, and the points (override lists) each runs."""
+
+    commands: dict[str, list[str]]
+    side_overrides: dict[str, list[str]]
+    points: list[list[str]]
+
+
+@dataclass
+class AbResult:
+    outcomes: list[RunOutcome]
+    rows: list  # bench.analysis.check.abtest.AbRow, one per point measured on both sides
+    envs: dict  # side -> its environment fingerprint
+
+    @property
+    def failed(self) -> list[RunOutcome]:
+        return [o for o in self.outcomes if o.returncode != 0]
+
+
+def plan_ab(a: str, b: str, a_overrides: str, b_overrides: str, overrides: list[str]) -> AbPlan:
+    """Both sides checked before anything runs (ConfigError naming the flag): each command splits
+    and exists, each side's overrides are valid and keep every point's id."""
+    from bench.config.compose import load_grid
+    from bench.config.problems import ConfigError
+
+    try:
+        commands = {"A": build_command(a), "B": build_command(b)}
+        sides = {"A": shlex.split(a_overrides), "B": shlex.split(b_overrides)}
+    except ValueError as exc:  # shlex's "No closing quotation"
+        raise ConfigError([f"--a/--b: {exc}"]) from None
+    for argv in commands.values():
+        if shutil.which(argv[0]) is None:
+            raise ConfigError([f"--a/--b: command not found: {argv[0]}"])
+    points = [list(p.overrides) for p in load_grid(overrides)]
+    for side, extra in sides.items():
+        _check_side(points, extra, side)
+    return AbPlan(commands, sides, points)
+
+
+def _check_side(points: list[list[str]], extra: list[str], side: str) -> None:
+    """A side's own overrides must be valid and keep every point's id: otherwise the two sides
+    would measure different points and nothing would match (ConfigError, exit 2)."""
+    from bench.config.compose import load_point
+    from bench.config.problems import ConfigError
+
+    if not extra:
+        return
+    flag = f"--{side.lower()}-overrides"
+    for overrides in points:
+        try:
+            both, alone = load_point([*overrides, *extra]).spec, load_point(overrides).spec
+        except ConfigError as exc:
+            raise ConfigError([f"{flag}: {line}" for line in exc.lines]) from None
+        if both.point_id != alone.point_id:
+            raise ConfigError(
+                [
+                    f"{flag}: {' '.join(extra)} changes what the point measures (its id); give such a setting to "
+                    "both sides as an override, or compare two sweeps with `fsdp-bench check`"
+                ]
+            )
+
+
+def run_ab(plan: AbPlan, rounds: int, out: Path, *, timeout_s: float) -> AbResult:
+    """Every round of both sides, then B/A per point from every run's records (bench.analysis.check.abtest)."""
+    from bench.analysis.check import abtest
+
+    outcomes = run_rounds(
+        plan.commands, plan.points, rounds, out, timeout_s=timeout_s, side_overrides=plan.side_overrides
+    )
+    a_points, b_points, envs = abtest.load_sides(out)
+    return AbResult(outcomes, abtest.summarize(a_points, b_points), envs)

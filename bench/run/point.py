@@ -23,18 +23,12 @@ class LaunchablePoint:
 
     def locks(self):
         """The sweep folder's lock and, for launches on this host, the host's (bench/run/ownership/locks.py)."""
-        from bench.run.ownership.locks import MeasurementLocks, allow_concurrent
-
-        return MeasurementLocks(
-            self.results_dir / self.spec.sweep.name,
-            self.launcher.runs_here(self.spec),
-            self.options.wait,
-            allow_concurrent(self.options.allow_concurrent),
-            self.options.orphans,
+        return measurement_locks(
+            self.results_dir / self.spec.sweep.name, self.launcher.runs_here(self.spec), self.options
         )
 
     def launch(self, specs: list, what: str, **run_group_options) -> tuple[list, int | None]:
-        """`run_group` under the point's locks: (records, None), or ([], exit code) (see `_locked`)."""
+        """`run_group` under the point's locks: (records, None), or ([], exit code) (see `run_locked`)."""
         from bench.run.execute import run_group
 
         def launch(locks):
@@ -43,37 +37,47 @@ class LaunchablePoint:
                 **run_group_options,
             )  # fmt: skip
 
-        return self._locked(launch, what, [])
+        return run_locked(self.locks(), launch, f"interrupted: {what} was recorded as interrupted", [])
 
     def preflight(self, task) -> tuple[Any, int | None]:
         """The preflight `task` launched alone under the point's locks: (LonePreflight, None), or
-        (None, exit code) (see `_locked`)."""
+        (None, exit code) (see `run_locked`)."""
         from bench.run.preflight import measure_alone
 
-        return self._locked(
+        return run_locked(
+            self.locks(),
             lambda locks: measure_alone(task, self.launcher, self.results_dir, locks.conditions, locks.token),
-            "the preflight",
+            "interrupted: the preflight was recorded as interrupted",
             None,
         )
 
-    def _locked(self, launch: Callable, what: str, nothing: Any) -> tuple[Any, int | None]:
-        """`launch(locks)` holding the locks, with SIGTERM/SIGHUP as interrupts: (its result, None),
-        or (nothing, exit code) after saying why on stderr: 2 a lock refused (sweep.wait=false),
-        1 interrupted (`what` was recorded as interrupted)."""
-        from bench.run.execute import Interrupted
-        from bench.run.ownership.locks import LockBusy
-        from bench.run.ownership.signals import stop_signals_as_interrupt
 
-        locks = self.locks()
-        try:
-            with stop_signals_as_interrupt(), locks:
-                return launch(locks), None
-        except LockBusy as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return nothing, 2
-        except (Interrupted, KeyboardInterrupt):
-            print(f"interrupted: {what} was recorded as interrupted", file=sys.stderr)
-            return nothing, 1
+def measurement_locks(sweep_dir: Path, runs_here: bool, options):
+    """The locks a measurement in `sweep_dir` holds, as the sweep options (`options`) ask."""
+    from bench.run.ownership.locks import MeasurementLocks, allow_concurrent
+
+    return MeasurementLocks(
+        sweep_dir, runs_here, options.wait, allow_concurrent(options.allow_concurrent), options.orphans
+    )
+
+
+def run_locked(locks, launch: Callable, interrupted: str, nothing: Any) -> tuple[Any, int | None]:
+    """`launch(locks)` holding `locks`, with SIGTERM/SIGHUP as interrupts: (its result, None), or
+    (nothing, exit code) after saying why on stderr: 2 a lock refused (sweep.wait=false), 1
+    interrupted (the line `interrupted`)."""
+    from bench.run.execute import Interrupted
+    from bench.run.ownership.locks import LockBusy
+    from bench.run.ownership.signals import stop_signals_as_interrupt
+
+    try:
+        with stop_signals_as_interrupt(), locks:
+            return launch(locks), None
+    except LockBusy as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return nothing, 2
+    except (Interrupted, KeyboardInterrupt):
+        print(interrupted, file=sys.stderr)
+        return nothing, 1
 
 
 def launchable_point(overrides: list[str], keep: Callable[[str], bool] = lambda problem: True) -> LaunchablePoint:

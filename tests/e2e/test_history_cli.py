@@ -105,7 +105,7 @@ def test_clean_runs_alone_have_no_change_point(nights, tmp_path, capsys):
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--store", "{missing}"], "no such store"),
+        (["--store", "{missing}"], "does not exist; create it with `fsdp-bench store add RESULTS --store"),
         (["--store", "{empty}"], "holds no readable record"),
         (
             ["--store", "{store}", "--metric", "bogus"],

@@ -115,4 +115,7 @@ def test_cancel_stops_the_fsdp_bench_that_holds_a_results_folder(tmp_path):
     again = subprocess.run([*CLI, "cancel", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert (again.returncode, again.stdout) == (0, f"nothing to cancel in {tmp_path}\n")
     missing = subprocess.run([*CLI, "cancel", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
-    assert missing.returncode == 2 and missing.stderr.startswith(f"error: {tmp_path / 'nope'} is not a folder")
+    assert (missing.returncode, missing.stderr) == (
+        2,
+        f"error: RESULTS: {tmp_path / 'nope'} does not exist; give a results folder (results_dir) or a sweep folder\n",
+    )

@@ -7,7 +7,6 @@ bench/run/ownership/storage.py).
 from __future__ import annotations
 
 import datetime as dt
-import errno
 import json
 import os
 import signal
@@ -17,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from bench_cli import CLI, finish
+from disks import fill, remount_read_only, small_tmpfs
 
 from bench.analysis.records import load_records
 from bench.run.execute import prepare_launch
@@ -120,25 +120,8 @@ def test_ranks_of_an_abandoned_launch_write_nothing(tmp_path):
 @pytest.fixture
 def small_disk(tmp_path):
     """A 16 MiB tmpfs (mounting needs root: CI runs as root); skipped with the reason elsewhere."""
-    disk = tmp_path / "disk"
-    disk.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small tmpfs needs root")
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=16m", "tmpfs", str(disk)], capture_output=True)
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.decode().strip()}")
-    yield disk
-    subprocess.run(["umount", "-l", str(disk)], capture_output=True)
-
-
-def fill(disk: Path) -> None:
-    with open(disk / "ballast", "wb") as handle:
-        try:
-            while True:
-                handle.write(b"\0" * 65536)
-                handle.flush()
-        except OSError as exc:
-            assert exc.errno == errno.ENOSPC
+    with small_tmpfs(tmp_path / "disk") as disk:
+        yield disk
 
 
 def one_line(err: str) -> str:
@@ -169,7 +152,7 @@ def test_a_full_then_read_only_results_disk_stops_the_sweep_with_one_line(small_
     assert len(list(small_disk.glob("full/*/started"))) == 2  # the sweep stopped: the third never ran
     assert worker_processes(small_disk) == []
 
-    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    remount_read_only(small_disk)
     rc, out, err = finish(start("sweep", *grid))
     assert rc == 1, out + err
     line = one_line(err)

@@ -241,11 +241,11 @@ def test_store_add_command(tmp_path, capsys):
     assert main(["store", "add", str(tmp_path / "results"), "--store", str(store)]) == 1
     assert "0 added, 3 already stored" in capsys.readouterr().out
     assert main(["store", "add", str(tmp_path / "nowhere"), "--store", str(store)]) == 2
-    assert capsys.readouterr().err == f"store add: no such file or folder: {tmp_path / 'nowhere'}\n"
+    assert capsys.readouterr().err == f"error: RESULTS: {tmp_path / 'nowhere'} does not exist\n"
     json_file = tmp_path / "not-a-store.json"
     json_file.write_text(json.dumps({}))
     assert main(["store", "add", str(tmp_path / "results"), "--store", str(json_file)]) == 2
-    assert "exists and is not an SQLite store" in capsys.readouterr().err
+    assert capsys.readouterr().err == f"error: --store: {json_file} exists and is not an SQLite store\n"
 
 
 def test_stored_preflights_list_the_clusters_measured_links_over_time(tmp_path, capsys):

@@ -141,15 +141,72 @@ def test_export_csv_and_parquet(tmp_path):
         export(db, tmp_path / "out.xlsx")
 
 
-def test_command_line_ingest_exit_codes(tmp_path):
+def test_store_command_add_rebuild_export_stats(tmp_path, capsys):
+    """`fsdp-bench store`, the one store CLI: each action's line and exit code."""
+    from bench.cli.main import main
+
     results = tmp_path / "results"
     write_record(make_record(), results / "unit" / "p" / "result.json")
-    db = str(tmp_path / "s.sqlite")
-    run = [sys.executable, "-m", "bench.analysis.store"]
-    done = subprocess.run([*run, "ingest", db, str(results)], capture_output=True, text=True)
-    assert done.returncode == 0 and done.stdout.strip() == "store: 1 added, 0 unchanged, 0 skipped"
+    db = tmp_path / "s.sqlite"
+    assert main(["store", "add", str(results), "--store", str(db)]) == 0
+    assert capsys.readouterr().out == f"store {db}: 1 added, 0 already stored, 0 refused; 1 records in all\n"
     (results / "unit" / "bad").mkdir()
     (results / "unit" / "bad" / "result.json").write_text("{")
-    done = subprocess.run([*run, "ingest", db, str(results)], capture_output=True, text=True)
-    assert done.returncode == 1 and done.stdout.strip() == "store: 0 added, 1 unchanged, 1 skipped"
-    assert "bad/result.json: unreadable JSON" in done.stderr
+    assert main(["store", "add", str(results), "--store", str(db)]) == 1  # one record refused
+    out, err = capsys.readouterr()
+    assert out == f"store {db}: 0 added, 1 already stored, 1 refused; 1 records in all\n"
+    assert "store add: skipped " in err and "bad/result.json: unreadable JSON" in err
+    assert main(["store", "rebuild", str(results), "--store", str(db)]) == 1
+    assert capsys.readouterr().out == f"store {db}: 1 added, 0 already stored, 1 refused; 1 records in all\n"
+    assert main(["store", "stats", "--store", str(db)]) == 0
+    assert capsys.readouterr().out == f"store {db}: 1 records, 0 preflights (schema 4)\n"
+    assert main(["store", "export", str(tmp_path / "t.csv"), "--store", str(db)]) == 0
+    assert capsys.readouterr().out == f"store {db}: wrote {tmp_path / 't.csv'}\n"
+    assert len(pd.read_csv(tmp_path / "t.csv")) == 1
+    assert main(["store", "export", str(tmp_path / "t.xlsx"), "--store", str(db)]) == 2
+    assert (
+        capsys.readouterr().err
+        == f"error: OUT: {tmp_path / 't.xlsx'}: unknown format '.xlsx'; allowed: .csv, .parquet\n"
+    )
+    assert not (tmp_path / "t.xlsx").exists()
+
+
+def test_store_rebuild_never_deletes_a_file_that_is_not_a_store(tmp_path, capsys):
+    from bench.cli.main import main
+
+    notes = tmp_path / "notes.txt"
+    notes.write_text("mine")
+    assert main(["store", "rebuild", str(tmp_path), "--store", str(notes)]) == 2
+    assert capsys.readouterr().err == f"error: --store: {notes} exists and is not an SQLite store\n"
+    assert notes.read_text() == "mine"
+    assert main(["store", "stats", "--store", str(tmp_path / "none.sqlite")]) == 2
+    assert capsys.readouterr().err == f"error: --store: {tmp_path / 'none.sqlite'} does not exist\n"
+    assert not (tmp_path / "none.sqlite").exists()
+
+
+def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp_path, capsys):
+    """A newer store, or a foreign SQLite file, given to any command that reads or adds to a store."""
+    from bench.cli.main import main
+
+    results, out = tmp_path / "results", tmp_path / "out"
+    write_record(make_record(), results / "unit" / "p" / "result.json")
+    newer, foreign = tmp_path / "v9.sqlite", tmp_path / "foreign.sqlite"
+    sqlite3.connect(newer).execute("PRAGMA user_version = 9").connection.close()
+    with sqlite3.connect(foreign) as conn:
+        conn.execute("CREATE TABLE t (x)")
+    for store, reason in ((newer, "schema version 9, this fsdp-bench reads up to 4; rebuild it"),
+                          (foreign, "foreign SQLite file")):  # fmt: skip
+        commands = [
+            ["store", "stats", "--store", store], ["store", "export", tmp_path / "t.csv", "--store", store],
+            ["history", "--store", store, "-o", out], ["report", store, "-o", out],
+            ["check", store, "--baseline", results],
+        ]  # fmt: skip
+        commands.append(["store", "add", results, "--store", store])
+        for argv in commands:
+            capsys.readouterr()
+            assert main([str(a) for a in argv]) == 2, argv
+            err = capsys.readouterr().err
+            assert err.count("\n") == 1 and reason in err and "Traceback" not in err, (argv, err)
+    assert not out.exists() and not (tmp_path / "t.csv").exists()
+    with sqlite3.connect(foreign) as conn:
+        assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]

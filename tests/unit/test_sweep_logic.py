@@ -123,11 +123,10 @@ def test_cluster_grids_refuse_what_the_hardware_cannot_do(overrides, message):
     ],
 )
 def test_sweep_settings_are_checked(key, value, message):
-    from bench.cli.commands.sweep import check_sweep_settings
-    from bench.config.compose import compose
+    from bench.config.compose import compose, sweep_options
     from bench.config.problems import ConfigError
 
     settings = compose(["experiment=cpu_smoke"])["sweep"] | {key: value}
     with pytest.raises(ConfigError) as err:
-        check_sweep_settings(settings)
+        sweep_options({"sweep": settings})
     assert err.value.lines == [message]

@@ -1,6 +1,9 @@
 """Regression checks: match points with a baseline, compare counters exactly and timings with statistics.
 
-Torch-free. Modules: thresholds (parsing `tokens_per_s:-5%`), stats (U test, bootstrap CI),
-points (records -> comparable points), fingerprint (environment rule), compare (verdicts),
-baseline (baseline files), table/junit/summary (outputs).
+Torch-free. Modules: gate.py (what `check` decides: load, environment rule, compare), thresholds.py
+(parsing `tokens_per_s:-5%`), points.py (records -> comparable points), timings.py (every timing metric
+from one comparison of step times), fingerprint.py (the environment rule), compare.py (verdicts),
+numerics.py (the numerics guard), baseline.py (baseline files), abtest.py (A/B rows),
+synthetic.py (records with controlled step times). Statistics come from bench/analysis/stats.py;
+the outputs (table, JUnit, summary) are bench/present/check/.
 """

@@ -175,13 +175,16 @@ def _side_of(baseline: BaselineFile, source: str) -> Side:
 def load_side(path: Path) -> Side:
     """A results folder (or one result.json), an fsdp-bench SQLite store, or a saved baseline file, as a Side."""
     from bench.analysis.records import load_records
-    from bench.analysis.store import ResultStore, is_store
+    from bench.analysis.store import StoreError, is_store, open_existing
 
     path = Path(path)
     if not path.exists():
         raise BaselineError(f"{path}: no such file or folder")
-    if is_store(path):
-        return _side_from_records(*ResultStore(path).records(), source=str(path))
+    if is_store(path):  # opened only when it holds a store: a foreign SQLite file is left as it is
+        try:
+            return _side_from_records(*open_existing(path).records(), source=str(path))
+        except StoreError as exc:
+            raise BaselineError(str(exc)) from None
     if path.is_file() and path.name != "result.json":
         try:
             baseline = BASELINE.read(path)
@@ -198,3 +201,33 @@ def _side_from_records(records: list, problems: list, *, source: str) -> Side:
     except ValueError as exc:
         raise BaselineError(f"{source}: {exc}") from None
     return Side(points, env, [f"{p.path}: {p.reason}" for p in problems], source)
+
+
+@dataclass
+class BaselineDraft:
+    """A results folder about to be saved as a baseline: its side, the ok points saved, the others not."""
+
+    side: Side
+    source: str
+
+    @property
+    def saved(self) -> list[PointData]:
+        return [p for p in self.side.points if p.status == "ok"]
+
+    @property
+    def not_saved(self) -> list[PointData]:
+        return [p for p in self.side.points if p.status != "ok"]
+
+    @property
+    def refusal(self) -> str | None:
+        """Why this cannot become a baseline (one line naming the input), or None."""
+        if self.side.kind == "baseline":
+            return f"{self.source}: already a baseline file; give a results folder"
+        if not self.saved:
+            return f"{self.source}: no ok result records to save"
+        return None
+
+
+def baseline_draft(results: Path | str) -> BaselineDraft:
+    """What `fsdp-bench baseline save RESULTS` would save (BaselineError when RESULTS cannot be read)."""
+    return BaselineDraft(load_side(Path(results)), str(results))

@@ -2,9 +2,12 @@
 
 Torch-free. Public entry points: `predict(spec)` (one RunSpec -> a plain JSON-able dict; its
 keys are documented in bench/analysis/planner/predict.py) and `with_scaling_efficiency(predictions)`.
-Modules, one job each: shapes (per-parameter shapes), workload (the planner's input),
-memory, comm (bytes and ring times), compute (FLOPs split and rates), step (overlap timeline),
-calibration (fitted and measured per-device numbers), fit and published (the CSV comparison).
+Modules, one job each: shapes.py (per-parameter shapes), workload.py (the planner's input),
+memory.py, activations.py (activation memory per checkpointing mode), comm.py (bytes and ring times),
+compute.py (FLOPs split and rates), fp8.py, step.py (overlap timeline), checkpoint.py (a DCP save's
+bytes and time), calibration.py (fitted and measured per-device numbers), fit.py and published.py
+(the comparison with published figures, data/), from_preflight.py (links a preflight measured),
+search.py (`plan --best`), skip.py (`sweep.plan=true`'s skipped records).
 """
 
 from bench.analysis.planner.predict import predict, predict_workload, with_scaling_efficiency

@@ -87,6 +87,14 @@ def calibration_path() -> Path:
     return cache / "fsdp-bench" / "local-cpu.json"
 
 
+def save_calibration(data: dict, path: Path) -> None:
+    """Write what `calibrate` measured where the planner reads it (atomically: a planner reading at
+    the same time sees the old file or the new one)."""
+    from bench.schema.files import write_json_atomic
+
+    write_json_atomic(path, data)
+
+
 @dataclass(frozen=True)
 class CpuCalibration:
     """What `calibrate` measured, in the form the planner uses."""

@@ -7,7 +7,6 @@ invalid input.
 from __future__ import annotations
 
 import argparse
-import shlex
 import sys
 from pathlib import Path
 
@@ -40,67 +39,31 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.analysis.check import abtest
-    from bench.config.compose import load_grid
+    from bench.config.paths import output_problem, require
     from bench.config.problems import ConfigError
     from bench.present.check import ab as ab_output
     from bench.present.check.table import text_table
-    from bench.run import ab as ab_run
+    from bench.run.ab import plan_ab, run_ab
 
     if args.rounds < 1:
-        print(f"error: --rounds: must be at least 1, got {args.rounds}", file=sys.stderr)
-        return 2
-    try:
-        commands = {"A": ab_run.build_command(args.a), "B": ab_run.build_command(args.b)}
-        sides = {"A": shlex.split(args.a_overrides), "B": shlex.split(args.b_overrides)}
-        points = [list(p.overrides) for p in load_grid(args.overrides)]
-        for side, extra in sides.items():
-            _check_side(points, extra, side)
-    except ValueError as exc:  # shlex's "No closing quotation" is a ValueError; so is ConfigError
-        lines = exc.lines if isinstance(exc, ConfigError) else [f"--a/--b: {exc}"]
-        for line in lines:
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+        raise ConfigError([f"--rounds: must be at least 1, got {args.rounds}"])
+    require([output_problem("-o/--out", args.out, "folder")])
+    plan = plan_ab(args.a, args.b, args.a_overrides, args.b_overrides, args.overrides)
     out = Path(args.out)
-    for side, argv in commands.items():
+    for side, argv in plan.commands.items():
         print(f"{side}: {' '.join(argv)}")
-    try:
-        outcomes = ab_run.run_rounds(commands, points, args.rounds, out, timeout_s=args.timeout, side_overrides=sides)
-    except FileNotFoundError as exc:
-        print(f"error: --a/--b: command not found: {exc.filename}", file=sys.stderr)
-        return 2
-    a_points, b_points, envs = abtest.load_sides(out)
-    rows = abtest.summarize(a_points, b_points)
-    for side, env in envs.items():
+    result = run_ab(plan, args.rounds, out, timeout_s=args.timeout)
+    for side, env in result.envs.items():
         print(f"{side} environment: {env}")
-    if rows:
-        print(text_table(ab_output.ab_table(rows), ab_output.AB_HEADERS))
-    print(f"summary: {ab_output.write_summary(out, rows, envs, commands, outcomes, sides)}")
-    failed = [o for o in outcomes if o.returncode != 0]
-    if failed or not rows:
-        print(f"{len(failed)} of {len(outcomes)} run(s) failed; logs under {out / 'logs'}", file=sys.stderr)
+    if result.rows:
+        print(text_table(ab_output.ab_table(result.rows), ab_output.AB_HEADERS))
+    summary = ab_output.write_summary(
+        out, result.rows, result.envs, plan.commands, result.outcomes, plan.side_overrides
+    )
+    print(f"summary: {summary}")
+    if result.failed or not result.rows:
+        print(
+            f"{len(result.failed)} of {len(result.outcomes)} run(s) failed; logs under {out / 'logs'}", file=sys.stderr
+        )
         return 1
     return 0
-
-
-def _check_side(points: list[list[str]], extra: list[str], side: str) -> None:
-    """A side's own overrides must be valid and keep every point's id: otherwise the two sides
-    would measure different points and nothing would match (ConfigError, exit 2)."""
-    from bench.config.compose import load_point
-    from bench.config.problems import ConfigError
-
-    if not extra:
-        return
-    flag = f"--{side.lower()}-overrides"
-    for overrides in points:
-        try:
-            both, alone = load_point([*overrides, *extra]).spec, load_point(overrides).spec
-        except ConfigError as exc:
-            raise ConfigError([f"{flag}: {line}" for line in exc.lines]) from None
-        if both.point_id != alone.point_id:
-            raise ConfigError(
-                [
-                    f"{flag}: {' '.join(extra)} changes what the point measures (its id); give such a setting to "
-                    "both sides as an override, or compare two sweeps with `fsdp-bench check`"
-                ]
-            )

@@ -16,26 +16,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.analysis.check.baseline import BaselineError, load_side, save_baseline
+    from bench.analysis.check.baseline import BaselineError, baseline_draft, save_baseline
+    from bench.config.paths import input_problem, output_problem, require
+    from bench.config.problems import ConfigError
 
+    require([input_problem("RESULTS", args.results), output_problem("-o/--output", args.output, "file")])
     try:
-        side = load_side(args.results)
+        draft = baseline_draft(args.results)
     except BaselineError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    for problem in side.problems:
+        raise ConfigError([str(exc)]) from None
+    for problem in draft.side.problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
-    if side.kind == "baseline":
-        print(f"error: {args.results}: already a baseline file; give a results folder", file=sys.stderr)
-        return 2
-    ok = [p for p in side.points if p.status == "ok"]
-    if not ok:
-        print(f"error: {args.results}: no ok result records to save", file=sys.stderr)
-        return 2
-    for point in side.points:
-        if point.status != "ok":
-            print(f"warning: not saved ({point.status}): {point.label}", file=sys.stderr)
-    save_baseline(side, args.output)
-    runs = sum(p.runs for p in ok)
-    print(f"saved {len(ok)} point(s) ({runs} run(s)) to {args.output}; environment: {side.env}")
+    if draft.refusal:
+        raise ConfigError([draft.refusal])
+    for point in draft.not_saved:
+        print(f"warning: not saved ({point.status}): {point.label}", file=sys.stderr)
+    save_baseline(draft.side, args.output)
+    runs = sum(p.runs for p in draft.saved)
+    print(f"saved {len(draft.saved)} point(s) ({runs} run(s)) to {args.output}; environment: {draft.side.env}")
     return 0

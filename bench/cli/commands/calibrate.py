@@ -31,66 +31,47 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def summary(data: dict) -> list[str]:
-    """Human-readable lines of what was measured."""
-    lines = []
-    for dtype, by_threads in data["matmul_gflops"].items():
-        cells = ", ".join(f"{t} thread(s) {v:.1f}" for t, v in by_threads.items())
-        lines.append(f"matmul {dtype}: {cells} GFLOP/s")
-    step = data["model_step"]
-    cells = ", ".join(f"{p['processes']}x{p['threads']}: {p['gflops_per_process']:.1f}" for p in step["patterns"])
-    lines.append(f"training step ({step['model']}, fp32), processes x threads at once: {cells} GFLOP/s per process")
-    lines.append(f"AdamW streaming: {data['optimizer_gbps']:.2f} GB/s")
-    busy = data.get("collectives_busy", {})
-    for kind, fit in data["collectives"].items():
-        line = f"gloo {kind}: {fit['gbps']:.2f} Gb/s, latency {1e6 * fit['latency_s']:.0f} us per ring step"
-        if kind in busy:
-            line += f" (cores busy: {busy[kind]['gbps']:.2f} Gb/s, {1e6 * busy[kind]['latency_s']:.0f} us)"
-        lines.append(line)
-    lines.append(f"host memory: {data['memory_gib']:.1f} GiB shared by all local ranks")
-    return lines
-
-
 def from_preflight(args: argparse.Namespace) -> int:
     """`calibrate --from-preflight RESULTS -o DIR/cluster/NAME.yaml`: a cluster file of the measured links."""
-    from bench.analysis.planner.from_preflight import cluster_yaml
     from bench.analysis.preflight import read_preflight
-    from bench.schema.files import write_text_atomic
+    from bench.config.paths import input_problem, output_problem, require
+    from bench.config.problems import ConfigError
+    from bench.present.calibrate import write_cluster_file
 
     if args.output is None or args.output.suffix != ".yaml":
-        print("error: --output: with --from-preflight give the cluster file to write, e.g. my-configs/cluster/ours.yaml",
-              file=sys.stderr)  # fmt: skip
-        return 2
+        raise ConfigError(
+            ["--output: with --from-preflight give the cluster file to write, e.g. my-configs/cluster/ours.yaml"]
+        )
+    require(
+        [input_problem("--from-preflight", args.from_preflight), output_problem("-o/--output", args.output, "file")]
+    )
     try:
         record = read_preflight(Path(args.from_preflight))
     except ValueError as exc:
-        print(f"error: --from-preflight: {exc}", file=sys.stderr)
-        return 2
+        raise ConfigError([f"--from-preflight: {exc}"]) from None
     if record.status != "ok":
-        print(f"error: --from-preflight: the preflight did not measure anything ({record.status})", file=sys.stderr)
-        return 2
-    write_text_atomic(args.output, cluster_yaml(record, args.output.stem))
-    print(args.output.read_text(), end="")
+        raise ConfigError([f"--from-preflight: the preflight did not measure anything ({record.status})"])
+    print(write_cluster_file(record, args.output), end="")
     print(f"written: {args.output} (use it with --config-dir {args.output.parent.parent} cluster={args.output.stem})")
     return 0
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.analysis.planner.calibration import calibration_path
+    from bench.analysis.planner.calibration import calibration_path, save_calibration
+    from bench.config.paths import output_problem, read_only_error, require
+    from bench.present.calibrate import calibration_lines
 
     if args.from_preflight:
         return from_preflight(args)
     from bench.run.calibrate import run_calibration
-    from bench.schema.files import write_json_atomic
 
     path = args.output or calibration_path()
-    if path.exists() and path.is_dir():
-        print(f"error: --output: {path} is a directory; give a file path", file=sys.stderr)
-        return 2
+    require([output_problem("-o/--output", path, "file")])
+    if fault := read_only_error(path):  # said now, not after a minute of measuring
+        raise fault
     data = run_calibration(progress=lambda line: print(line, file=sys.stderr))
-    write_json_atomic(path, data)
-    for line in summary(data):
-        print(line)
+    save_calibration(data, path)
+    print("\n".join(calibration_lines(data)))
     print(f"written: {path}")
     if args.output and args.output != calibration_path():
         print(f"the planner reads {calibration_path()}; set FSDP_BENCH_CALIBRATION={path} to use this file")

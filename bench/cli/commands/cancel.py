@@ -11,7 +11,6 @@ another host, a job that did not end), 2 when RESULTS is not a folder.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 HELP = "stop the fsdp-bench and the cluster jobs that a results folder's locks and launch files name"
@@ -22,14 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.config.paths import input_problem, require
     from bench.run.ownership.cancel import cancel_results
 
     results = args.results
-    if not results.is_dir():
-        print(
-            f"error: {results} is not a folder; give a results folder (results_dir) or a sweep folder", file=sys.stderr
-        )
-        return 2
+    require([input_problem("RESULTS", results, "folder", hint="give a results folder (results_dir) or a sweep folder")])
     all_stopped, anything = cancel_results(results)
     if not anything:
         print(f"nothing to cancel in {results}")

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from bench.cli.options import add_numerics_arguments, numerics_problem
 
@@ -55,65 +56,33 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _error(message: str) -> int:
-    print(f"error: {message}", file=sys.stderr)
-    return 2
-
-
 def main(args: argparse.Namespace) -> int:
-    from bench.analysis.check import fingerprint
-    from bench.analysis.check.baseline import BaselineError, load_side
-    from bench.analysis.check.compare import compare
-    from bench.analysis.check.thresholds import ThresholdError, Thresholds
-    from bench.present.check.table import hidden_line, report_rows, text_table, verdict_line
+    from bench.analysis.check.gate import CheckRequest, run_check
+    from bench.config.paths import input_problem, output_problem, require
+    from bench.config.problems import ConfigError
+    from bench.present.check.outcome import check_lines, write_outputs
 
     if not 0.0 < args.alpha < 1.0:
-        return _error(f"--alpha: must be between 0 and 1, got {args.alpha}")
+        raise ConfigError([f"--alpha: must be between 0 and 1, got {args.alpha}"])
     if args.min_runs < 1:
-        return _error(f"--min-runs: must be an integer >= 1, got {args.min_runs}")
-    if numerics_problem(args):
-        return _error(numerics_problem(args))
-    try:
-        thresholds = Thresholds.parse(args.threshold)
-        base, cur = load_side(args.baseline), load_side(args.results)
-    except (ThresholdError, BaselineError) as exc:
-        return _error(str(exc))
-    for problem in base.problems + cur.problems:
-        print(f"warning: skipped {problem}", file=sys.stderr)
-    gate_timings = not args.no_gate_timings
-    env = fingerprint.decide(base.env, cur.env, allow_change=args.allow_env_change, gate_timings=gate_timings)
-    for line in env.lines:
-        print(line, file=sys.stderr if env.refused else sys.stdout)
-    if env.refused:
-        return 2
-    report = compare(
-        base.points, cur.points, thresholds, gate_timings=gate_timings, alpha=args.alpha, min_runs=args.min_runs,
+        raise ConfigError([f"--min-runs: must be an integer >= 1, got {args.min_runs}"])
+    outputs = {"--junit": args.junit, "--summary": args.summary}
+    require(
+        [numerics_problem(args), input_problem("RESULTS", args.results), input_problem("--baseline", args.baseline)]
+        + [output_problem(flag, path, "file") for flag, path in outputs.items() if path]
+    )
+    request = CheckRequest(
+        Path(args.results), Path(args.baseline), args.threshold, allow_env_change=args.allow_env_change,
+        gate_timings=not args.no_gate_timings, alpha=args.alpha, min_runs=args.min_runs,
         numerics=not args.no_numerics, loss_rtol=args.loss_rtol,
     )  # fmt: skip
-    report.env_lines = env.lines
-    print(f"baseline: {base.source}  current: {cur.source}")
-    print(f"thresholds: {report.thresholds}" + ("" if gate_timings else " (timings not gating)"))
-    rows = report_rows(report, compact=not args.all_rows)
-    if rows:
-        print(text_table(rows))
-    if not args.all_rows and hidden_line(report):
-        print(hidden_line(report))
-    for hint in report.hints:
-        print(f"insufficient: {hint}")
-    for label in report.only_in_baseline:
-        print(f"not in current results: {label}")
-    for label in report.only_in_current:
-        print(f"no baseline for: {label}")
-    print(verdict_line(report))
-    _write_outputs(args, report, base.source, cur.source)
-    return report.exit_code
-
-
-def _write_outputs(args: argparse.Namespace, report, baseline: str, current: str) -> None:
-    from bench.present.check.junit import write_junit
-    from bench.present.check.summary import write_summary
-
-    if args.junit:
-        write_junit(report, args.junit)
-    if args.summary:
-        write_summary(report, args.summary, baseline=baseline, current=current)
+    outcome = run_check(request)
+    for problem in outcome.problems:
+        print(f"warning: skipped {problem}", file=sys.stderr)
+    for line in outcome.env.lines:
+        print(line, file=sys.stderr if outcome.env.refused else sys.stdout)
+    if outcome.report is None:
+        return 2
+    print("\n".join(check_lines(outcome, all_rows=args.all_rows)))
+    write_outputs(outcome, junit=args.junit, summary=args.summary)
+    return outcome.report.exit_code

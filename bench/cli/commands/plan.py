@@ -41,6 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.config.paths import input_problem, require
+
+    require([input_problem("--preflight", args.preflight) if args.preflight else None])
     if args.best:
         return best(args)
     from bench.analysis.planner import predict, with_scaling_efficiency

@@ -24,6 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.config.paths import input_problem, output_problem, require
+
+    require([input_problem("RESULTS", args.results), output_problem("-o/--out", args.out, "folder")])
     # Loading builds one object graph per record and keeps them all: cyclic GC passes over
     # them would find nothing to free and cost a quarter of a 10,000-record load.
     was_enabled = gc.isenabled()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 HELP = "run one benchmark point (Hydra overrides, e.g. model=tiny nodes=2 strategy=full_shard)"
 
@@ -13,17 +12,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.config.problems import ConfigError
     from bench.present.console import point_summary
     from bench.run.point import launchable_point
     from bench.schema.protocol import point_dir
 
-    try:
-        target = launchable_point(args.overrides)
-    except ConfigError as exc:
-        for line in exc.lines:
-            print(f"error: {line}", file=sys.stderr)
-        return 2
+    target = launchable_point(args.overrides)  # ConfigError: bench.cli.main says each line, exit 2
     spec, results_dir, rendered = target.spec, target.results_dir, []
     records, refused = target.launch([spec], "the point", on_rendered=rendered.extend)
     if refused is not None:

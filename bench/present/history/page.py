@@ -7,10 +7,12 @@ autoescaping), its table macro and Table, and bench/present/report/plots.py's pa
 
 from __future__ import annotations
 
+import shlex
 from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.analysis.history.analyse import History, SeriesResult
+from bench.analysis.history.build import HistoryQuery
 from bench.analysis.history.links import LINK_HEADERS
 from bench.analysis.history.series import EFFICIENCY
 from bench.present.history.outputs import write_history_junit, write_summary
@@ -89,3 +91,14 @@ def write_history(history: History, out: Path, *, store: str, command: str) -> P
     write_summary(history, out / "summary.md", store=store)
     write_history_junit(history, out / "history.xml")
     return page
+
+
+def reproduce_command(query: HistoryQuery, out: Path) -> str:
+    """The command line that makes this page again (shown on it)."""
+    words = ["fsdp-bench", "history", "--store", str(query.store), "--metric", query.metric, "-o", str(out)]
+    for flag, value in (("--since", query.since), ("--series", query.series)):
+        words += [flag, value] if value else []
+    if query.window is not None:
+        words += ["--fail-on-new-regression", str(query.window)]
+    words += ["--no-numerics"] if not query.numerics else ["--loss-rtol", f"{query.loss_rtol:g}"]
+    return shlex.join(words)

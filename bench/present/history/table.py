@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from bench.analysis.history.analyse import ChangePoint, History, NumericsIssue, SeriesResult
 from bench.analysis.history.detect import MIN_SERIES_RUNS
+from bench.analysis.history.links import LINK_HEADERS
 from bench.analysis.history.series import EFFICIENCY
-from bench.present.check.table import format_value
+from bench.present.check.table import format_value, text_table
 
 SERIES_HEADERS = ("series", "metric", "runs", "first run", "latest run", "latest", "change points", "status")
 CHANGE_HEADERS = (
@@ -102,3 +103,25 @@ def numerics_line(history: History) -> str:
         return "numerics: skipped (--no-numerics)"
     checked = sum(r.numerics_checked for r in history.results)
     return f"numerics: {checked} loss curve(s) compared with the run before, {len(history.numerics_issues)} failed"
+
+
+def console_lines(history: History, store: str) -> list[str]:
+    """What `fsdp-bench history` prints: the series, the change points newest first, numerics, the
+    series too short to test, the measured links, and the verdict last."""
+    lines = [f"store: {store}  metric: {history.metric}  detector: {history.detector}"]
+    lines.append(text_table(series_rows(history), SERIES_HEADERS))
+    changes = change_rows(history)
+    lines.append("\nchange points, newest first:" if changes else "\nno change point")
+    if changes:
+        lines.append(text_table(changes, CHANGE_HEADERS))
+    lines.append(numerics_line(history))
+    if history.numerics_issues:
+        lines.append(text_table(numerics_rows(history), NUMERICS_HEADERS))
+    if history.too_short:
+        names = ", ".join(f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short)
+        lines.append(f"too short to test (fewer than {MIN_SERIES_RUNS} runs): {names}")
+    if history.links:
+        lines.append("\nmeasured links (preflights), oldest first:")
+        lines.append(text_table(history.links, LINK_HEADERS))
+    lines.append(verdict_line(history))
+    return lines

@@ -17,6 +17,7 @@ from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from bench.config.paths import output_problem
 from bench.schema.files import write_json_atomic
 from bench.schema.protocol import JOB_FILE, PREFLIGHT_MEASUREMENTS, RESULT_FILE, STARTED_MARK
 from bench.schema.spec import RunSpec
@@ -88,12 +89,20 @@ class Launcher(ABC):
         return False
 
     def check_point(self, spec: RunSpec, results_dir: Path | None = None) -> list[str]:
-        """Problems of one point that only this launcher can see before launch (files, devices here);
-        `results_dir`: where the point's folder goes (its default checkpoint folder is there).
+        """Problems of one point that only this host can see before launch: the results folder
+        (`results_dir`: every launcher writes its launch folder and the point's folder there; the
+        point's default checkpoint folder is there too), then what only this launcher checks
+        (`point_problems`). One line each, naming the config key (bench/config/paths.py's wording).
 
         Kept out of RunSpec validation on purpose: a stored record must stay readable after its
         token file is deleted or when it is read on a machine without GPUs.
         """
+        results_dir = Path(results_dir or "results")
+        problem = output_problem("results_dir", results_dir, "folder")
+        return [problem] if problem else self.point_problems(spec, results_dir)
+
+    def point_problems(self, spec: RunSpec, results_dir: Path) -> list[str]:
+        """What only this launcher can see before launch (files, devices here)."""
         return []
 
     @abstractmethod

@@ -17,6 +17,7 @@ import sys
 import time
 from pathlib import Path
 
+from bench.config.paths import input_problem
 from bench.run.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.run.launch.checkpoint_dir import checkpoint_problems
 from bench.run.launch.torchrun import torchrun_args
@@ -30,8 +31,9 @@ POLL_S = 0.25
 def token_file_problems(spec: RunSpec) -> list[str]:
     data, seq_len = spec.train.data, spec.train.seq_len
     path = Path(data)
-    if not path.is_file():
-        return [f"train.data: token file {data} does not exist; allowed: synthetic, or the path of a token file"]
+    hint = "allowed: synthetic, or the path of a token file"
+    if problem := input_problem("train.data", path, "file", what="token file", hint=hint):
+        return [problem]
     itemsize = 4 if data.endswith(".u32") else 2  # the worker's memmap dtype (fsdp_core/data.py)
     if path.stat().st_size // itemsize <= seq_len:
         return [f"train.data: {data} holds fewer than train.seq_len + 1 = {seq_len + 1} tokens"]
@@ -101,13 +103,13 @@ class LocalLauncher(Launcher):
     def runs_here(self, spec: RunSpec) -> bool:
         return True
 
-    def check_point(self, spec: RunSpec, results_dir: Path | None = None) -> list[str]:
+    def point_problems(self, spec: RunSpec, results_dir: Path) -> list[str]:
         """The token file exists and is long enough; a CUDA point has CUDA GPUs on this host; the
         checkpoint folder is writable and, to resume, holds a complete checkpoint."""
         problems = []
         if spec.train.data != "synthetic":
             problems.extend(token_file_problems(spec))
-        problems.extend(checkpoint_problems(spec, Path(results_dir or "results")))
+        problems.extend(checkpoint_problems(spec, results_dir))
         if spec.device_type == "cuda":
             problems.extend(cuda_problems(spec, len(visible_gpus())))
         return problems

@@ -3,7 +3,7 @@
 Each cluster launcher declares its fields as a pydantic model derived from `LauncherOptions`
 (defaults mirror sweeps/launcher/<name>.yaml) and derives from `ConfiguredLauncher`;
 `parse_options` rejects unknown fields and wrong types with the one-line `launcher.<field>: ...`
-errors the CLI prints with exit 2 (the same validation style as the spec, bench/schemas.py).
+errors the CLI prints with exit 2 (the same validation style as the spec, bench/schema/spec.py).
 """
 
 from __future__ import annotations

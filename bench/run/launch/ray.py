@@ -65,9 +65,9 @@ class RayLauncher(ConfiguredLauncher):
         if self.opts.max_failures < 0:  # Ray reads -1 as "retry forever"
             raise ConfigError([f"launcher.max_failures: must be >= 0, got {self.opts.max_failures}"])
 
-    def check_point(self, spec, results_dir: Path | None = None) -> list[str]:
+    def point_problems(self, spec, results_dir: Path) -> list[str]:
         """The checkpoint folder, as the driver's host sees it (a multi-node cluster shares it)."""
-        return checkpoint_problems(spec, Path(results_dir or "results"))
+        return checkpoint_problems(spec, results_dir)
 
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
         job_file = request.work_dir / "ray_job.json"

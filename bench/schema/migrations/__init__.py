@@ -7,6 +7,9 @@ into n + 1; `RECORD.renames` then rewrite values whose meaning moved to a new na
 current version (the schema refuses the old value, so a stored one is never ambiguous). A record
 of a version newer than this code is reported as such, never misread. Preflight records have
 their own version (1) and share the renames (they carry a spec).
+
+Modules: v1.py (version 1 -> 2, resolving names against version 1's own tables, v1_registry.json),
+ac_split.py (a stored `selective` -> `selective_layer`).
 """
 
 from __future__ import annotations

@@ -1,0 +1,112 @@
+"""Every path a user gives, checked before anything launches or is written: one rule, one wording.
+
+A path a command reads (a results folder, `--baseline`, `--store` for history, `--config-dir`,
+`train.data`, `--preflight`) must exist, be of the kind it needs (a file, a folder, or either) and
+be readable. A path a command writes (`results_dir`, `-o/--out`, `train.checkpoint_dir`, a store
+it adds to, `calibrate -o`) may not exist yet (it is created, with its parents), but what exists of
+it must be of the right kind, and its nearest existing folder writable by this user. Each problem
+is one line that names the key (the config key or the flag) and the path; the command exits 2
+(bench.config.problems.ConfigError).
+
+A disk that takes no writes at all (full, over quota, mounted read-only) is not the user's input
+but a storage fault: it is left to the first write, whose OSError becomes the one line of
+bench/run/ownership/storage.py and exit 1 (the parent's first write, the sweep lock or an output
+file, comes before any launch).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Literal
+
+from bench.config.problems import ConfigError
+
+Kind = Literal["file", "folder", "any"]
+
+
+def input_problem(key: str, path: str | Path, kind: Kind = "any", *, what: str = "", hint: str = "") -> str | None:
+    """Why `path` (given as `key`) cannot be read as a `kind`, or None.
+
+    `what` names the thing before the path ("token file"); `hint` follows the problem ("allowed: ...").
+    """
+    path = Path(path)
+    if not path.exists():
+        return _line(key, f"{what} {path}".strip(), "does not exist", hint)
+    if kind == "folder" and not path.is_dir():
+        return _line(key, path, "is not a folder", hint)
+    if kind == "file" and not path.is_file():
+        return _line(key, path, "is not a file", hint)
+    if not os.access(path, os.R_OK | (os.X_OK if path.is_dir() else 0)):
+        return _line(key, path, "is not readable (no read permission)", hint)
+    return None
+
+
+def output_problem(key: str, path: str | Path, kind: Literal["file", "folder"], *, hint: str = "") -> str | None:
+    """Why `path` (given as `key`) cannot be written as a `kind` (created where missing), or None."""
+    path = Path(path)
+    if path.exists():
+        if kind == "folder" and not path.is_dir():
+            return _line(key, path, "is not a folder", hint)
+        if kind == "file" and path.is_dir():
+            return _line(key, path, "is a folder; give a file", hint)
+        if kind == "file" and not _may_write(path):
+            return _line(key, path, "is not writable (no write permission)", hint)
+    folder = path if kind == "folder" else path.parent
+    if reason := unwritable(folder):
+        return _line(key, path, f"is not writable ({reason})", hint)
+    return None
+
+
+def unwritable(folder: str | Path) -> str | None:
+    """Why `folder` could not be created or written in by this user, or None: its nearest existing
+    ancestor decides. A read-only file system is not reported here (a storage fault: see above)."""
+    existing = nearest_existing(folder)
+    if not existing.is_dir():
+        return f"{existing} is not a folder"
+    if not _may_write(existing, os.W_OK | os.X_OK):
+        return f"no write permission in {existing}"
+    return None
+
+
+def require(problems: Iterable[str | None]) -> None:
+    """Raise ConfigError with every problem found (None entries are paths that are fine)."""
+    if lines := [p for p in problems if p]:
+        raise ConfigError(lines)
+
+
+def nearest_existing(path: str | Path) -> Path:
+    """`path` itself, or the closest of its parents that exists (what creating it would write in)."""
+    existing = Path(path)
+    while not existing.exists() and existing.parent != existing:
+        existing = existing.parent
+    return existing
+
+
+def on_read_only_disk(path: str | Path) -> bool:
+    """Whether the file system that holds `path` (or would hold it) is mounted read-only."""
+    try:
+        return bool(os.statvfs(nearest_existing(path)).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
+def read_only_error(path: str | Path) -> OSError | None:
+    """The OSError (EROFS) a write under `path` would meet on a read-only file system, or None: for
+    a folder only the ranks write, the command raises it before anything launches (bench/run/ownership/
+    storage.py words it, exit 1)."""
+    if on_read_only_disk(path):
+        return OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+    return None
+
+
+def _may_write(path: Path, mode: int = os.W_OK) -> bool:
+    """Whether this user may write `path`. On a read-only file system access() always says no
+    (EROFS): that is the disk's fault, left to the write that meets it, so it counts as yes here."""
+    return os.access(path, mode) or on_read_only_disk(path)
+
+
+def _line(key: str, path: str | Path, problem: str, hint: str) -> str:
+    return f"{key}: {path} {problem}" + (f"; {hint}" if hint else "")
