@@ -1,11 +1,18 @@
-"""Console tables for `fsdp-bench plan`: one row per point, predictions then memory breakdown."""
+"""Console tables for `fsdp-bench plan`: one row per point, predictions then memory breakdown.
+
+A plan of more than COMPACT_ABOVE points prints compactly instead: what varies, then one row per
+setup (model, cluster, world shape, sequence) with its fastest configuration that fits, and
+every point in a CSV file (`--csv PATH`, else a temporary file) whose path it prints.
+`plan --best` has its own tables (`print_search`).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from bench.schema.labels import point_label
+from bench.schema.labels import configuration_label, point_label
 from bench.schema.units import GIB
 
 MEMORY_COLUMNS = (
@@ -133,23 +140,174 @@ def assumption_lines(predictions: Sequence[dict[str, Any]]) -> list[str]:
     return list(seen)
 
 
-def print_plan(predictions: Sequence[dict[str, Any]]) -> None:
+# Beyond this many points the table is compact: the best configuration of each setup, and every
+# point in a CSV file. Rich lays a 10,080-row table out in tens of seconds, and no one reads it.
+COMPACT_ABOVE = 200
+# Setups the compact table shows (the CSV has every point).
+SETUP_ROWS = 50
+# The CSV's columns: plan-object fields (bench/analysis/planner/plan_object.py), so `plan --fields`
+# with the same names gives the same numbers; raw units (bytes, seconds, fractions).
+CSV_FIELDS = (
+    "point_id",
+    "spec.model.name",
+    "spec.cluster.name",
+    "spec.nodes",
+    "spec.gpus_per_node",
+    "spec.strategy",
+    "spec.precision",
+    "spec.train.seq_len",
+    "spec.train.micro_batch",
+    "spec.train.grad_accum",
+    "spec.train.activation_checkpointing",
+    "spec.train.compile",
+    "spec.train.checkpoint",
+    "fits",
+    "max_micro_batch",
+    "device_memory_bytes",
+    *(f"memory_bytes_per_device.{name}" for name in MEMORY_COLUMNS),
+    "step_time_s",
+    "step_time_split_s.compute",
+    "step_time_split_s.exposed_comm",
+    "step_time_split_s.other",
+    "tokens_per_s",
+    "tokens_per_s_per_device",
+    "mfu",
+    "hfu",
+    "scaling_efficiency",
+    "scaling_baseline_nodes",
+    "checkpoint.state_bytes",
+    "checkpoint.write_s",
+    "checkpoint.blocked_s",
+    "checkpoint.goodput",
+)
+# A setup in the compact table: the model, cluster, world shape and sequence, what `plan --best`
+# holds fixed while it searches the other axes (bench/analysis/planner/search.py).
+SETUP_FIELDS = ("spec.model.name", "spec.cluster.name", "spec.nodes", "spec.gpus_per_node", "spec.train.seq_len")
+
+
+def print_plan(plans: Sequence[dict[str, Any]], csv_path: Path | None = None) -> None:
+    """The plan's tables; past COMPACT_ABOVE points the compact form, with every point in a CSV
+    (at `csv_path`, else a new temporary file)."""
     import sys
 
     from rich.console import Console
 
     console = Console(width=None if sys.stdout.isatty() else 220)
-    console.print(summary_table(predictions))
-    console.print(memory_table(predictions))
-    if any(p["spec"]["train"].get("checkpoint", "none") != "none" for p in predictions):
-        console.print(checkpoint_table(predictions))
-    for line in assumption_lines(predictions):
+    compact = len(plans) > COMPACT_ABOVE
+    if compact and csv_path is None:
+        csv_path = new_csv_path()
+    if csv_path is not None:
+        write_plan_csv(plans, csv_path)
+    if compact:
+        for line in compact_header(plans, csv_path):
+            console.print(line, highlight=False)
+        console.print(setup_table(plans))
+    else:
+        console.print(summary_table(plans))
+        console.print(memory_table(plans))
+        if any(p["spec"]["train"].get("checkpoint", "none") != "none" for p in plans):
+            console.print(checkpoint_table(plans))
+        if csv_path is not None:
+            console.print(f"every point, one row each: {csv_path}", highlight=False)
+    for line in assumption_lines(plans):
         console.print(f"assumes {line}", highlight=False)
     console.print(
         "scaling: per-device tokens/s against the smallest node count of the same model, strategy, "
         "precision, cluster and per-device batch (weak scaling: the global batch grows with the nodes)",
         highlight=False,
     )
+
+
+def new_csv_path() -> Path:
+    """A new file in the temporary folder for a large plan's full table."""
+    import os
+    import tempfile
+
+    handle, name = tempfile.mkstemp(prefix="fsdp-bench-plan-", suffix=".csv")
+    os.close(handle)
+    return Path(name)
+
+
+def write_plan_csv(plans: Sequence[dict[str, Any]], path: Path) -> None:
+    """Every point, one row each: `point` (its label), then CSV_FIELDS; written atomically (its
+    folders created), a full disk naming `path`."""
+    import csv
+
+    from bench.analysis.planner.plan_object import pick
+    from bench.schema.files import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
+        out = csv.writer(handle)
+        out.writerow(["point", *CSV_FIELDS])
+        for p in plans:
+            row = pick(p, CSV_FIELDS)
+            out.writerow([point_label(p["spec"]), *("" if v is None else v for v in row.values())])
+
+
+def varying(plans: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """The spec's CSV columns that take more than one value in the plan, with how many each takes."""
+    from bench.analysis.planner.plan_object import pick
+
+    fields = [f for f in CSV_FIELDS if f.startswith("spec.")]
+    values: dict[str, set] = {f: set() for f in fields}
+    for p in plans:
+        for field, value in pick(p, fields).items():
+            values[field].add(value)
+    return {f.removeprefix("spec.").removesuffix(".name"): len(v) for f, v in values.items() if len(v) > 1}
+
+
+def compact_header(plans: Sequence[dict[str, Any]], csv_path: Path) -> list[str]:
+    fitting = sum(1 for p in plans if p["fits"])
+    axes = ", ".join(f"{name} ({count})" for name, count in varying(plans).items())
+    return [
+        f"fsdp-bench plan: {len(plans):,} points, {fitting:,} predicted to fit, {len(plans) - fitting:,} not",
+        f"varies: {axes}" if axes else "varies: nothing",
+        f"every point, one row each: {csv_path}",
+    ]
+
+
+def setups(plans: Sequence[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
+    """The plan's points by setup (SETUP_FIELDS), in the grid's order."""
+    from bench.analysis.planner.plan_object import pick
+
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for p in plans:
+        groups.setdefault(tuple(pick(p, SETUP_FIELDS).values()), []).append(p)
+    return groups
+
+
+def setup_table(plans: Sequence[dict[str, Any]]):
+    """One row per setup (model, cluster, world shape, sequence): its fastest configuration that fits."""
+    from rich.table import Table
+
+    groups = setups(plans)
+    shown = list(groups.items())[:SETUP_ROWS]
+    title = f"fastest configuration that fits, per setup ({len(groups):,} setups"
+    title += f", the first {SETUP_ROWS} shown)" if len(groups) > SETUP_ROWS else ")"
+    table = Table(title=title, title_justify="left")
+    for name in ("model", "cluster", "nodes x gpus", "seq", "points", "fit", "fastest that fits", "tok/s", "tok/s/dev", "MFU", "mem GiB", "step s", "scaling"):  # fmt: skip
+        table.add_column(name, justify="left" if name in ("model", "cluster", "fastest that fits") else "right")
+    for (model, cluster, nodes, gpus, seq), members in shown:
+        fitting = [p for p in members if p["fits"]]
+        head = [model, cluster, f"{nodes}x{gpus}", str(seq), f"{len(members):,}", f"{len(fitting):,}"]
+        if not fitting:
+            table.add_row(*head, "[red]none fits[/red]", *["-"] * 6)
+            continue
+        best = max(fitting, key=lambda p: p["tokens_per_s"])  # the first on a tie: the grid's order
+        scaling = _pct(best["scaling_efficiency"])
+        if best["scaling_baseline_nodes"] is not None:
+            scaling += f" vs {best['scaling_baseline_nodes']}n"
+        table.add_row(
+            *head,
+            configuration_label(best["spec"]),
+            f"{best['tokens_per_s']:,.0f}",
+            f"{best['tokens_per_s_per_device']:,.0f}",
+            _pct(best["mfu"]),
+            f"{best['memory_bytes_per_device']['total'] / GIB:.1f}/{best['device_memory_bytes'] / GIB:.0f}",
+            f"{best['step_time_s']:.3f}",
+            scaling,
+        )
+    return table
 
 
 def search_tables(result, top: int):

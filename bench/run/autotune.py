@@ -2,8 +2,8 @@
 
 The sweep's overrides describe one setup and constrain the searched axes, exactly as for
 `fsdp-bench plan --best` (bench/analysis/planner/search.py). The K best configurations that fit become the
-sweep's points; each record carries its prediction with `autotune` = {rank, value, objective,
-searched, fitting}, so the report can set the planner's ranking beside the measured one
+sweep's points; each record carries its plan object (bench/analysis/planner/plan_object.py) with
+`autotune` = {rank, value, objective, searched, fitting}, so the report can set the planner's ranking beside the measured one
 (bench/present/report/autotune.py). With `sweep.preflight=true` the sweep first measures the setup's world
 shape (one preflight, every searched strategy's process groups) and ranks with the links it
 measured (bench/analysis/planner/from_preflight.py); a failed preflight leaves the nominal ranking.
@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from bench.analysis.planner.plan_object import plan_object
 from bench.analysis.planner.search import SearchResult, search
 from bench.config.compose import Point, compose, is_grid_override, sweep_options
 
@@ -43,5 +44,6 @@ def choose(overrides: Sequence[str], k: int, preflight=None) -> Autotuned:
             "searched": result.searched,
             "fitting": len(result.ranked),
         }
-        predictions[candidate.point.spec.point_id] = {**candidate.prediction, "autotune": autotune}
+        point_id = candidate.point.spec.point_id
+        predictions[point_id] = plan_object(point_id, candidate.prediction, autotune=autotune)
     return Autotuned([c.point for c in chosen], predictions, result)

@@ -19,3 +19,15 @@ def point_label(spec: Any) -> str:
     if train.get("grad_accum", 1) > 1:
         label += f" ga={train['grad_accum']}"
     return label
+
+
+def configuration_label(spec: Any) -> str:
+    """The axes `plan --best` searches, from a RunSpec or its JSON: `full_shard bf16 mb=2 ga=1 ac=full`
+    (+ ` compile`)."""
+    data = spec if isinstance(spec, dict) else spec.model_dump(mode="json", include={"strategy", "precision", "train"})
+    train = data["train"]
+    label = (
+        f"{data['strategy']} {data['precision']} mb={train['micro_batch']} ga={train['grad_accum']} "
+        f"ac={train['activation_checkpointing']}"
+    )
+    return label + (" compile" if train.get("compile") else "")

@@ -297,6 +297,13 @@ _REPEAT = Role("in", check=False, series=False)
 _DEBUG = Role("in", series=False)
 
 
+def point_id_of(identity: dict[str, Any]) -> str:
+    """The point id of an identity (`RunSpec.identity()`): sha256 of its sorted JSON, 12 hex digits.
+    For callers that need the identity for something else too (the planner's scaling series)."""
+    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
 class RunSpec(Strict):
     """One benchmark point, fully resolved. Field names are the config keys (`train.seq_len`, ...)."""
 
@@ -382,8 +389,7 @@ class RunSpec(Strict):
     @property
     def point_id(self) -> str:
         """Content hash of the identity: the same point always gets the same id."""
-        blob = json.dumps(self.identity(), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(blob.encode()).hexdigest()[:12]
+        return point_id_of(self.identity())
 
 
 # Derived from the declarations above (bench/schema/identity.py), never written again:

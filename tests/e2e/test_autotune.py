@@ -27,6 +27,7 @@ def test_autotune_runs_the_top_k_ranked_on_the_preflight(fsdp_bench, tmp_path):
     assert [r.point_id for r in by_rank] == [c.point.spec.point_id for c in expected]
     for rank, (record, candidate) in enumerate(zip(by_rank, expected, strict=True), 1):
         assert record.status == "ok" and record.preflight is not None
+        assert record.prediction["point_id"] == record.point_id  # the plan object `plan --json` prints
         autotune = record.prediction["autotune"]
         assert autotune == {"rank": rank, "value": candidate.value("tokens_per_s"), "objective": "tokens_per_s",
                             "searched": 4, "fitting": 4}  # fmt: skip

@@ -186,6 +186,7 @@ def test_plan_skips_points_predicted_not_to_fit_and_records_why(tmp_path):
     for record in records:
         assert record.error.startswith("planner: predicted not to fit")
         assert record.prediction["fits"] is False
+        assert record.prediction["point_id"] == record.point_id  # the plan object `plan --json` prints
         assert record.prediction["memory_bytes_per_device"]["total"] > 0.25 * 2**30
     assert list(tmp_path.rglob("launch.json")) == []
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from bench.analysis.planner import predict, with_scaling_efficiency
-from bench.analysis.planner.memory import fits, max_micro_batch, memory_breakdown
+from bench.analysis.planner.memory import fits, max_micro_batch, memory_breakdown, peak_memory
 from bench.analysis.planner.shapes import llama_shape
 from bench.analysis.planner.step import step_time
 from bench.analysis.planner.workload import Workload
@@ -161,3 +161,40 @@ def test_sweep_plan_skips_points_predicted_not_to_fit():
     assert record.status == "skipped" and record.point_id == tight.point_id
     assert record.prediction["fits"] is False and record.prediction["max_micro_batch"] == 0
     assert record.error.startswith("planner: predicted not to fit (") and "no micro-batch fits" in record.error
+
+
+def test_memory_never_reads_what_its_cache_key_leaves_out():
+    """bench/analysis/planner/memory.py caches per `memory_key`: every input outside the key must
+    leave memory unchanged (computed afresh), and every input in it must change the key."""
+    from dataclasses import replace
+
+    from bench.analysis.planner.memory import clear_caches, memory_key
+
+    def afresh(workload: Workload) -> tuple:
+        clear_caches()
+        return memory_breakdown(workload), peak_memory(workload), max_micro_batch(workload)
+
+    w = gpu_workload("llama2-13b", nodes=2, strategy="hybrid_shard", micro_batch=2)
+    faster = P5.model_copy(update={"inter_node_gbps": 100.0, "intra_node_gbps": 50.0, "link_latency_s": 1e-3})
+    outside = [
+        replace(w, grad_accum=8),
+        replace(w, compile=True),
+        replace(w, threads_per_rank=3),
+        replace(w, links={"all_gather_gbps": 1.0}),
+        replace(w, cluster=faster),
+    ]
+    expected = afresh(w)
+    for other in outside:
+        assert memory_key(other) == memory_key(w)
+        assert afresh(other) == expected
+    inside = [
+        replace(w, micro_batch=3),
+        replace(w, nodes=4),
+        replace(w, strategy="full_shard"),
+        replace(w, precision="bf16_pure"),
+        replace(w, seq_len=2048),
+        replace(w, activation_checkpointing="none"),
+        replace(w, cpu_offload=True),
+        replace(w, cluster=P5.model_copy(update={"device_memory_gib": 40.0})),
+    ]
+    assert len({memory_key(v) for v in [w, *inside]}) == len(inside) + 1

@@ -25,9 +25,10 @@ On a calibrated CPU host every link is the loopback measured by `fsdp-bench cali
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bench.analysis.planner.calibration import network_efficiency
-from bench.analysis.planner.memory import gather_bytes
+from bench.analysis.planner.memory import padded_gather_bytes
 from bench.analysis.planner.shapes import padded_numel
 from bench.analysis.planner.workload import Workload
 from bench.schema.spec import ClusterSpec
@@ -52,13 +53,20 @@ class ModuleComm:
 def module_comm(shapes: tuple[tuple[int, int], ...], w: Workload, fp8_linears: bool) -> ModuleComm:
     """Bytes of one module's all-gather, reduce-scatter and all-reduce (0 on one-rank groups)."""
     shards = w.shard_degree
-    replicas = w.world_size // shards
+    return _module_comm(shapes, shards, w.world_size // shards, w.param_bytes, w.reduce_bytes, fp8_linears)
+
+
+@lru_cache(maxsize=4096)
+def _module_comm(
+    shapes: tuple[tuple[int, int], ...], shards: int, replicas: int, param_bytes: int, reduce_bytes: int, fp8: bool
+) -> ModuleComm:
+    # Cached on exactly what the bytes depend on: a grid's points share a few shapes and meshes.
     numel = padded_numel(shapes, shards)
     sharded = shards > 1
     return ModuleComm(
-        gather=gather_bytes(shapes, w, fp8_linears) if sharded else 0,
-        reduce_scatter=numel * w.reduce_bytes if sharded else 0,
-        all_reduce=(numel // shards) * w.reduce_bytes if replicas > 1 else 0,
+        gather=padded_gather_bytes(shapes, shards, param_bytes, fp8) if sharded else 0,
+        reduce_scatter=numel * reduce_bytes if sharded else 0,
+        all_reduce=(numel // shards) * reduce_bytes if replicas > 1 else 0,
     )
 
 

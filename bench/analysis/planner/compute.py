@@ -16,9 +16,11 @@ with their casts added (bench/analysis/planner/fp8.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from bench.analysis.planner import fp8
 from bench.analysis.planner.calibration import CpuCalibration, compile_speedup, device_efficiency, load_cpu_calibration
+from bench.analysis.planner.shapes import ModelShape
 from bench.analysis.planner.workload import Workload
 from bench.schema.flops import checkpointed_blocks, flops_per_token, hardware_flops_per_token, recompute_flops_per_token
 
@@ -43,15 +45,22 @@ class ComputeTimes:
 
 def flops_split(w: Workload) -> dict[str, float]:
     """Model FLOPs per token of one block and of the root, and the hardware FLOPs of the model."""
-    s = w.shape
-    total = flops_per_token(s, w.seq_len)
-    root = flops_per_token(replace(s, n_layers=0), w.seq_len)
+    return dict(_flops_split(w.shape, w.seq_len, w.activation_checkpointing, w.ac_every, w.ac_save_ops))
+
+
+@lru_cache(maxsize=4096)
+def _flops_split(
+    s: ModelShape, seq_len: int, checkpointing: str, every: int, save_ops: tuple[str, ...] | None
+) -> dict[str, float]:
+    # Cached on what the formula reads: a grid's points share a few shapes, sequences and modes.
+    total = flops_per_token(s, seq_len)
+    root = flops_per_token(replace(s, n_layers=0), seq_len)
     return {
         "block": (total - root) / s.n_layers,
         "root": root,
         "model": total,
-        "hardware": hardware_flops_per_token(s, w.seq_len, w.activation_checkpointing, w.ac_every, w.ac_save_ops),
-        "recompute": recompute_flops_per_token(s, w.seq_len, w.activation_checkpointing, w.ac_save_ops),
+        "hardware": hardware_flops_per_token(s, seq_len, checkpointing, every, save_ops),
+        "recompute": recompute_flops_per_token(s, seq_len, checkpointing, save_ops),
     }
 
 

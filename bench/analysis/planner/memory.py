@@ -60,11 +60,12 @@ def state_bytes(w: Workload) -> dict[str, int]:
 
 def gather_bytes(shapes: tuple[tuple[int, int], ...], w: Workload, fp8_linears: bool) -> int:
     """Bytes of one module's all-gathered (unsharded, padded) parameters in param dtype."""
-    return _gather_bytes(shapes, w.shard_degree, w.param_bytes, fp8_linears)
+    return padded_gather_bytes(shapes, w.shard_degree, w.param_bytes, fp8_linears)
 
 
 @lru_cache(maxsize=4096)
-def _gather_bytes(shapes: tuple[tuple[int, int], ...], shards: int, param_bytes: int, fp8_linears: bool) -> int:
+def padded_gather_bytes(shapes: tuple[tuple[int, int], ...], shards: int, param_bytes: int, fp8_linears: bool) -> int:
+    """`gather_bytes` from its inputs (cached: a grid asks the same shapes and shard counts throughout)."""
     total = 0
     for dim0, numel in shapes:
         size = padded_numel(((dim0, numel),), shards)
@@ -125,20 +126,64 @@ def moments(w: Workload) -> dict[str, dict[str, int]]:
     }
 
 
-def peak_moment(w: Workload) -> str:
-    """Which moment of `moments` holds the most."""
-    sizes = {name: sum(parts.values()) for name, parts in moments(w).items()}
-    return max(sizes, key=sizes.get)
+# Predictions of a grid share most of their memory: a grid's points differ in what memory never reads
+# (grad_accum, compile, the cluster's rates), and every point of a setup asks for the same largest
+# micro-batch. Both caches are keyed by `memory_key`; they hold plain results, cleared when full.
+CACHE_SIZE = 65536
+_PEAKS: dict[tuple, tuple[str, dict[str, int]]] = {}
+_LARGEST: dict[tuple, int] = {}
 
 
-def memory_breakdown(w: Workload) -> dict[str, int]:
-    """Every component in bytes per device at the peak moment, `total` included (see the module docstring)."""
-    out = dict(moments(w)[peak_moment(w)])
+def memory_key(w: Workload, micro_batch: bool = True) -> tuple:
+    """Every field of a workload the memory model reads (the caches' key); without the micro-batch
+    when `micro_batch` is False. Memory never reads grad_accum (gradients accumulate into the sharded
+    fp32 buffer counted anyway), compile, threads, links or the cluster's rates: tests/unit/
+    test_planner_predict.py changes each of those and requires the same breakdown."""
+    key = (w.shape, w.nodes, w.gpus_per_node, w.strategy, w.precision, w.seq_len, w.activation_checkpointing,
+           w.ac_every, w.ac_save_ops, w.cpu_offload, w.cluster.device_type, w.cluster.device_memory_gib)  # fmt: skip
+    return (*key, w.micro_batch) if micro_batch else key
+
+
+def clear_caches() -> None:
+    """Forget every cached breakdown and largest micro-batch (the next call computes afresh)."""
+    _PEAKS.clear()
+    _LARGEST.clear()
+
+
+def _cached(cache: dict, key: tuple, compute):
+    value = cache.get(key)
+    if value is None:
+        if len(cache) >= CACHE_SIZE:
+            cache.clear()
+        value = cache[key] = compute()
+    return value
+
+
+def at_peak(w: Workload) -> tuple[str, dict[str, int]]:
+    """(the peak moment, the breakdown there), shared by every workload of the same `memory_key`;
+    callers copy the dict before changing it."""
+    return _cached(_PEAKS, memory_key(w), lambda: _at_peak(w))
+
+
+def _at_peak(w: Workload) -> tuple[str, dict[str, int]]:
+    parts = moments(w)
+    moment = max(parts, key=lambda name: sum(parts[name].values()))  # the first on a tie
+    out = dict(parts[moment])
     dynamic = out["unsharded_params"] + out["unsharded_grads"] + out["activations"] + out["logits"]
     out["headroom"] = int(FRAGMENTATION * dynamic) + runtime_bytes(w)
     out["total"] = sum(out.values())
     out["host_offloaded"] = sum(state_bytes(w).values()) if w.cpu_offload else 0
-    return out
+    return moment, out
+
+
+def peak_moment(w: Workload) -> str:
+    """Which moment of `moments` holds the most."""
+    return at_peak(w)[0]
+
+
+def memory_breakdown(w: Workload) -> dict[str, int]:
+    """Every component in bytes per device at the peak moment, `total` included (see the module docstring)."""
+    return dict(at_peak(w)[1])
 
 
 def runtime_bytes(w: Workload) -> int:
@@ -148,11 +193,11 @@ def runtime_bytes(w: Workload) -> int:
 def peak_memory(w: Workload) -> dict[str, object]:
     """The peak as the allocator and the device report it: what the record's `peak_mem_bytes`
     compares with (`allocated`: max, `reserved`: reserved_max, `device`: device_used_max on GPUs)."""
-    breakdown = memory_breakdown(w)
+    moment, breakdown = at_peak(w)
     allocated = sum(v for k, v in breakdown.items() if k not in ("headroom", "total", "host_offloaded"))
     runtime = runtime_bytes(w)
     return {
-        "moment": peak_moment(w),
+        "moment": moment,
         "allocated": allocated,
         "reserved": allocated + breakdown["headroom"] - runtime,
         "device": breakdown["total"],
@@ -173,7 +218,13 @@ def fits(w: Workload) -> bool:
 
 
 def max_micro_batch(w: Workload, limit: int = 1 << 16) -> int:
-    """The largest micro-batch that fits (memory grows with it), 0 when even one sequence does not.
+    """The largest micro-batch that fits (memory grows with it), 0 when even one sequence does not;
+    computed once per `memory_key` without the micro-batch."""
+    return _cached(_LARGEST, (*memory_key(w, micro_batch=False), limit), lambda: _max_micro_batch(w, limit))
+
+
+def _max_micro_batch(w: Workload, limit: int) -> int:
+    """The search behind `max_micro_batch`.
 
     Memory is the larger of a few moments' needs, each affine in the micro-batch, so it grows
     monotonically but not along one line (the peak can move from the blocks' backward to the loss
@@ -203,4 +254,4 @@ def max_micro_batch(w: Workload, limit: int = 1 << 16) -> int:
 
 def _needed_bytes(w: Workload) -> int:
     """What `fits` compares with the device's memory."""
-    return memory_breakdown(w)["total"] * ranks_sharing_memory(w)
+    return at_peak(w)[1]["total"] * ranks_sharing_memory(w)

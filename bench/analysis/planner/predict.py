@@ -1,7 +1,9 @@
 """Assemble one point's prediction as plain, JSON-able data, and scaling efficiency across points.
 
-`predict(spec)` is the entry point for `plan`, the sweep (`sweep.plan=true` skips points with
-`fits == False` and stores this dict in `RunResult.prediction`) and reports. Keys:
+`predict(spec)` is the prediction of one point; `predict_grid(specs)` gives every point of a grid
+its plan object (`point_id` and this dict, bench/analysis/planner/plan_object.py), scaling
+efficiency filled: what `plan` prints and the sweep stores in `RunResult.prediction`
+(`sweep.plan=true` skips points with `fits == False`), and what reports read. Keys:
 
 | key | meaning |
 |---|---|
@@ -31,10 +33,12 @@ from bench.analysis.planner.checkpoint import predict_checkpoint
 from bench.analysis.planner.comm import comm_bytes_per_step
 from bench.analysis.planner.compute import compute_rate
 from bench.analysis.planner.memory import device_memory_bytes, fits, max_micro_batch, memory_breakdown, peak_memory
+from bench.analysis.planner.plan_object import plan_object
 from bench.analysis.planner.step import step_time
 from bench.analysis.planner.workload import Workload, workload_from_spec
 from bench.analysis.stats import scaling_efficiency, scaling_key
 from bench.schema.flops import flops_per_token, hardware_flops_per_token
+from bench.schema.spec import point_id_of
 
 
 def predict_workload(w: Workload) -> dict[str, Any]:
@@ -129,9 +133,13 @@ def with_scaling_efficiency(
     from bench.schema.spec import RunSpec
 
     specs = specs if specs is not None else [RunSpec.model_validate(p["spec"]) for p in predictions]
+    return _fill_scaling(predictions, [scaling_key(spec.identity()) for spec in specs])
+
+
+def _fill_scaling(predictions: Sequence[dict[str, Any]], keys: Sequence[str]) -> list[dict[str, Any]]:
     groups: dict[str, list[dict[str, Any]]] = {}
-    for p, spec in zip(predictions, specs, strict=True):
-        groups.setdefault(scaling_key(spec.identity()), []).append(p)
+    for p, key in zip(predictions, keys, strict=True):
+        groups.setdefault(key, []).append(p)
     for members in groups.values():
         base = min(members, key=lambda p: p["spec"]["nodes"])
         for p in members:
@@ -142,3 +150,12 @@ def with_scaling_efficiency(
             )
             p["scaling_baseline_nodes"] = base["spec"]["nodes"]
     return list(predictions)
+
+
+def predict_grid(specs: Sequence, preflight=None) -> list[dict[str, Any]]:
+    """The plan object (bench/analysis/planner/plan_object.py) of every point of a grid, scaling
+    efficiency filled within each weak-scaling series: what `plan` prints and `sweep.plan` stores.
+    Each spec's identity is computed once, for its point id and its series both."""
+    identities = [spec.identity() for spec in specs]
+    predictions = _fill_scaling([predict(spec, preflight) for spec in specs], [scaling_key(i) for i in identities])
+    return [plan_object(point_id_of(i), p) for i, p in zip(identities, predictions)]

@@ -28,9 +28,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.analysis.planner.plan_object import plan_object
 from bench.config.compose import Point, compose, grid_items, is_grid_override, load_points, sweep_values
 from bench.config.problems import ConfigError, describe_validation_error
 from bench.config.registry import group_options
+from bench.schema.labels import configuration_label
 from bench.schema.options import OBJECTIVES, SearchOptions
 from bench.schema.spec import CHECKPOINTING
 from bench.schema.units import GIB
@@ -276,18 +278,20 @@ def loss_reason(candidate: Candidate, winner: Candidate) -> str:
 
 def candidate_label(candidate: Candidate) -> str:
     """The searched axes of a candidate: `full_shard bf16 mb=2 ga=1 ac=full compile`."""
-    spec = candidate.point.spec
-    train = spec.train
-    label = f"{spec.strategy} {spec.precision} mb={train.micro_batch} ga={train.grad_accum} ac={train.activation_checkpointing}"
-    return label + (" compile" if train.compile else "")
+    return configuration_label(candidate.point.spec)
 
 
 def as_json(result: SearchResult, top: int) -> dict[str, Any]:
-    """The search as plain data: each configuration is the dict `plan --json` prints, plus its rank
-    (and, for the ones after the top K, the reason it loses to #1)."""
+    """The search as plain data: each configuration is its plan object (the shape `plan --json`
+    prints, bench/analysis/planner/plan_object.py) with its rank (and, for the ones after the top K,
+    the reason it loses to #1)."""
     winner = result.ranked[0]
     shown = result.ranked[:top]
     following = result.ranked[top : 2 * top]
+
+    def plan(c: Candidate, **extra: Any) -> dict[str, Any]:
+        return plan_object(c.point.spec.point_id, c.prediction, **extra)
+
     return {
         "objective": result.objective,
         "setup": result.setup,
@@ -296,11 +300,7 @@ def as_json(result: SearchResult, top: int) -> dict[str, Any]:
         "fitting": len(result.ranked),
         "not_fitting": len(result.not_fitting),
         "excluded": result.excluded,
-        "top": [{"rank": i + 1, **c.prediction} for i, c in enumerate(shown)],
-        "next": [
-            {"rank": top + i + 1, "reason": loss_reason(c, winner), **c.prediction} for i, c in enumerate(following)
-        ],
-        "beaten_by_not_fitting": [
-            {"reason": does_not_fit(c), **c.prediction} for c in result.beaten_by_misfits()[:top]
-        ],
+        "top": [plan(c, rank=i + 1) for i, c in enumerate(shown)],
+        "next": [plan(c, rank=top + i + 1, reason=loss_reason(c, winner)) for i, c in enumerate(following)],
+        "beaten_by_not_fitting": [plan(c, reason=does_not_fit(c)) for c in result.beaten_by_misfits()[:top]],
     }

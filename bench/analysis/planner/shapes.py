@@ -14,7 +14,7 @@ MPT shapes exist only to compare with the published llm-foundry figures
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 
 from bench.schema.model import ModelInfo, ModelSpec
@@ -44,6 +44,14 @@ class ModelShape:
     # (out_features, in_features) of one block's matmuls in forward order (selective_op saves by position).
     block_matmuls: tuple[tuple[int, int], ...] = ()
 
+    def __hash__(self) -> int:
+        # Hashed once: shapes key the planner's caches, and their nested tuples are long.
+        return self._hash
+
+    @cached_property
+    def _hash(self) -> int:
+        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+
     @cached_property
     def block_params(self) -> int:
         return sum(numel for _, numel in self.block_shapes)
@@ -65,7 +73,12 @@ class ModelShape:
         return self.n_kv_heads * (self.dim // self.n_heads)
 
     def info(self) -> ModelInfo:
-        """The record's `model_info` (for a Llama shape, what its ModelSpec.info() says)."""
+        """The record's `model_info` (for a Llama shape, what its ModelSpec.info() says): a copy of the
+        one this shape keeps (every point of a grid's model asks for it)."""
+        return self._info.model_copy()
+
+    @cached_property
+    def _info(self) -> ModelInfo:
         return ModelInfo.of(self)
 
 

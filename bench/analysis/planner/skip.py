@@ -1,16 +1,17 @@
 """`sweep.plan=true`: a `skipped` record, carrying the prediction, for a point predicted not to fit.
 
 With `sweep.plan=true` the sweep predicts every point (`plan_points`), records points that
-do not fit as `skipped` (`skipped_record`: the reason in `error`, the planner's dict in
-`prediction`) instead of launching them, and attaches the prediction to every other record so
-reports show predicted next to measured.
+do not fit as `skipped` (`skipped_record`: the reason in `error`, the point's plan object,
+bench/analysis/planner/plan_object.py, in `prediction`) instead of launching them, and attaches
+the plan object to every other record so reports show predicted next to measured.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 
-from bench.analysis.planner.predict import predict, with_scaling_efficiency
+from bench.analysis.planner.plan_object import plan_object
+from bench.analysis.planner.predict import predict, predict_grid
 from bench.schema.record import RunResult, model_info, recipe_of
 from bench.schema.spec import RunSpec
 from bench.schema.units import GIB
@@ -26,9 +27,8 @@ def skip_reason(prediction: dict) -> str:
 
 
 def plan_points(specs: list[RunSpec]) -> dict[str, dict]:
-    """point_id -> prediction for a sweep's points, scaling efficiency filled within each group."""
-    predictions = with_scaling_efficiency([predict(spec) for spec in specs], specs)
-    return {spec.point_id: prediction for spec, prediction in zip(specs, predictions)}
+    """point_id -> plan object for a sweep's points, scaling efficiency filled within each group."""
+    return {plan["point_id"]: plan for plan in predict_grid(specs)}
 
 
 def skipped_record(spec: RunSpec, prediction: dict) -> RunResult:
@@ -51,5 +51,5 @@ def skipped_record(spec: RunSpec, prediction: dict) -> RunResult:
 
 def skip_if_not_fitting(spec: RunSpec) -> RunResult | None:
     """A skipped record for a point the planner predicts will run out of memory, else None."""
-    prediction = predict(spec)
+    prediction = plan_object(spec.point_id, predict(spec))
     return None if prediction["fits"] else skipped_record(spec, prediction)

@@ -16,6 +16,7 @@ free on a GPU either: `overlap_interference` seconds of compute are lost per ove
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 from bench.analysis.planner.calibration import (
     DEFAULT_HBM_GBPS,
@@ -24,8 +25,8 @@ from bench.analysis.planner.calibration import (
     load_cpu_calibration,
     overlap_interference,
 )
-from bench.analysis.planner.comm import collective_times
-from bench.analysis.planner.compute import compute_times
+from bench.analysis.planner.comm import ModuleTimes, collective_times
+from bench.analysis.planner.compute import ComputeTimes, compute_times
 from bench.analysis.planner.memory import state_bytes
 from bench.analysis.planner.workload import Workload
 from bench.schema.ac_modes import checkpointed_indices
@@ -46,9 +47,15 @@ def stages(w: Workload) -> tuple[float, list[tuple[float, float]], float]:
     """(exposed head, [(compute, communication) per stage], exposed tail) of one micro-step."""
     ct = compute_times(w)
     block, root = collective_times(w)
-    layers = w.shape.n_layers
-    regather = block.gather if w.reshard_blocks else 0.0
-    checkpointed = set(checkpointed_indices(layers, w.activation_checkpointing, w.ac_every))
+    return _stages(ct, block, root, w.reshard_blocks, w.activation_checkpointing, w.ac_every)
+
+
+def _stages(
+    ct: ComputeTimes, block: ModuleTimes, root: ModuleTimes, reshard: bool, checkpointing: str, every: int
+) -> tuple[float, list[tuple[float, float]], float]:
+    layers = ct.n_layers
+    regather = block.gather if reshard else 0.0
+    checkpointed = set(checkpointed_indices(layers, checkpointing, every))
     middle = [(ct.block_forward, block.gather if i < layers - 1 else 0.0) for i in range(layers)]
     middle.append((ct.root_forward, 0.0))
     middle.append((ct.root_backward, regather))
@@ -61,7 +68,17 @@ def stages(w: Workload) -> tuple[float, list[tuple[float, float]], float]:
 
 def micro_step(w: Workload) -> MicroStep:
     """Compute, exposed and overlapped communication seconds of one micro-step."""
-    head, middle, tail = stages(w)
+    block, root = collective_times(w)
+    return _micro_step(compute_times(w), block, root, w.reshard_blocks, w.activation_checkpointing, w.ac_every)
+
+
+@lru_cache(maxsize=4096)
+def _micro_step(
+    ct: ComputeTimes, block: ModuleTimes, root: ModuleTimes, reshard: bool, checkpointing: str, every: int
+) -> MicroStep:
+    """The stage-by-stage sums, cached on exactly what they read: a grid's points that differ only in
+    grad_accum (or in nothing the times see) share one micro-step."""
+    head, middle, tail = _stages(ct, block, root, reshard, checkpointing, every)
     compute = sum(c for c, _ in middle)
     exposed = head + tail + sum(max(0.0, m - c) for c, m in middle)
     overlapped = sum(min(m, c) for c, m in middle)

@@ -9,6 +9,7 @@ directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 
 from bench.analysis.planner.shapes import ModelShape, llama_shape
 from bench.schema.ac_modes import DEFAULT_AC_EVERY, NONE
@@ -59,7 +60,7 @@ class Workload:
     @property
     def shard_degree(self) -> int:
         """How many ranks share one copy of the parameters."""
-        return self.strategy_recipe.shard_degree(self.nodes, self.gpus_per_node)
+        return _shard_degree(self.strategy, self.nodes, self.gpus_per_node)
 
     @property
     def reshard_blocks(self) -> bool:
@@ -89,6 +90,12 @@ class Workload:
 
     def with_nodes(self, nodes: int) -> Workload:
         return replace(self, nodes=nodes)
+
+
+@lru_cache(maxsize=1024)
+def _shard_degree(name: str, nodes: int, gpus_per_node: int) -> int:
+    # Cached: the memory and communication models ask it a dozen times per point.
+    return strategy(name).shard_degree(nodes, gpus_per_node)
 
 
 def workload_from_spec(

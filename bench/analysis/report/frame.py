@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from bench.analysis.planner.plan_object import value_at
 from bench.analysis.stats import scaling_key
 from bench.schema.record import RunResult
 from bench.schema.spec import DebugKnobs
@@ -243,18 +244,7 @@ def prediction_values(prediction: dict[str, Any] | None) -> dict[str, float | No
     """The planner's predicted numbers as frame columns; nested keys are read as `a.b` paths."""
     if not prediction:
         return {}
-    return {column: _number(_lookup(prediction, key)) for key, column in PREDICTION_KEYS.items()}
-
-
-def _lookup(mapping: dict[str, Any], dotted: str) -> Any:
-    if dotted in mapping:
-        return mapping[dotted]
-    value: Any = mapping
-    for part in dotted.split("."):
-        if not isinstance(value, dict) or part not in value:
-            return None
-        value = value[part]
-    return value
+    return {column: _number(value_at(prediction, key)) for key, column in PREDICTION_KEYS.items()}
 
 
 def _number(value: Any) -> float | None:

@@ -1,4 +1,9 @@
-"""`fsdp-bench plan [OVERRIDES] [--json]`: predicted memory, fit, step time and scaling per point.
+"""`fsdp-bench plan [OVERRIDES] [--json | --fields a,b.c] [--csv PATH]`: predicted memory, fit, step
+time and scaling per point.
+
+Every form prints the same plan objects (bench/analysis/planner/plan_object.py): `--json` all of
+each, `--fields` the dotted keys asked for, one compact object per line; the table is compact past
+a few hundred points, with every point in a CSV (bench/present/plan.py).
 
 `--best [--top K] [--objective ...]` searches instead: every configuration of the setup
 (strategy x precision x micro-batch x grad_accum x checkpointing x compile, constrained by the
@@ -6,7 +11,7 @@ overrides; bench/analysis/planner/search.py), ranked by the planner, the top K p
 of the next ones loses.
 
 No GPU and no torch: the planner (bench/analysis/planner) works from the model's shapes, the cluster
-preset and its calibration. Exit 0, or 2 on invalid input.
+preset and its calibration. Exit 0, or 2 on invalid input (an unknown field among them).
 """
 
 from __future__ import annotations
@@ -14,6 +19,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
+
+from bench.present.plan import COMPACT_ABOVE
+
+# The lists of configurations in `plan --best --json`, each entry a plan object.
+RANKED = ("top", "next", "beaten_by_not_fitting")
 
 HELP = "predict memory, fit, throughput and scaling efficiency per point, without running it"
 
@@ -21,6 +32,19 @@ HELP = "predict memory, fit, throughput and scaling efficiency per point, withou
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides; comma-separated values make a grid")
     parser.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
+    parser.add_argument(
+        "--fields",
+        metavar="A,B.C",
+        help="print only these dotted keys of each point's object as JSON, one object per line "
+        "(e.g. point_id,fits,tokens_per_s,memory_bytes_per_device.total)",
+    )
+    parser.add_argument(
+        "--csv",
+        metavar="PATH",
+        type=Path,
+        help="write every point to PATH as CSV (without it, a plan of more than "
+        f"{COMPACT_ABOVE} points writes one to a temporary file and prints its path)",
+    )
     parser.add_argument(
         "--preflight",
         metavar="RESULTS",
@@ -41,13 +65,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.config.paths import input_problem, require
+    from bench.config.paths import input_problem, output_problem, require
 
-    require([input_problem("--preflight", args.preflight) if args.preflight else None])
+    require(
+        [
+            input_problem("--preflight", args.preflight) if args.preflight else None,
+            output_problem("--csv", args.csv, "file", hint="allowed: a file path") if args.csv else None,
+        ]
+    )
     if args.best:
         return best(args)
-    from bench.analysis.planner import predict, with_scaling_efficiency
+    from bench.analysis.planner import predict_grid
     from bench.analysis.planner.from_preflight import compatibility_problem
+    from bench.analysis.planner.plan_object import parse_fields
     from bench.analysis.preflight import read_preflight
     from bench.config.compose import load_grid
     from bench.config.problems import ConfigError
@@ -59,32 +89,46 @@ def main(args: argparse.Namespace) -> int:
             problems = {p for point in points if (p := compatibility_problem(point.spec, preflight))}
             if problems:
                 raise ConfigError(sorted(problems))
-        specs = [point.spec for point in points]
-        predictions = with_scaling_efficiency([predict(spec, preflight) for spec in specs], specs)
+        plans = predict_grid([point.spec for point in points], preflight)
+        fields = parse_fields(args.fields, plans) if args.fields is not None else None
     except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
         return refused(exc)
-    if args.json:
-        print(json.dumps(predictions, indent=2))
+    if fields is not None or args.json:
+        from bench.present.plan import write_plan_csv
+        from bench.present.plan_json import fields_json, plan_json
+
+        if args.csv is not None:
+            write_plan_csv(plans, args.csv)
+        sys.stdout.write((fields_json(plans, fields) if fields is not None else plan_json(plans)) + "\n")
     else:
         from bench.present.plan import print_plan
 
-        print_plan(predictions)
+        print_plan(plans, args.csv)
     return 0
 
 
 def best(args: argparse.Namespace) -> int:
     """`--best`: search, rank, print the top K (exit 2 on an empty space or bad flags)."""
+    from bench.analysis.planner.plan_object import parse_fields, pick
     from bench.analysis.planner.search import as_json, search
     from bench.analysis.preflight import read_preflight
+    from bench.config.problems import ConfigError
 
     try:
+        if args.csv is not None:
+            raise ConfigError(["--csv: writes a grid's points; with --best use --json or --fields"])
         top = top_count(args.top)
         preflight = read_preflight(args.preflight) if args.preflight else None
         result = search(args.overrides, args.objective, preflight)
+        found = as_json(result, top)
+        ranked = [found[key] for key in RANKED]
+        fields = parse_fields(args.fields, [c for group in ranked for c in group]) if args.fields is not None else None
     except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
         return refused(exc)
-    if args.json:
-        print(json.dumps(as_json(result, top), indent=2))
+    if fields is not None:
+        found.update({key: [pick(c, fields) for c in found[key]] for key in RANKED})
+    if fields is not None or args.json:
+        print(json.dumps(found, indent=2))
     else:
         from bench.present.plan import print_search
 
