@@ -25,9 +25,9 @@ def debug_training(monkeypatch_module):
 
     from bench.config.compose import spec_from_fields
     from fsdp_core.data import build_source
-    from fsdp_core.worker import build_training, loop_config, model_args
+    from fsdp_core.worker import build_training
 
-    spec = spec_from_fields(model="debug", seq_len=64, micro_batch=2).model_dump(mode="json")
+    spec = spec_from_fields(model="debug", seq_len=64, micro_batch=2)
     for key, value in {
         "MASTER_ADDR": "127.0.0.1",
         "MASTER_PORT": str(_free_port()),
@@ -41,11 +41,10 @@ def debug_training(monkeypatch_module):
     # thread makes the step time depend on the neighbours' load more than on the code.
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
-    args = model_args(spec)
     torch.manual_seed(0)
-    model, optimizer, scaler = build_training(args, spec, torch.device("cpu"))
-    source = build_source(spec["train"]["data"], args.vocab_size, spec["train"]["seed"])
-    yield model, optimizer, scaler, source, loop_config(spec)
+    model, optimizer, scaler = build_training(spec, torch.device("cpu"))
+    source = build_source(spec.train.data, spec.model.vocab_size, spec.train.seed)
+    yield model, optimizer, scaler, source, spec
     dist.destroy_process_group()
     torch.set_num_threads(threads)
 
@@ -59,9 +58,9 @@ def monkeypatch_module():
 def test_debug_train_step(benchmark, debug_training):
     from fsdp_core.train import train_step
 
-    model, optimizer, scaler, source, cfg = debug_training
+    model, optimizer, scaler, source, spec = debug_training
     device = torch.device("cpu")
     steps = iter(range(10**9))
-    loss = benchmark(lambda: train_step(model, optimizer, scaler, source, cfg, next(steps), device))
+    loss = benchmark(lambda: train_step(model, optimizer, scaler, source, spec, next(steps), device))
     assert float(loss) > 0
-    benchmark.extra_info["tokens_per_step"] = cfg.micro_batch * cfg.seq_len
+    benchmark.extra_info["tokens_per_step"] = spec.tokens_per_step

@@ -14,6 +14,14 @@ Timing (each rank's own view; the worker takes the maximum over ranks):
   memory; the write runs in DCP's background thread. It uses a gloo group of its own: its
   collectives must never interleave with the training loop's on the same group.
 - `durable_s`: from the save's start until every rank's files and the metadata are written.
+- `bookkeeping_s`: after a save is durable, walking DCP's metadata for the bytes each rank wrote
+  and telling the listener (Ray's report). It runs inside the timed window, outside the step times
+  and outside `blocked_s` (an async save's bookkeeping, done when the next save waits for it, is
+  taken out of that save's blocked time), so it is counted on its own.
+
+The settings are the point's `train` section (bench.schema.spec.TrainSpec: mode, interval, resume);
+only the folder is resolved (bench.schema.protocol.checkpoint_location). Rank 0 writes or removes the
+marker, and prunes step folders, only while the launch is still owned (fsdp_core/lifeline.py).
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.metadata import Metadata, TensorStorageMetadata
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave
 from bench.schema.files import write_text_atomic
 from bench.schema.protocol import (
     CHECKPOINT_MARKER,
@@ -40,46 +49,12 @@ from bench.schema.protocol import (
     DCP_METADATA_FILE,
     CheckpointMarker,
     checkpoint_folder,
-    default_checkpoint_dir,
     is_url,
     read_local_marker,
 )
-
-MODES = ("none", "sync", "async")
-
-
-@dataclass(frozen=True)
-class CheckpointConfig:
-    mode: str  # none, sync or async
-    every: int  # timed steps between saves
-    directory: str  # a local path or an fsspec URL
-    resume: bool
-    warmup_steps: int
-    steps: int
-    point_id: str = ""
-
-    @classmethod
-    def from_spec(cls, spec: dict, point_dir: str, point_id: str = "") -> CheckpointConfig:
-        train = spec["train"]
-        timed = train["steps"] - train["warmup_steps"]
-        return cls(
-            mode=train.get("checkpoint", "none"),
-            every=train.get("checkpoint_every") or timed,  # null: once, after the last timed step
-            directory=train.get("checkpoint_dir") or str(default_checkpoint_dir(point_dir)),
-            resume=bool(train.get("resume", False)),
-            warmup_steps=train["warmup_steps"],
-            steps=train["steps"],
-            point_id=point_id,
-        )
-
-    @property
-    def active(self) -> bool:
-        return self.mode != "none" or self.resume
-
-    def saves_after(self, step: int) -> bool:
-        """Whether a save follows optimizer step `step` (every `every`-th timed step)."""
-        timed_index = step - self.warmup_steps + 1
-        return self.mode != "none" and timed_index >= 1 and timed_index % self.every == 0
+from bench.schema.record import Metrics
+from bench.schema.spec import TrainSpec
+from fsdp_core.lifeline import check_owned
 
 
 class CheckpointListener(Protocol):
@@ -156,7 +131,9 @@ def read_marker(directory: str) -> CheckpointMarker | None:
 
 def write_marker(directory: str, marker: CheckpointMarker) -> None:
     """Replace the marker atomically (temporary file + rename), durably on a local file system
-    (bench/schema/files.py); at a URL, an object store's put is whole and the rename moves it."""
+    (bench/schema/files.py); at a URL, an object store's put is whole and the rename moves it. Only
+    while this rank's launch is owned (a rerun may own the folder now: LaunchAbandoned)."""
+    check_owned()
     if is_url(directory):
         fs, path = _fs(directory)
         tmp = f"{path}/.{CHECKPOINT_MARKER}.{os.getpid()}.tmp"
@@ -167,6 +144,7 @@ def write_marker(directory: str, marker: CheckpointMarker) -> None:
 
 
 def remove_marker(directory: str) -> None:
+    check_owned()  # as write_marker: never another run's marker
     if is_url(directory):
         fs, path = _fs(directory)
         if fs.exists(f"{path}/{CHECKPOINT_MARKER}"):
@@ -227,6 +205,8 @@ def written_bytes(metadata: Metadata, world_size: int) -> tuple[list[int], list[
 
 @dataclass
 class SaveRecord:
+    """One save as this rank saw it (the record's CheckpointSave takes the slowest rank's times)."""
+
     step: int
     blocked_s: float
     durable_s: float
@@ -234,6 +214,7 @@ class SaveRecord:
     bytes_per_rank: list[int]
     metadata_bytes: int
     state_bytes_per_rank: list[int]
+    bookkeeping_s: float = 0.0
 
 
 @dataclass
@@ -252,19 +233,27 @@ class _InFlight:
     blocked_s: float
     done_at: list[float] = field(default_factory=list)
     marked: threading.Event = field(default_factory=threading.Event)
+    # What marking the save raised in DCP's writer thread (a launch no longer owned): raised by wait().
+    error: BaseException | None = None
 
 
 class Checkpointer:
-    """Saves every `every` timed steps, resumes before the loop and measures a load after it."""
+    """Saves every train.save_interval timed steps into `directory`, resumes before the loop and
+    measures a load after it."""
 
-    def __init__(self, cfg: CheckpointConfig, model, optimizer, scaler, timeout) -> None:
-        self.cfg, self.model, self.optimizer, self.scaler = cfg, model, optimizer, scaler
+    def __init__(self, train: TrainSpec, directory: str, point_id: str, model, optimizer, scaler, timeout) -> None:
+        self.train, self.directory, self.point_id = train, directory, point_id
+        self.model, self.optimizer, self.scaler = model, optimizer, scaler
         self.group = checkpoint_group(timeout)
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
         self.saves: list[SaveRecord] = []
         self.resumed: LoadRecord | None = None
         self.load: LoadRecord | None = None
         self._in_flight: _InFlight | None = None
+
+    @property
+    def mode(self) -> str:
+        return self.train.checkpoint
 
     # -- state --
 
@@ -288,7 +277,7 @@ class Checkpointer:
     def agreed_marker(self) -> CheckpointMarker | None:
         """The marker as rank 0 reads it, on every rank. Rank 0 writes the marker; another rank could
         read it a moment before rank 0 marks the last save, and load (or list) a different step."""
-        box = [read_marker(self.cfg.directory) if self.rank == 0 else None]
+        box = [read_marker(self.directory) if self.rank == 0 else None]
         dist.broadcast_object_list(box, src=0, group=self.group)
         return box[0]
 
@@ -296,23 +285,23 @@ class Checkpointer:
 
     def start(self) -> int:
         """The first step to run: after the restored checkpoint, or 0 (a fresh run drops a stale marker)."""
-        location = _LISTENER.restore_location(self.cfg.point_id) if _LISTENER else None
-        if location is None and self.cfg.resume:
+        location = _LISTENER.restore_location(self.point_id) if _LISTENER else None
+        if location is None and self.train.resume:
             marker = self.agreed_marker()
             if marker is None:
                 raise RuntimeError(
-                    f"train.resume: no complete checkpoint in {self.cfg.directory} "
+                    f"train.resume: no complete checkpoint in {self.directory} "
                     f"(no '{CHECKPOINT_MARKER}' marker naming a step folder with DCP metadata)"
                 )
-            location = join(self.cfg.directory, marker.folder)
+            location = join(self.directory, marker.folder)
         if location is None:
-            if self.cfg.mode != "none" and self.rank == 0:
+            if self.mode != "none" and self.rank == 0:
                 self._prepare_fresh_dir()
             return 0
         step = _step_of(location)
-        if step >= self.cfg.steps - 1:
+        if step >= self.train.steps - 1:
             raise RuntimeError(
-                f"train.resume: the checkpoint at step {step} already covers train.steps={self.cfg.steps}; "
+                f"train.resume: the checkpoint at step {step} already covers train.steps={self.train.steps}; "
                 "nothing is left to run"
             )
         load_s = self.load_from(location)
@@ -320,26 +309,26 @@ class Checkpointer:
         return step + 1
 
     def _prepare_fresh_dir(self) -> None:
-        if is_url(self.cfg.directory):
-            fs, path = _fs(self.cfg.directory)
+        if is_url(self.directory):
+            fs, path = _fs(self.directory)
             fs.makedirs(path, exist_ok=True)
         else:
-            Path(self.cfg.directory).mkdir(parents=True, exist_ok=True)
+            Path(self.directory).mkdir(parents=True, exist_ok=True)
         # A new run's checkpoints replace an earlier run's: its marker must not name a folder this run overwrites.
-        remove_marker(self.cfg.directory)
+        remove_marker(self.directory)
 
     # -- in the loop --
 
     def after_step(self, step: int) -> None:
-        if not self.cfg.saves_after(step):
+        if not self.train.saves_after(step):
             return
-        if self.cfg.mode == "sync":
+        if self.mode == "sync":
             self._save_sync(step)
         else:
             self._save_async(step)
 
     def _save_sync(self, step: int) -> None:
-        location = join(self.cfg.directory, checkpoint_folder(step))
+        location = join(self.directory, checkpoint_folder(step))
         started = time.perf_counter()
         try:
             metadata = dcp.save(self.state(), storage_writer=writer(location), process_group=self.group)
@@ -348,17 +337,18 @@ class Checkpointer:
         durable = time.perf_counter() - started
         if self.rank == 0:
             self._mark(step)
-        self._record(step, metadata, blocked=time.perf_counter() - started, durable=durable, staging=None)
-        self._announce(step)
+        self._bookkeep(step, metadata, blocked=time.perf_counter() - started, durable=durable, staging=None)
 
     def _save_async(self, step: int) -> None:
         started = time.perf_counter()
-        self.wait()
+        # The previous save's bookkeeping happens in wait(): counted as its own, not as this save's blocked time.
+        previous_bookkeeping_s = self.wait()
         staging_started = time.perf_counter()
-        future = dcp.async_save(self.state(), storage_writer=writer(join(self.cfg.directory, checkpoint_folder(step))),
+        future = dcp.async_save(self.state(), storage_writer=writer(join(self.directory, checkpoint_folder(step))),
                                 process_group=self.group)  # fmt: skip
         staged = time.perf_counter()
-        flight = _InFlight(step, future, staging_started, staged - staging_started, staged - started)
+        blocked = staged - started - previous_bookkeeping_s
+        flight = _InFlight(step, future, staging_started, staged - staging_started, blocked)
         future.add_done_callback(lambda done: self._on_async_done(flight, done))
         self._in_flight = flight
 
@@ -368,27 +358,31 @@ class Checkpointer:
         try:
             if future.exception() is None and self.rank == 0:
                 self._mark(flight.step)
+        except BaseException as exc:  # noqa: BLE001 - a callback's exception would be lost: wait() raises it
+            flight.error = exc
         finally:
             flight.marked.set()
 
-    def wait(self) -> None:
-        """Block until the save in flight (if any) is durable and marked; a failed save raises here."""
+    def wait(self) -> float:
+        """Block until the save in flight (if any) is durable and marked; a failed save raises here.
+        Returns the seconds its bookkeeping took (0 when nothing was in flight)."""
         flight, self._in_flight = self._in_flight, None
         if flight is None:
-            return
+            return 0.0
         try:
             metadata = flight.future.result()
         except CheckpointException as exc:
-            raise save_failed(flight.step, join(self.cfg.directory, checkpoint_folder(flight.step)), exc) from None
+            raise save_failed(flight.step, join(self.directory, checkpoint_folder(flight.step)), exc) from None
         flight.marked.wait()
-        self._record(
+        if flight.error is not None:
+            raise flight.error
+        return self._bookkeep(
             flight.step,
             metadata,
             blocked=flight.blocked_s,
             durable=flight.done_at[0] - flight.started,
             staging=flight.staging_s,
         )
-        self._announce(flight.step)
 
     def close(self) -> None:
         """End of the loop (inside the timed window): the last async save must be durable too."""
@@ -396,16 +390,19 @@ class Checkpointer:
 
     def _mark(self, step: int) -> None:
         folder = checkpoint_folder(step)
-        write_marker(self.cfg.directory, CheckpointMarker(step, folder, self.world, self.cfg.point_id))
+        write_marker(self.directory, CheckpointMarker(step, folder, self.world, self.point_id))
 
-    def _record(self, step: int, metadata: Metadata, blocked: float, durable: float, staging: float | None) -> None:
+    def _bookkeep(self, step: int, metadata: Metadata, blocked: float, durable: float, staging: float | None) -> float:
+        """After a durable save: count what each rank wrote (DCP's metadata), tell the listener; the
+        seconds this took, recorded with the save (inside the timed window, outside blocked_s)."""
+        started = time.perf_counter()
         files, tensors = written_bytes(metadata, self.world)
-        meta_bytes = file_size(join(join(self.cfg.directory, checkpoint_folder(step)), DCP_METADATA_FILE))
-        self.saves.append(SaveRecord(step, blocked, durable, staging, files, int(meta_bytes), tensors))
-
-    def _announce(self, step: int) -> None:
+        meta_bytes = file_size(join(join(self.directory, checkpoint_folder(step)), DCP_METADATA_FILE))
         if _LISTENER is not None:
-            _LISTENER.on_durable(step, join(self.cfg.directory, checkpoint_folder(step)), self.cfg.point_id)
+            _LISTENER.on_durable(step, join(self.directory, checkpoint_folder(step)), self.point_id)
+        seconds = time.perf_counter() - started
+        self.saves.append(SaveRecord(step, blocked, durable, staging, files, int(meta_bytes), tensors, seconds))
+        return seconds
 
     # -- after the timed window --
 
@@ -416,73 +413,79 @@ class Checkpointer:
 
     def measure_load(self) -> None:
         """Load the latest checkpoint back into the model (after the window): load time and read bandwidth."""
-        if self.cfg.mode == "none":
+        if self.mode == "none":
             return
         marker = self.agreed_marker()
         if marker is None:
-            raise RuntimeError(f"train.checkpoint: no complete checkpoint in {self.cfg.directory} after the run")
-        location = join(self.cfg.directory, marker.folder)
+            raise RuntimeError(f"train.checkpoint: no complete checkpoint in {self.directory} after the run")
+        location = join(self.directory, marker.folder)
         load_s = self.load_from(location)
         self.load = LoadRecord(marker.step, load_s, folder_bytes(location))
 
     def prune(self) -> None:
-        """Keep the latest complete checkpoint only: rank 0 removes every other step folder (after the window)."""
-        if self.rank == 0 and (marker := read_marker(self.cfg.directory)) is not None:
-            for folder in step_folders(self.cfg.directory):
+        """Keep the latest complete checkpoint only: rank 0 removes every other step folder (after the
+        window), while its launch is owned (never a rerun's folders)."""
+        if self.rank == 0 and (marker := read_marker(self.directory)) is not None:
+            check_owned()
+            for folder in step_folders(self.directory):
                 if folder != marker.folder:
-                    remove_folder(join(self.cfg.directory, folder))
+                    remove_folder(join(self.directory, folder))
         dist.barrier(group=self.group)
 
-    def record_section(self, device: torch.device, metrics: dict) -> dict:
+    def record_section(self, device: torch.device, metrics: Metrics) -> CheckpointMetrics:
         """The record's `metrics.checkpoint` (every rank calls it: times are reduced to the slowest rank).
 
         Goodput: tokens/s over the timed window, saves included, against the point's tokens/s from
         its step-time median (which no save touches: saves run between the timed steps). The
-        blocked fraction: the saves' blocked time over the window.
+        blocked fraction: what the saves took from the window, their blocked time and their
+        bookkeeping.
         """
         section = self.summary(device)
-        window, timed = metrics.get("timed_window_s") or 0.0, len(metrics.get("step_times_s") or [])
-        with_checkpoints = metrics["tokens_per_step"] * timed / window if window > 0 and timed else None
-        section["tokens_per_s_with_checkpoints"] = with_checkpoints
-        section["goodput"] = with_checkpoints / metrics["tokens_per_s"] if with_checkpoints else None
+        window, timed = metrics.timed_window_s or 0.0, len(metrics.step_times_s)
+        with_checkpoints = metrics.tokens_per_step * timed / window if window > 0 and timed else None
+        section.tokens_per_s_with_checkpoints = with_checkpoints
+        section.goodput = with_checkpoints / metrics.tokens_per_s if with_checkpoints else None
         # What the saves alone took from the window: robust where step times themselves vary.
-        section["blocked_fraction"] = section["blocked_s"] / window if window > 0 else None
+        section.blocked_fraction = (section.blocked_s + section.bookkeeping_s) / window if window > 0 else None
         return section
 
-    def summary(self, device: torch.device) -> dict:
+    def summary(self, device: torch.device) -> CheckpointMetrics:
         """Saves, loads and totals as this rank knows them, times reduced to the slowest rank."""
-        times = [t for s in self.saves for t in (s.blocked_s, s.durable_s, s.staging_s or 0.0)]
+        per_save = [(s.blocked_s, s.durable_s, s.staging_s or 0.0, s.bookkeeping_s) for s in self.saves]
+        times = [t for save in per_save for t in save]
         times += [self.load.load_s if self.load else 0.0, self.resumed.load_s if self.resumed else 0.0]
         slowest = torch.tensor(times, dtype=torch.float64, device=device)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         values = slowest.tolist()
         saves = []
         for i, save in enumerate(self.saves):
-            blocked, durable, staging = values[3 * i : 3 * i + 3]
+            blocked, durable, staging, bookkeeping = values[4 * i : 4 * i + 4]
             total = sum(save.bytes_per_rank) + save.metadata_bytes
             saves.append(
-                {
-                    "step": save.step,
-                    "blocked_s": blocked,
-                    "staging_s": staging if save.staging_s is not None else None,
-                    "durable_s": durable,
-                    "bytes": total,
-                    "bytes_per_rank": save.bytes_per_rank,
-                    "metadata_bytes": save.metadata_bytes,
-                    "state_bytes_per_rank": save.state_bytes_per_rank,
-                    "write_bytes_per_s": total / durable if durable > 0 else None,
-                }
+                CheckpointSave(
+                    step=save.step,
+                    blocked_s=blocked,
+                    staging_s=staging if save.staging_s is not None else None,
+                    durable_s=durable,
+                    bookkeeping_s=bookkeeping,
+                    bytes=total,
+                    bytes_per_rank=save.bytes_per_rank,
+                    metadata_bytes=save.metadata_bytes,
+                    state_bytes_per_rank=save.state_bytes_per_rank,
+                    write_bytes_per_s=total / durable if durable > 0 else None,
+                )
             )
         load_s, resume_s = values[-2], values[-1]
-        return {
-            "mode": self.cfg.mode,
-            "every": self.cfg.every,
-            "dir": self.cfg.directory,
-            "saves": saves,
-            "blocked_s": sum(s["blocked_s"] for s in saves),
-            "load": _load_dict(self.load, load_s),
-            "resumed": _load_dict(self.resumed, resume_s),
-        }
+        return CheckpointMetrics(
+            mode=self.mode,
+            every=self.train.save_interval,
+            dir=self.directory,
+            saves=saves,
+            blocked_s=sum(s.blocked_s for s in saves),
+            bookkeeping_s=sum(s.bookkeeping_s for s in saves),
+            load=_load_section(self.load, load_s),
+            resumed=_load_section(self.resumed, resume_s),
+        )
 
 
 def save_failed(step: int, location: str, exc: CheckpointException) -> RuntimeError:
@@ -498,15 +501,15 @@ def save_failed(step: int, location: str, exc: CheckpointException) -> RuntimeEr
     return RuntimeError(f"train.checkpoint: the save after step {step} to {location} failed ({reason})")
 
 
-def _load_dict(record: LoadRecord | None, seconds: float) -> dict | None:
+def _load_section(record: LoadRecord | None, seconds: float) -> CheckpointLoad | None:
     if record is None:
         return None
-    return {
-        "step": record.step,
-        "load_s": seconds,
-        "bytes": record.bytes,
-        "read_bytes_per_s": record.bytes / seconds if seconds > 0 else None,
-    }
+    return CheckpointLoad(
+        step=record.step,
+        load_s=seconds,
+        bytes=record.bytes,
+        read_bytes_per_s=record.bytes / seconds if seconds > 0 else None,
+    )
 
 
 def _step_of(location: str) -> int:

@@ -13,6 +13,8 @@ from torch import nn
 from torch._dynamo.eval_frame import OptimizedModule, _debug_get_cache_entry_list
 from torch._dynamo.utils import counters
 
+from bench.schema.record import CompileInfo
+
 
 class CompileStats:
     """Snapshot dynamo's process-wide counters at a point's start; `summary` gives the point's share."""
@@ -21,15 +23,15 @@ class CompileStats:
         self._graphs = counters["stats"]["unique_graphs"]
         self._breaks = sum(counters["graph_break"].values())
 
-    def summary(self, model: nn.Module) -> dict[str, int]:
+    def summary(self, model: nn.Module) -> CompileInfo:
         """graphs: dynamo graphs compiled during the point (forward graphs; autograd adds their
         backward); cache_entries: the most entries any compiled module's forward holds now;
         graph_breaks: breaks met while tracing (0 under fullgraph=True)."""
-        return {
-            "graphs": counters["stats"]["unique_graphs"] - self._graphs,
-            "cache_entries": max((len(_debug_get_cache_entry_list(code)) for code in compiled_codes(model)), default=0),
-            "graph_breaks": sum(counters["graph_break"].values()) - self._breaks,
-        }
+        return CompileInfo(
+            graphs=counters["stats"]["unique_graphs"] - self._graphs,
+            cache_entries=max((len(_debug_get_cache_entry_list(code)) for code in compiled_codes(model)), default=0),
+            graph_breaks=sum(counters["graph_break"].values()) - self._breaks,
+        )
 
 
 def compiled_codes(model: nn.Module) -> set:

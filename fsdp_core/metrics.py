@@ -1,4 +1,8 @@
-"""Timers, step-time statistics, peak memory and environment capture, inside each rank."""
+"""Timers, step-time statistics, peak memory and environment capture, inside each rank.
+
+What goes into the record comes out typed (bench.schema.record's StepTimeStats and PeakMemory,
+bench.schema.env's EnvInfo and HostLoad); this rank's raw views (its memory snapshot) stay plain.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +18,9 @@ import time
 import torch
 import torch.distributed as dist
 
+from bench.schema.env import EnvInfo, HostLoad
 from bench.schema.protocol import NODE_NAME_ENV
+from bench.schema.record import PeakMemory, StepTimeStats
 
 # Variables that change collective or kernel behaviour: recorded so two results can be told apart.
 ENV_PREFIXES = ("NCCL_", "FI_", "TORCH_", "CUDA_", "OMP_", "KMP_", "GOMP_", "MKL_", "FSDP_BENCH_")
@@ -82,18 +88,18 @@ def max_over_ranks(values: list[float], device: torch.device) -> list[float]:
     return tensor.tolist()
 
 
-def step_time_stats(times: list[float]) -> dict[str, float]:
+def step_time_stats(times: list[float]) -> StepTimeStats:
     """median, mean, p10, p90 and coefficient of variation of step times."""
     ordered = sorted(times)
     mean = statistics.fmean(ordered)
     quantiles = statistics.quantiles(ordered, n=10, method="inclusive") if len(ordered) > 1 else [ordered[0]] * 9
-    return {
-        "median": statistics.median(ordered),
-        "mean": mean,
-        "p10": quantiles[0],
-        "p90": quantiles[-1],
-        "cv": statistics.pstdev(ordered) / mean if mean > 0 else 0.0,
-    }
+    return StepTimeStats(
+        median=statistics.median(ordered),
+        mean=mean,
+        p10=quantiles[0],
+        p90=quantiles[-1],
+        cv=statistics.pstdev(ordered) / mean if mean > 0 else 0.0,
+    )
 
 
 def reset_peak_memory(device: torch.device) -> None:
@@ -147,20 +153,22 @@ def _peak_rss_bytes() -> int:
     return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss) * 1024
 
 
-def peak_memory_record(snapshot: dict[str, int | None], device: torch.device) -> dict:
-    """The record's `peak_mem_bytes`: every rank's snapshot gathered; max and per rank of each view."""
+def peak_memory_record(snapshot: dict[str, int | None], device: torch.device) -> PeakMemory:
+    """The record's `peak_mem_bytes`: every rank's snapshot gathered; max and per rank of each view
+    (on CPU only the resident set size: the GPU views are left unset, so the record has no such keys)."""
     names = ("allocated", "reserved", "device_used", "alloc_retries")
     values = gather_ints([-1 if snapshot[n] is None else snapshot[n] for n in names], device)
     per_rank = {n: [rank[i] for rank in values] for i, n in enumerate(names)}
-    record: dict = {"max": max(per_rank["allocated"]), "per_rank": per_rank["allocated"]}
-    if device.type == "cuda":
-        record.update(
-            reserved_max=max(per_rank["reserved"]),
-            reserved_per_rank=per_rank["reserved"],
-            device_used_max=max(per_rank["device_used"]),
-            alloc_retries=sum(per_rank["alloc_retries"]),
-        )
-    return record
+    if device.type != "cuda":
+        return PeakMemory(max=max(per_rank["allocated"]), per_rank=per_rank["allocated"])
+    return PeakMemory(
+        max=max(per_rank["allocated"]),
+        per_rank=per_rank["allocated"],
+        reserved_max=max(per_rank["reserved"]),
+        reserved_per_rank=per_rank["reserved"],
+        device_used_max=max(per_rank["device_used"]),
+        alloc_retries=sum(per_rank["alloc_retries"]),
+    )
 
 
 def gather_floats(value: float, device: torch.device) -> list[float]:
@@ -200,38 +208,44 @@ def nvidia_driver_version(path: str = NVIDIA_DRIVER_FILE) -> str | None:
     return match[1] if match else None
 
 
-def capture_env(device: torch.device, git: dict | None = None, harness: str | None = None) -> dict:
-    """Versions (the harness's from the launching parent), devices, hosts, communication-relevant variables."""
+def capture_env(
+    device: torch.device, git: dict | None = None, harness: str | None = None, conditions: dict | None = None
+) -> EnvInfo:
+    """Versions (the harness's from the launching parent), devices, hosts, communication-relevant
+    variables; `conditions` (the launch file's): whether the parent held the host lock."""
     hostnames: list[str] = [""] * dist.get_world_size()
     dist.all_gather_object(hostnames, node_name())
     cuda = device.type == "cuda"
     nccl = None
     if cuda and hasattr(torch.cuda, "nccl"):
         nccl = ".".join(str(v) for v in torch.cuda.nccl.version())
-    return {
-        "torch": torch.__version__,
-        "cuda": torch.version.cuda if cuda else None,
-        "nccl": nccl,
-        "driver": nvidia_driver_version() if cuda else None,
-        "device_name": torch.cuda.get_device_name(device)
+    env = EnvInfo(
+        torch=torch.__version__,
+        cuda=torch.version.cuda if cuda else None,
+        nccl=nccl,
+        driver=nvidia_driver_version() if cuda else None,
+        device_name=torch.cuda.get_device_name(device)
         if cuda
         else f"cpu ({platform.processor() or platform.machine()})",
-        "device_count": torch.cuda.device_count() if cuda else os.cpu_count(),
-        "hostnames": sorted(set(hostnames)),
-        "rank_hosts": hostnames,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "git_sha": (git or {}).get("sha"),
-        "git_dirty": (git or {}).get("dirty"),
-        "harness": harness,
-        "env_vars": {k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
-    }
+        device_count=torch.cuda.device_count() if cuda else os.cpu_count(),
+        hostnames=sorted(set(hostnames)),
+        rank_hosts=hostnames,
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+        git_sha=(git or {}).get("sha"),
+        git_dirty=(git or {}).get("dirty"),
+        harness=harness,
+        env_vars={k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
+    )
+    if conditions is not None:
+        env.exclusive_host = conditions.get("exclusive_host")
+    return env
 
 
-def host_loads(load: tuple[float, float], spec: dict) -> list[dict]:
+def host_loads(load: tuple[float, float], device_type: str) -> list[HostLoad]:
     """Each host's 1-minute load average before and after a measurement (`load`, this rank's view)
     and the cores the ranks on it use: CPU threads on a CPU cluster, one per rank on GPUs."""
-    threads = torch.get_num_threads() if spec["cluster"]["device_type"] == "cpu" else 1
+    threads = torch.get_num_threads() if device_type == "cpu" else 1
     mine = {"host": node_name(), "cores": os.cpu_count() or 1, "threads": threads, "load": list(load)}
     everyone: list = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
@@ -240,4 +254,4 @@ def host_loads(load: tuple[float, float], spec: dict) -> list[dict]:
         host = hosts.setdefault(entry["host"], {"host": entry["host"], "cores": entry["cores"], "ranks_cores": 0,
                                                 "before": entry["load"][0], "after": entry["load"][1]})  # fmt: skip
         host["ranks_cores"] += entry["threads"]
-    return sorted(hosts.values(), key=lambda h: h["host"])
+    return [HostLoad(**hosts[name]) for name in sorted(hosts)]

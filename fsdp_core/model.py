@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from bench.schema.model_args import ModelArgs
+from bench.schema.model import ModelSpec
 
 
 class RMSNorm(nn.Module):
@@ -51,7 +51,7 @@ def apply_rope(x: torch.Tensor, tables: torch.Tensor) -> torch.Tensor:
 
 
 class Attention(nn.Module):
-    def __init__(self, args: ModelArgs) -> None:
+    def __init__(self, args: ModelSpec) -> None:
         super().__init__()
         self.n_heads = args.n_heads
         self.n_kv_heads = args.n_kv_heads
@@ -86,7 +86,7 @@ class FeedForward(nn.Module):
 
 
 class TransformerBlock(nn.Module):
-    def __init__(self, layer_id: int, args: ModelArgs) -> None:
+    def __init__(self, layer_id: int, args: ModelSpec) -> None:
         super().__init__()
         self.attention = Attention(args)
         self.feed_forward = FeedForward(args.dim, args.ffn_dim)
@@ -101,7 +101,7 @@ class TransformerBlock(nn.Module):
 class Transformer(nn.Module):
     """Decoder-only Llama model: tokens (batch, seq) -> logits (batch, seq, vocab)."""
 
-    def __init__(self, args: ModelArgs) -> None:
+    def __init__(self, args: ModelSpec) -> None:
         super().__init__()
         self.args = args
         self.tok_embeddings = nn.Embedding(args.vocab_size, args.dim)
@@ -147,7 +147,7 @@ def parameter_generator(seed: int, name: str, device: torch.device) -> torch.Gen
 
 
 @torch.no_grad()
-def init_parameter_(tensor: torch.Tensor, name: str, args: ModelArgs, generator: torch.Generator) -> None:
+def init_parameter_(tensor: torch.Tensor, name: str, args: ModelSpec, generator: torch.Generator) -> None:
     """Initialise one full parameter in place by its name (torchtitan's Llama init scheme)."""
     name = canonical_name(name)
     if name.endswith("norm.weight"):
@@ -167,7 +167,7 @@ def init_parameter_(tensor: torch.Tensor, name: str, args: ModelArgs, generator:
         raise KeyError(f"no init rule for parameter {name}")
 
 
-def build_model(args: ModelArgs, device: str | torch.device = "meta") -> Transformer:
+def build_model(args: ModelSpec, device: str | torch.device = "meta") -> Transformer:
     """Build the model's structure on `device` (meta by default: no memory is touched)."""
     with torch.device(device):
         return Transformer(args)

@@ -3,7 +3,9 @@
 Order (torchtitan's): fp8 conversion, activation checkpointing, then torch.compile, then FSDP:
 each transformer block, then the root. Only after sharding are parameters materialised, one full
 parameter at a time, so a 70B model is never whole in one process's memory. What each strategy
-means (its mesh, whether blocks reshard after forward) is its recipe in bench/schema/recipes.py.
+means (its mesh, whether blocks reshard after forward) is its recipe in bench/schema/recipes.py; what
+a point asks for (strategy, precision, world shape, train.activation_checkpointing, train.compile,
+train.cpu_offload) is its validated spec (bench.schema.spec.RunSpec).
 The root (embeddings, final norm, output) never reshards after forward: backward needs it
 first, so re-gathering it would be wasted traffic (torchtitan does the same).
 """
@@ -11,7 +13,7 @@ first, so re-gathering it would be wasted traffic (torchtitan does the same).
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 import torch
 import torch.distributed as dist
@@ -21,23 +23,9 @@ from torch.distributed.tensor import DTensor, distribute_tensor
 
 from bench.schema import recipes
 from bench.schema.ac_modes import DEFAULT_AC_EVERY, NONE, SELECTIVE_OP, checkpointed_indices
+from bench.schema.spec import RunSpec
 from fsdp_core.model import Transformer, init_parameter_, parameter_generator
 from fsdp_core.precision import apply_fp8, mixed_precision_policy
-
-
-@dataclass(frozen=True)
-class ParallelConfig:
-    strategy: str
-    precision: str
-    nodes: int
-    gpus_per_node: int
-    activation_checkpointing: str = NONE
-    ac_every: int = DEFAULT_AC_EVERY  # selective_layer: every ac_every-th block
-    ac_save_ops: tuple[str, ...] | None = None  # selective_op: the op groups saved (None: torchtitan's)
-    compile: bool = False
-    compile_backend: str = "inductor"
-    cpu_offload: bool = False
-
 
 # Meshes built in this process, by (device type, shape, dimension names). One launch runs several
 # points of one world shape in turn: a new 2-D mesh per point would create new communicators that
@@ -45,9 +33,12 @@ class ParallelConfig:
 _MESHES: dict[tuple, DeviceMesh] = {}
 
 
-def build_mesh(cfg: ParallelConfig, device_type: str, timeout: dt.timedelta | None = None) -> DeviceMesh:
-    """The strategy's device mesh, built once per shape in this process; `timeout` on all its groups."""
-    shape, names = recipes.strategy(cfg.strategy).mesh_layout(cfg.nodes, cfg.gpus_per_node)
+def build_mesh(
+    strategy: str, nodes: int, gpus_per_node: int, device_type: str, timeout: dt.timedelta | None = None
+) -> DeviceMesh:
+    """The strategy's device mesh for a world of nodes x gpus_per_node ranks, built once per shape in
+    this process; `timeout` on all its groups."""
+    shape, names = recipes.strategy(strategy).mesh_layout(nodes, gpus_per_node)
     key = (device_type, shape, names)
     if key not in _MESHES:
         _MESHES[key] = init_device_mesh(device_type, shape, mesh_dim_names=names)
@@ -72,7 +63,7 @@ def set_collective_timeout(timeout: dt.timedelta, groups: list | None = None) ->
 
 
 def apply_activation_checkpointing(
-    model: Transformer, mode: str, every: int = DEFAULT_AC_EVERY, save_ops: tuple[str, ...] | None = None
+    model: Transformer, mode: str, every: int = DEFAULT_AC_EVERY, save_ops: Sequence[str] | None = None
 ) -> None:
     """Wrap blocks in checkpoint_wrapper as the mode says (bench/schema/ac_modes.py): all of them
     (`full`), all of them under the per-op policy (`selective_op`), or every `every`-th one
@@ -99,9 +90,14 @@ def apply_compile(model: Transformer, backend: str = "inductor") -> None:
         model.layers[name] = torch.compile(block, fullgraph=True, backend=backend)
 
 
-def apply_fsdp(model: Transformer, mesh: DeviceMesh, cfg: ParallelConfig) -> None:
+def point_mesh(spec: RunSpec, device_type: str, timeout: dt.timedelta | None = None) -> DeviceMesh:
+    """The mesh of a point's strategy and world shape."""
+    return build_mesh(spec.strategy, spec.nodes, spec.gpus_per_node, device_type, timeout)
+
+
+def apply_fsdp(model: Transformer, mesh: DeviceMesh, spec: RunSpec) -> None:
     """fully_shard each block, then the root."""
-    mp_policy = mixed_precision_policy(cfg.precision)
+    mp_policy = mixed_precision_policy(spec.precision)
     # Blocks do not cast their forward inputs: each gets (h, rope), and FSDP2's default cast would
     # turn the fp32 rotary table into bf16/fp16 (cos/sin with 8 or 11 significant bits, one cast
     # kernel per block per step), while apply_rope is written to rotate in fp32. h needs no cast:
@@ -109,22 +105,23 @@ def apply_fsdp(model: Transformer, mesh: DeviceMesh, cfg: ParallelConfig) -> Non
     # already in the compute dtype (tests/distributed/test_gpu_path_numerics.py observes both).
     # Chosen over torchtitan's complex table (never cast: not floating point) because it leaves the
     # model code and fp32 numerics untouched and puts no complex tensors in the compiled blocks.
-    block_policy = mixed_precision_policy(cfg.precision, cast_forward_inputs=False)
-    offload: OffloadPolicy = CPUOffloadPolicy() if cfg.cpu_offload else OffloadPolicy()
-    reshard = recipes.strategy(cfg.strategy).reshard_after_forward
+    block_policy = mixed_precision_policy(spec.precision, cast_forward_inputs=False)
+    offload: OffloadPolicy = CPUOffloadPolicy() if spec.train.cpu_offload else OffloadPolicy()
+    reshard = recipes.strategy(spec.strategy).reshard_after_forward
     for block in model.layers.values():
         fully_shard(block, mesh=mesh, reshard_after_forward=reshard, mp_policy=block_policy, offload_policy=offload)
     fully_shard(model, mesh=mesh, reshard_after_forward=False, mp_policy=mp_policy, offload_policy=offload)
 
 
-def parallelize_llama(model: Transformer, cfg: ParallelConfig, mesh: DeviceMesh) -> Transformer:
+def parallelize_llama(model: Transformer, spec: RunSpec, mesh: DeviceMesh) -> Transformer:
     """Apply fp8, AC, compile and FSDP in the documented order; the model stays on meta."""
-    if recipes.precision(cfg.precision).fp8_linears:
+    train = spec.train
+    if recipes.precision(spec.precision).fp8_linears:
         apply_fp8(model)
-    apply_activation_checkpointing(model, cfg.activation_checkpointing, cfg.ac_every, cfg.ac_save_ops)
-    if cfg.compile:
-        apply_compile(model, cfg.compile_backend)
-    apply_fsdp(model, mesh, cfg)
+    apply_activation_checkpointing(model, train.activation_checkpointing, train.ac_every, train.ac_save_ops)
+    if train.compile:
+        apply_compile(model, train.compile_backend)
+    apply_fsdp(model, mesh, spec)
     return model
 
 

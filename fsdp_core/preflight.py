@@ -27,11 +27,12 @@ import torch.distributed as dist
 
 from bench.schema import recipes
 from bench.schema.files import write_json_atomic
-from bench.schema.model_args import ModelArgs
+from bench.schema.model import ModelSpec
+from bench.schema.options import PreflightSettings
 from bench.schema.protocol import PREFLIGHT_MEASUREMENTS, STARTED_MARK, PreflightTask
 from fsdp_core.lifeline import check_owned
 from fsdp_core.metrics import capture_env, host_loads, node_name
-from fsdp_core.parallelize import ParallelConfig, build_mesh
+from fsdp_core.parallelize import build_mesh
 from fsdp_core.precision import TORCH_DTYPES
 from fsdp_core.train import slow_down_fraction
 
@@ -42,22 +43,22 @@ MEMORY_COPY_BYTES = {"cpu": 64 * 2**20, "cuda": 1 * 2**30}
 GROUP_ORDER = ("world", "shard", "replicate", "node")
 
 
-def gemm_shapes(args: ModelArgs, tokens: int) -> dict[str, tuple[int, int, int]]:
+def gemm_shapes(model: ModelSpec, tokens: int) -> dict[str, tuple[int, int, int]]:
     """(m, k, n) of the model's linears for `tokens` tokens: one block's and the output projection."""
-    kv = args.n_kv_heads * args.head_dim
+    kv = model.n_kv_heads * model.head_dim
     return {
-        "attn_qo": (tokens, args.dim, args.dim),
-        "attn_kv": (tokens, args.dim, kv),
-        "mlp_up": (tokens, args.dim, args.ffn_dim),
-        "mlp_down": (tokens, args.ffn_dim, args.dim),
-        "output": (tokens, args.dim, args.vocab_size),
+        "attn_qo": (tokens, model.dim, model.dim),
+        "attn_kv": (tokens, model.dim, kv),
+        "mlp_up": (tokens, model.dim, model.ffn_dim),
+        "mlp_down": (tokens, model.ffn_dim, model.dim),
+        "output": (tokens, model.dim, model.vocab_size),
     }
 
 
-def largest_unit_bytes(args: ModelArgs, precision: str) -> int:
+def largest_unit_bytes(model: ModelSpec, precision: str) -> int:
     """Bytes of the model's largest FSDP unit gathered in the compute dtype (a block or the root)."""
-    root = 2 * args.vocab_size * args.dim + args.dim
-    return max(args.block_params, root) * recipes.DTYPE_BYTES[recipes.precision(precision).param_dtype]
+    root = 2 * model.vocab_size * model.dim + model.dim
+    return max(model.block_params, root) * recipes.DTYPE_BYTES[recipes.precision(precision).param_dtype]
 
 
 def message_sizes(min_bytes: int, max_bytes: int) -> list[int]:
@@ -119,13 +120,13 @@ def device_turns(device: torch.device) -> tuple[int, int]:
     return (1, -1) if device.type == "cuda" else (dist.get_world_size(), dist.get_rank())
 
 
-def time_matmuls(args: ModelArgs, tokens: int, dtype: torch.dtype, device, iters: int, slow: float) -> dict:
+def time_matmuls(model: ModelSpec, tokens: int, dtype: torch.dtype, device, iters: int, slow: float) -> dict:
     """Each GEMM shape's time per repetition. Repetitions are the outer loop, each one taken in turns
     (on CPU): a load that comes and goes on a shared host falls on every rank alike instead of on
     whichever rank's turn it was, so it cannot make one rank look slow."""
     turns = device_turns(device)
     operands = {}
-    for name, (m, k, n) in gemm_shapes(args, tokens).items():
+    for name, (m, k, n) in gemm_shapes(model, tokens).items():
         if device.type == "cpu":
             m = max(1, min(m, int(CPU_MATMUL_FLOP_CAP // (2 * k * n))))
         a = torch.randn(m, k, dtype=dtype, device=device)
@@ -164,14 +165,13 @@ def memory_bandwidth(device: torch.device, iters: int) -> float:
 def process_groups(task: PreflightTask, device: torch.device, timeout: dt.timedelta) -> list[tuple[str, object, int]]:
     """(kind, group, node or -1) of every distinct group to measure, in GROUP_ORDER; groups of one rank
     and groups whose members repeat an earlier one are left out (a full_shard shard group is the world)."""
-    spec, wanted = task.spec, set(task.settings["groups"])
-    nodes, per_node = spec["nodes"], spec["gpus_per_node"]
+    wanted = set(task.settings.groups)
+    nodes, per_node = task.spec.nodes, task.spec.gpus_per_node
     rank = dist.get_rank()
     found: dict[str, list] = {kind: [] for kind in GROUP_ORDER}
     found["world"].append((dist.group.WORLD, -1))
     for strategy in task.strategies:
-        cfg = ParallelConfig(strategy=strategy, precision=spec["precision"], nodes=nodes, gpus_per_node=per_node)
-        mesh = build_mesh(cfg, device.type, timeout)
+        mesh = build_mesh(strategy, nodes, per_node, device.type, timeout)
         for kind in ("shard", "replicate"):
             if kind in mesh.mesh_dim_names:
                 found[kind].append((mesh.get_group(kind), -1))
@@ -193,26 +193,28 @@ def process_groups(task: PreflightTask, device: torch.device, timeout: dt.timede
 
 def time_collectives(task: PreflightTask, groups, sizes: list[int], device: torch.device) -> list[dict]:
     """Every rank's time of each repetition of each collective, group and size."""
-    settings = task.settings
-    recipe = recipes.precision(task.spec["precision"])
+    settings, spec = task.settings, task.spec
+    recipe = recipes.precision(spec.precision)
     # gloo reduces fp32 only: CPU runs time fp32 buffers; a GPU uses what FSDP would send.
     gather_dtype = TORCH_DTYPES[recipe.param_dtype] if device.type == "cuda" else torch.float32
     reduce_dtype = TORCH_DTYPES[recipe.reduce_dtype] if device.type == "cuda" else torch.float32
     samples = []
-    my_node = dist.get_rank() // task.spec["gpus_per_node"]
+    my_node = dist.get_rank() // spec.gpus_per_node
     for kind, group, node in groups:
         # Nodes are compared with each other: one node at a time, repetition by repetition, so a
         # load that comes and goes falls on every node alike. The other groups run all at once.
-        turns = (task.spec["nodes"], my_node) if kind == "node" else (1, -1)
+        turns = (spec.nodes, my_node) if kind == "node" else (1, -1)
         samples += time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device, turns)
     return samples
 
 
-def time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, device, turns) -> list[dict]:
+def time_group(
+    kind, group, node, settings: PreflightSettings, sizes, gather_dtype, reduce_dtype, device, turns
+) -> list[dict]:
     """This rank's times of every collective and size on one group, each repetition taken in `turns`."""
     samples = []
     n = dist.get_world_size(group)
-    for op in settings["collectives"]:
+    for op in settings.collectives:
         dtype = gather_dtype if op == "all_gather" else reduce_dtype
         element = torch.empty((), dtype=dtype).element_size()
         for size in sizes:
@@ -227,7 +229,7 @@ def time_group(kind, group, node, settings, sizes, gather_dtype, reduce_dtype, d
                 seconds.append(timer.seconds)
 
             in_turns(*turns, run)  # warm-up: buffers, connections
-            for _ in range(settings["iters"]):
+            for _ in range(settings.iters):
                 in_turns(*turns, once)
             samples.append(
                 {"op": op, "group": kind, "group_size": n, "bytes": numel * element, "node": node, "seconds": seconds}
@@ -250,7 +252,7 @@ def _collective(op: str, numel: int, n: int, dtype, device, group):
 
 
 def run_preflight(
-    task: PreflightTask, args: ModelArgs, device: torch.device, timeout: dt.timedelta, git: dict, harness: str | None
+    task: PreflightTask, device: torch.device, timeout: dt.timedelta, git: dict, harness: str | None
 ) -> None:
     """Measure, gather on rank 0 and have it write the raw measurements next to the preflight's marks."""
     spec, settings = task.spec, task.settings
@@ -260,23 +262,21 @@ def run_preflight(
         check_owned()
         point_dir.mkdir(parents=True, exist_ok=True)
         (point_dir / STARTED_MARK).write_text(started)
-    debug = spec.get("debug") or {}
-    slow = slow_down_fraction(debug.get("slow_fraction", 0.0), debug.get("slow_rank"), dist.get_rank())
-    train = spec["train"]
-    dtype = TORCH_DTYPES[recipes.precision(spec["precision"]).param_dtype]
-    tokens, iters = train["micro_batch"] * train["seq_len"], settings["matmul_iters"]
+    slow = slow_down_fraction(spec.debug.slow_fraction, spec.debug.slow_rank, dist.get_rank())
+    dtype = TORCH_DTYPES[recipes.precision(spec.precision).param_dtype]
+    tokens, iters = spec.train.micro_batch * spec.train.seq_len, settings.matmul_iters
     load_before = os.getloadavg()[0]
-    matmuls = time_matmuls(args, tokens, dtype, device, iters, slow)
+    matmuls = time_matmuls(spec.model, tokens, dtype, device, iters, slow)
     bandwidth = in_turns(*device_turns(device), lambda: memory_bandwidth(device, iters))
-    max_bytes = settings.get("max_bytes") or largest_unit_bytes(args, spec["precision"])
-    sizes = message_sizes(min(settings["min_bytes"], max_bytes), max_bytes)
+    max_bytes = settings.max_bytes or largest_unit_bytes(spec.model, spec.precision)
+    sizes = message_sizes(min(settings.min_bytes, max_bytes), max_bytes)
     collectives = time_collectives(task, process_groups(task, device, timeout), sizes, device)
-    loads = host_loads((load_before, os.getloadavg()[0]), spec)
+    loads = host_loads((load_before, os.getloadavg()[0]), spec.device_type)
     mine = {
         "rank": dist.get_rank(),
         "host": node_name(),
         "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
-        "node": dist.get_rank() // spec["gpus_per_node"],
+        "node": dist.get_rank() // spec.gpus_per_node,
         "matmul": matmuls,
         "memory_gbps": bandwidth,
         "collectives": collectives,
@@ -294,8 +294,8 @@ def run_preflight(
                 "finished_at": finished,
                 "sizes": sizes,
                 "ranks": everyone,
-                "env": env,
-                "host_load": loads,
+                "env": env.model_dump(mode="json"),
+                "host_load": [load.model_dump(mode="json") for load in loads],
             },  # fmt: skip
         )
     dist.barrier()

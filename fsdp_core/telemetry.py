@@ -31,6 +31,8 @@ from typing import Any
 
 from bench.schema.files import atomic_path
 from bench.schema.protocol import TELEMETRY_CSV, TELEMETRY_PARQUET
+from bench.schema.telemetry import Telemetry
+from fsdp_core.lifeline import LaunchAbandoned, check_owned
 from fsdp_core.telemetry_readers import Readers, build_readers, reason_of
 from fsdp_core.telemetry_summary import summarize
 
@@ -139,9 +141,13 @@ def prepare_sampler(
 # --- gathering and the sidecar ----------------------------------------------------------------
 
 
-def gather_telemetry(series: dict[str, Any] | None, point_dir: Path, summary_args: dict[str, Any]) -> dict | None:
+def gather_telemetry(
+    series: dict[str, Any] | None, point_dir: Path, *, tokens: int, window_s: float, device_type: str
+) -> Telemetry | None:
     """Every rank's series to rank 0 (a collective: every rank calls it), which writes the sidecar
-    and returns the record's telemetry section; other ranks get None. Outside the timed window."""
+    and returns the record's telemetry section; other ranks get None. Outside the timed window.
+
+    A launch that is no longer owned writes no sidecar: LaunchAbandoned goes up, as for the record."""
     import torch.distributed as dist
 
     rank, world = dist.get_rank(), dist.get_world_size()
@@ -155,10 +161,12 @@ def gather_telemetry(series: dict[str, Any] | None, point_dir: Path, summary_arg
     missing = {}
     try:
         sidecar = write_sidecar(Path(point_dir), payloads)
+    except LaunchAbandoned:
+        raise
     except Exception as exc:  # noqa: BLE001 - the summary still goes into the record
         sidecar, missing = None, {"sidecar": f"could not write the series: {reason_of(exc)}"}
-    summary = summarize(payloads, sidecar=sidecar, **summary_args)
-    summary["missing"].update(missing)
+    summary = summarize(payloads, tokens=tokens, window_s=window_s, device_type=device_type, sidecar=sidecar)
+    summary.missing.update(missing)
     return summary
 
 
@@ -179,7 +187,9 @@ def sidecar_table(payloads: Sequence[dict[str, Any]]) -> dict[str, list]:
 
 
 def write_sidecar(point_dir: Path, payloads: Sequence[dict[str, Any]], parquet: bool | None = None) -> str:
-    """Write the series next to result.json (Parquet where pyarrow imports, else CSV); its file name."""
+    """Write the series next to result.json (Parquet where pyarrow imports, else CSV); its file name.
+    Only while this rank's launch is owned (fsdp_core/lifeline.py): never beside a rerun's record."""
+    check_owned()
     table = sidecar_table(payloads)
     if parquet is None:
         try:

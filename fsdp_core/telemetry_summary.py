@@ -3,7 +3,8 @@
 Pure functions of the series (fsdp_core/telemetry.py gathers them on rank 0): tests feed them
 recorded readings. A gauge is summarised by its samples (mean, p10, p90, max); a cumulative
 counter by its per-second rate and its total over the window. Host signals (shared by every rank
-on a host) count once per host.
+on a host) count once per host. The summaries are the record's types (bench/schema/telemetry.py):
+`SignalSummary`, `RankTelemetry`, `HostTelemetry` and `Telemetry`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from bench.schema.telemetry import HostTelemetry, RankTelemetry, SignalSummary, Telemetry
 
 
 @dataclass(frozen=True)
@@ -95,19 +98,21 @@ def quantile(ordered: Sequence[float], q: float) -> float:
     return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
 
 
-def describe(values: Sequence[float | None], unit: str) -> dict[str, Any] | None:
-    """mean, p10, p90 and max of the values that are numbers (None when there are none)."""
+def describe(values: Sequence[float | None], unit: str, **total: float | None) -> SignalSummary | None:
+    """mean, p10, p90 and max of the values that are numbers (None when there are none); a counter's
+    summary also gets its `total` (a gauge's has none: the record has no such key)."""
     numbers = sorted(v for v in values if v is not None and not math.isnan(v))
     if not numbers:
         return None
-    return {
-        "unit": unit,
-        "mean": sum(numbers) / len(numbers),
-        "p10": quantile(numbers, 0.1),
-        "p90": quantile(numbers, 0.9),
-        "max": numbers[-1],
-        "samples": len(numbers),
-    }
+    return SignalSummary(
+        unit=unit,
+        mean=sum(numbers) / len(numbers),
+        p10=quantile(numbers, 0.1),
+        p90=quantile(numbers, 0.9),
+        max=numbers[-1],
+        samples=len(numbers),
+        **total,
+    )
 
 
 def counter_rates(times: Sequence[float], values: Sequence[float | None]) -> list[float]:
@@ -126,17 +131,14 @@ def counter_span(times: Sequence[float], values: Sequence[float | None]) -> floa
     return stamps[-1] - stamps[0] if len(stamps) >= 2 else 0.0
 
 
-def signal_summary(name: str, times: Sequence[float], values: Sequence[float | None]) -> dict[str, Any] | None:
+def signal_summary(name: str, times: Sequence[float], values: Sequence[float | None]) -> SignalSummary | None:
     """A signal's summary: gauges describe their samples; counters their rate, plus the total."""
     signal = signal_info(name)
     if signal is None or name == "gpu_throttle_reasons":
         return None
     if signal.kind == "gauge":
         return describe(values, signal.unit)
-    summary = describe(counter_rates(times, values), signal.rate_unit)
-    if summary is not None:
-        summary["total"] = counter_total(values)
-    return summary
+    return describe(counter_rates(times, values), signal.rate_unit, total=counter_total(values))
 
 
 def throttle_fractions(reasons: Sequence[float | None]) -> tuple[float | None, dict[str, float]]:
@@ -156,7 +158,7 @@ def _host_owners(payloads: Sequence[dict[str, Any]]) -> set[int]:
     return set(owners.values())
 
 
-def rank_summary(payload: dict[str, Any]) -> dict[str, Any]:
+def rank_summary(payload: dict[str, Any]) -> RankTelemetry:
     """One rank's device and process signals, utilization, energy and throttling."""
     columns = payload["columns"]
     times = columns.get("t_s", [])
@@ -169,25 +171,26 @@ def rank_summary(payload: dict[str, Any]) -> dict[str, Any]:
     throttle, _ = throttle_fractions(columns.get("gpu_throttle_reasons", []))
     energy = counter_total(columns.get("gpu_energy_j", []))
     span = counter_span(times, columns.get("gpu_energy_j", []))
-    power = energy / span if energy is not None and span > 0 else (signals.get("gpu_power_w") or {}).get("mean")
-    return {
-        "rank": payload["rank"],
-        "host": payload["host"],
-        "device": payload.get("device", ""),
-        "samples": len(times),
-        "span_s": times[-1] - times[0] if len(times) >= 2 else 0.0,
-        "signals": signals,
-        "util_pct": sum(util) / len(util) if util else None,
-        "idle_fraction": sum(1 for v in util if v < IDLE_UTIL_PCT) / len(util) if util else None,
-        "throttle_fraction": throttle,
-        "energy_j": energy,
-        "avg_power_w": power,
-        "sampler_cpu_s": payload.get("sampler_cpu_s"),
-        "missing": dict(payload.get("missing") or {}),
-    }
+    sampled_power = signals.get("gpu_power_w")
+    power = energy / span if energy is not None and span > 0 else (sampled_power.mean if sampled_power else None)
+    return RankTelemetry(
+        rank=payload["rank"],
+        host=payload["host"],
+        device=payload.get("device", ""),
+        samples=len(times),
+        span_s=times[-1] - times[0] if len(times) >= 2 else 0.0,
+        signals=signals,
+        util_pct=sum(util) / len(util) if util else None,
+        idle_fraction=sum(1 for v in util if v < IDLE_UTIL_PCT) / len(util) if util else None,
+        throttle_fraction=throttle,
+        energy_j=energy,
+        avg_power_w=power,
+        sampler_cpu_s=payload.get("sampler_cpu_s"),
+        missing=dict(payload.get("missing") or {}),
+    )
 
 
-def host_summary(payload: dict[str, Any], ranks: int) -> dict[str, Any]:
+def host_summary(payload: dict[str, Any], ranks: int) -> HostTelemetry:
     """A host's shared signals (CPU, network, InfiniBand, RAPL), from its lowest rank's series;
     interfaces that carried nothing in the window are left out."""
     columns = payload["columns"]
@@ -197,21 +200,21 @@ def host_summary(payload: dict[str, Any], ranks: int) -> dict[str, Any]:
         info = signal_info(name)
         if info is None or info.scope != "host" or not (summary := signal_summary(name, times, values)):
             continue
-        if info.kind == "counter" and not summary.get("total") and name != "cpu_energy_j":
+        if info.kind == "counter" and not summary.total and name != "cpu_energy_j":
             continue
         signals[name] = summary
     energy = counter_total(columns.get("cpu_energy_j", []))
     span = counter_span(times, columns.get("cpu_energy_j", []))
-    return {
-        "host": payload["host"],
-        "ranks": ranks,
-        "signals": signals,
-        "cpu_energy_j": energy,
-        "cpu_power_w": energy / span if energy is not None and span > 0 else None,
-    }
+    return HostTelemetry(
+        host=payload["host"],
+        ranks=ranks,
+        signals=signals,
+        cpu_energy_j=energy,
+        cpu_power_w=energy / span if energy is not None and span > 0 else None,
+    )
 
 
-def pooled_signals(payloads: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def pooled_signals(payloads: Sequence[dict[str, Any]]) -> dict[str, SignalSummary]:
     """Every signal over all ranks: device and process signals pooled over ranks, host signals over
     hosts (one rank each); counter totals summed the same way."""
     owners = _host_owners(payloads)
@@ -240,10 +243,10 @@ def pooled_signals(payloads: Sequence[dict[str, Any]]) -> dict[str, dict[str, An
         if summary := describe(column, signal_info(name).unit):
             out[name] = summary
     for name, column in rates.items():
-        if (summary := describe(column, signal_info(name).rate_unit)) and (
-            totals.get(name) or name.endswith("energy_j")
+        if (totals.get(name) or name.endswith("energy_j")) and (
+            summary := describe(column, signal_info(name).rate_unit, total=totals.get(name))
         ):
-            out[name] = {**summary, "total": totals.get(name)}
+            out[name] = summary
     return dict(sorted(out.items()))
 
 
@@ -254,7 +257,7 @@ def summarize(
     window_s: float,
     device_type: str,
     sidecar: str | None = None,
-) -> dict[str, Any]:
+) -> Telemetry:
     """The record's `metrics.telemetry`: per-rank, per-host and pooled summaries, utilization,
     throttling, energy per token and average power, each null with its reason where unmeasured.
 
@@ -280,7 +283,7 @@ def summarize(
     energy_per_token = energy_j / tokens if energy_j is not None and tokens > 0 else None
     if energy_per_token is None:
         missing["energy_per_token_j"] = reason or "no timed tokens"
-    device_power = [r["avg_power_w"] for r in ranks]
+    device_power = [r.avg_power_w for r in ranks]
     avg_power = None
     if device_type == "cuda" and device_power and all(p is not None for p in device_power):
         avg_power = sum(device_power) / len(device_power)
@@ -294,42 +297,44 @@ def summarize(
         missing.setdefault("throttle_fraction", "no NVML clocks event reasons (CPU, or not supported)")
     if not utils:
         missing.setdefault("util_pct", "no utilization samples")
-    return {
-        "interval_ms": payloads[0].get("interval_ms") if payloads else None,
-        "window_s": window_s,
-        "ranks": len(payloads),
-        "samples": sum(r["samples"] for r in ranks),
-        "sampler_cpu_s": _sum_known([r["sampler_cpu_s"] for r in ranks]),
-        "sidecar": sidecar,
-        "util_pct": sum(utils) / len(utils) if utils else None,
-        "idle_devices": sum(1 for r in ranks if (r["idle_fraction"] or 0.0) > 0.5),
-        "throttle_fraction": throttle,
-        "throttle_reasons": reasons,
-        "energy_source": energy_source,
-        "energy_j": energy_j,
-        "energy_per_token_j": energy_per_token,
-        "avg_power_w_per_device": avg_power,
-        "signals": pooled_signals(payloads),
-        "per_rank": ranks,
-        "per_host": hosts,
-        "missing": missing,
-    }
+    return Telemetry(
+        interval_ms=payloads[0].get("interval_ms") if payloads else None,
+        window_s=window_s,
+        ranks=len(payloads),
+        samples=sum(r.samples for r in ranks),
+        sampler_cpu_s=_sum_known([r.sampler_cpu_s for r in ranks]),
+        sidecar=sidecar,
+        util_pct=sum(utils) / len(utils) if utils else None,
+        idle_devices=sum(1 for r in ranks if (r.idle_fraction or 0.0) > 0.5),
+        throttle_fraction=throttle,
+        throttle_reasons=reasons,
+        energy_source=energy_source,
+        energy_j=energy_j,
+        energy_per_token_j=energy_per_token,
+        avg_power_w_per_device=avg_power,
+        signals=pooled_signals(payloads),
+        per_rank=ranks,
+        per_host=hosts,
+        missing=missing,
+    )
 
 
-def _power(ranks: list[dict], hosts: list[dict], device_type: str) -> tuple[str | None, float | None, str | None]:
+def _power(
+    ranks: list[RankTelemetry], hosts: list[HostTelemetry], device_type: str
+) -> tuple[str | None, float | None, str | None]:
     """(energy source, total watts from the energy counters, reason when unmeasured).
 
     CUDA: every GPU's board energy counter (NVML) over its span, summed; CPU: every host's RAPL
     package energy over its span, summed. Sampled power readings never stand in for a counter."""
     if device_type == "cuda":
-        lacking = [r["rank"] for r in ranks if r["energy_j"] is None or not r["avg_power_w"]]
+        lacking = [r.rank for r in ranks if r.energy_j is None or not r.avg_power_w]
         if lacking or not ranks:
             return None, None, f"GPU energy counter unavailable on rank(s) {_ranks(lacking)}"
-        return "gpu", sum(r["avg_power_w"] for r in ranks), None
-    lacking = [h["host"] for h in hosts if h["cpu_power_w"] is None]
+        return "gpu", sum(r.avg_power_w for r in ranks), None
+    lacking = [h.host for h in hosts if h.cpu_power_w is None]
     if lacking or not hosts:
         return None, None, f"CPU: no RAPL package energy on {', '.join(lacking[:3])} (see missing.cpu_energy_j)"
-    return "cpu-package", sum(h["cpu_power_w"] for h in hosts), None
+    return "cpu-package", sum(h.cpu_power_w for h in hosts), None
 
 
 def _sum_known(values: list[float | None]) -> float | None:

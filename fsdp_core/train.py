@@ -8,6 +8,9 @@ Telemetry (fsdp_core/telemetry.py) is set up before the loop, sampled by a backg
 the opening of the timed window to its closing sync, and never touches the device stream.
 A `StepHook` (fsdp_core/checkpoint.py's Checkpointer) runs after each step, outside the step's
 time but inside the timed window, and closes before the window does.
+
+The loop reads the point's validated spec (bench.schema.spec.RunSpec): `train` for the steps and the
+batch, `debug` for the fault and slow-down knobs, `telemetry` for sampling.
 """
 
 from __future__ import annotations
@@ -21,29 +24,13 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from bench.schema.record import CommBytes
+from bench.schema.spec import DebugKnobs, RunSpec, TelemetrySpec
 from fsdp_core.comm_counter import CommCounter
 from fsdp_core.data import local_batch
 from fsdp_core.metrics import StepTimer, memory_snapshot, node_name, reset_peak_memory
 from fsdp_core.precision import after_optimizer_step
 from fsdp_core.telemetry import Sampler, prepare_sampler
-
-
-@dataclass(frozen=True)
-class LoopConfig:
-    steps: int
-    warmup_steps: int
-    grad_accum: int
-    micro_batch: int
-    seq_len: int
-    precision: str
-    fail_rank: int | None = None
-    fail_step: int | None = None
-    hang: bool = False
-    oom: bool = False
-    slow_fraction: float = 0.0
-    telemetry_interval_ms: int | None = None  # None: no sampling (telemetry.enabled=false)
-    slow_rank: int | None = None
-    start_step: int = 0  # a resumed run starts after its checkpoint's step
 
 
 class StepHook(Protocol):
@@ -56,7 +43,7 @@ class StepHook(Protocol):
 class LoopResult:
     step_times_s: list[float]  # timed steps, this rank's view
     losses: list[float]  # every step, this rank's mean loss
-    comm_bytes: dict[str, int] | None
+    comm_bytes: CommBytes | None  # counted on the last warm-up step (None: a resumed run past it)
     timed_window_s: float = 0.0
     memory: dict[str, int | None] | None = None  # this rank's peak memory over the timed window
     telemetry: dict | None = None  # this rank's sampled series over the timed window
@@ -64,29 +51,29 @@ class LoopResult:
     load: tuple[float, float] = (0.0, 0.0)  # the host's 1-minute load average when the window opened, closed
 
 
-def inject_fault(cfg: LoopConfig, step: int, rank: int) -> None:
+def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
     """The documented fault-injection knob (debug.fail_rank / debug.fail_step / hang / oom)."""
-    if cfg.fail_step != step or cfg.fail_rank != rank:
+    if debug.fail_step != step or debug.fail_rank != rank:
         return
-    if cfg.hang:
+    if debug.hang:
         while True:  # the point's timeout must end this
             time.sleep(3600)
-    if cfg.oom:
+    if debug.oom:
         raise torch.OutOfMemoryError(f"debug: injected out-of-memory on rank {rank} at step {step}")
     raise RuntimeError(f"debug: injected failure on rank {rank} at step {step}")
 
 
-def train_step(model, optimizer, scaler, source, cfg: LoopConfig, step: int, device: torch.device) -> torch.Tensor:
-    """One optimizer step over grad_accum micro-batches; returns the mean loss as a device tensor."""
-    rank = dist.get_rank()
+def train_step(model, optimizer, scaler, source, spec: RunSpec, step: int, device: torch.device) -> torch.Tensor:
+    """One optimizer step over train.grad_accum micro-batches; returns the mean loss as a device tensor."""
+    rank, train = dist.get_rank(), spec.train
     total = torch.zeros((), device=device)
-    for micro in range(cfg.grad_accum):
-        inputs, targets = local_batch(source, step, micro, rank, cfg.micro_batch, cfg.seq_len)
+    for micro in range(train.grad_accum):
+        inputs, targets = local_batch(source, step, micro, rank, train.micro_batch, train.seq_len)
         inputs, targets = inputs.to(device, non_blocking=True), targets.to(device, non_blocking=True)
         # Cross-entropy in fp32 whatever the compute dtype: bf16 log-softmax loses the signal. The
         # logits are not kept through backward (autograd keeps only the fp32 log-softmax), as
         # torchtitan frees its own: batch x sequence x vocab bytes less at the memory peak.
-        loss = F.cross_entropy(model(inputs).flatten(0, 1).float(), targets.flatten()) / cfg.grad_accum
+        loss = F.cross_entropy(model(inputs).flatten(0, 1).float(), targets.flatten()) / train.grad_accum
         (scaler.scale(loss) if scaler else loss).backward()
         total += loss.detach()
     if scaler:
@@ -95,23 +82,36 @@ def train_step(model, optimizer, scaler, source, cfg: LoopConfig, step: int, dev
     else:
         optimizer.step()
     optimizer.zero_grad(set_to_none=True)
-    after_optimizer_step(model, cfg.precision)
+    after_optimizer_step(model, spec.precision)
     return total
 
 
 def run_loop(
-    model, optimizer, scaler, source, cfg: LoopConfig, device: torch.device, hook: StepHook | None = None
+    model,
+    optimizer,
+    scaler,
+    source,
+    spec: RunSpec,
+    device: torch.device,
+    hook: StepHook | None = None,
+    start_step: int = 0,
 ) -> LoopResult:
-    """Warm-up steps (the last one counted), then timed steps bounded by device syncs."""
+    """Warm-up steps (the last one counted), then timed steps bounded by device syncs.
+
+    `start_step` is what the spec cannot say: where a resumed run starts (after its checkpoint's
+    step, fsdp_core/checkpoint.py). A resumed run injects no fault: it recovers from the one that fired.
+    """
+    train = spec.train
     timer, counter = StepTimer(device), CommCounter()
     losses: list[torch.Tensor] = []
     rank = dist.get_rank()
     window_start, load_before = None, 0.0
-    sampler = telemetry_sampler(cfg, device)
-    for step in range(cfg.start_step, cfg.steps):
-        inject_fault(cfg, step, rank)
-        counted = step == cfg.warmup_steps - 1
-        timed = step >= cfg.warmup_steps
+    sampler = telemetry_sampler(spec.telemetry, device, rank)
+    for step in range(start_step, train.steps):
+        if start_step == 0:
+            inject_fault(spec.debug, step, rank)
+        counted = step == train.warmup_steps - 1
+        timed = step >= train.warmup_steps
         if timed and window_start is None:
             load_before = os.getloadavg()[0]
             window_start = start_timed_window(device, sampler)
@@ -121,11 +121,11 @@ def run_loop(
             # Eager for this one step: torch.compile refuses to trace under a dispatch mode, and
             # FSDP2's collectives (in hooks around the blocks) are the same compiled or not.
             with torch.compiler.set_stance("force_eager"), counter:
-                losses.append(train_step(model, optimizer, scaler, source, cfg, step, device))
+                losses.append(train_step(model, optimizer, scaler, source, spec, step, device))
         else:
-            losses.append(train_step(model, optimizer, scaler, source, cfg, step, device))
+            losses.append(train_step(model, optimizer, scaler, source, spec, step, device))
         if timed:
-            _slow_down(cfg, timer, rank)
+            _slow_down(spec.debug, timer, rank)
             timer.stop()
         if hook is not None:
             hook.after_step(step)
@@ -138,7 +138,7 @@ def run_loop(
     return LoopResult(
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
-        comm_bytes=counter.snapshot() if cfg.start_step < cfg.warmup_steps else None,  # the counted step ran
+        comm_bytes=CommBytes(**counter.snapshot()) if start_step < train.warmup_steps else None,  # the counted step ran
         timed_window_s=window,
         memory=memory_snapshot(device),
         telemetry=telemetry,
@@ -159,10 +159,13 @@ def start_timed_window(device: torch.device, sampler: Sampler | None = None) -> 
     return time.perf_counter()
 
 
-def telemetry_sampler(cfg: LoopConfig, device: torch.device) -> Sampler | None:
-    """This rank's sampler, set up before the loop (NVML finds the GPU by the UUID CUDA gives it)."""
+def telemetry_sampler(telemetry: TelemetrySpec, device: torch.device, rank: int) -> Sampler | None:
+    """This rank's sampler, set up before the loop (NVML finds the GPU by the UUID CUDA gives it);
+    None with telemetry.enabled=false."""
+    if not telemetry.enabled:
+        return None
     ids: dict = {}
-    if cfg.telemetry_interval_ms and device.type == "cuda":
+    if device.type == "cuda":
         props = torch.cuda.get_device_properties(device)
         bus = (
             getattr(props, "pci_domain_id", None),
@@ -175,8 +178,8 @@ def telemetry_sampler(cfg: LoopConfig, device: torch.device) -> Sampler | None:
             # A bare index names the right GPU only when CUDA sees every GPU in NVML's order.
             "index": device.index if not os.environ.get("CUDA_VISIBLE_DEVICES") else None,
         }
-    meta = {"rank": dist.get_rank(), "host": node_name(), "device": str(device)}
-    return prepare_sampler(cfg.telemetry_interval_ms, device.type, torch.get_num_threads(), ids, meta)
+    meta = {"rank": rank, "host": node_name(), "device": str(device)}
+    return prepare_sampler(telemetry.interval_ms, device.type, torch.get_num_threads(), ids, meta)
 
 
 def slow_down_fraction(slow_fraction: float, slow_rank: int | None, rank: int) -> float:
@@ -187,8 +190,8 @@ def slow_down_fraction(slow_fraction: float, slow_rank: int | None, rank: int) -
     return (slow_fraction or 0.5) if rank == slow_rank else 0.0
 
 
-def _slow_down(cfg: LoopConfig, timer: StepTimer, rank: int) -> None:
+def _slow_down(debug: DebugKnobs, timer: StepTimer, rank: int) -> None:
     """Sleep this rank's debug slow-down fraction of the step's own time (validates checks and stragglers)."""
-    fraction = slow_down_fraction(cfg.slow_fraction, cfg.slow_rank, rank)
+    fraction = slow_down_fraction(debug.slow_fraction, debug.slow_rank, rank)
     if fraction > 0:
         time.sleep(fraction * timer.elapsed_host_s())

@@ -370,7 +370,7 @@ def model_rows() -> list[list[str]]:
     rows = []
     for path in option_files("model"):
         spec = ModelSpec.model_validate(_load(path))
-        params = spec.args().info()["params"]
+        params = spec.params
         size = f"{params / 1e9:.2f} B" if params >= 1e9 else f"{params / 1e6:.2f} M" if params >= 1e6 else f"{params:,}"
         rows.append([code(path.stem), str(spec.dim), str(spec.n_layers), size, cell(header_comment(path))])
     return rows

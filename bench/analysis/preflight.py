@@ -39,7 +39,7 @@ def bus_factor(op: str, n: int) -> float:
 def collect(task: PreflightTask, status_if_missing: str, reason: str) -> PreflightResult:
     """The record of a finished preflight launch, written next to its measurements."""
     directory = Path(task.point_dir)
-    spec, settings = RunSpec.model_validate(task.spec), PreflightSettings.model_validate(task.settings)
+    spec, settings = task.spec, task.settings
     raw_path = directory / PREFLIGHT_MEASUREMENTS
     if raw_path.exists():
         record = from_measurements(json.loads(raw_path.read_text()), spec, settings, task.strategies)

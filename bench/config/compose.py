@@ -35,7 +35,8 @@ from bench.config.registry import (
 )
 from bench.config.rules import launch_problems
 from bench.schema.ac_modes import ALIAS_NOTE, resolve_user_mode
-from bench.schema.spec import RunSpec
+from bench.schema.model import ModelSpec
+from bench.schema.spec import ClusterSpec, RunSpec
 
 
 @dataclass(frozen=True)
@@ -373,9 +374,6 @@ def _preset(group: str, name: str, dirs: tuple[Path, ...]) -> dict[str, Any] | N
 
 def load_preset(group: str, name: str):
     """A model or cluster preset of the registry, validated (ModelSpec or ClusterSpec)."""
-    from bench.schema.model import ModelSpec
-    from bench.schema.spec import ClusterSpec
-
     node = _preset(group, name, search_dirs())
     if node is None:
         raise ConfigError([f"{group}: unknown {group} '{name}'; allowed: {', '.join(group_options(group))}"])
@@ -502,13 +500,12 @@ def spec_from_fields(repeat: int = 0, **fields: Any) -> RunSpec:
     return spec.model_copy(update={"repeat": repeat}) if repeat else spec
 
 
-def flavors() -> dict[str, Any]:
-    """Every model preset of the registry as the engine's ModelArgs, by name (model files have no
-    defaults list, so they are read as plain YAML: cheap enough for every rank of a test)."""
+def flavors() -> dict[str, ModelSpec]:
+    """Every model preset of the registry, by name (model files have no defaults list, so they are
+    read as plain YAML: cheap enough for every rank of a test)."""
     from bench.config.registry import load_plain
-    from bench.schema.model import ModelSpec
 
-    return {name: ModelSpec.model_validate(load_plain("model", name)).args() for name in group_options("model")}
+    return {name: ModelSpec.model_validate(load_plain("model", name)) for name in group_options("model")}
 
 
 def sweep_options(cfg: dict[str, Any]):

@@ -87,14 +87,13 @@ def _engine_model(threads: int, port: int):
     import torch.distributed as dist
 
     from bench.config.compose import spec_from_fields
-    from fsdp_core.worker import build_training, model_args
+    from fsdp_core.worker import build_training
 
     torch.set_num_threads(threads)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=0, world_size=1)
-    spec = spec_from_fields(model=CALIBRATION_MODEL).model_dump(mode="json")
-    args = model_args(spec)
-    model, optimizer, _ = build_training(args, spec, torch.device("cpu"))
-    return args, model, optimizer
+    spec = spec_from_fields(model=CALIBRATION_MODEL)
+    model, optimizer, _ = build_training(spec, torch.device("cpu"))
+    return spec.model, model, optimizer
 
 
 def _time_engine_step(model, optimizer, args, duration: float) -> dict[str, float]:

@@ -77,8 +77,8 @@ def launch_file(
                 point_id=spec.point_id,
                 point_dir=str(directory),
                 log_dir=str(directory),
-                spec=spec.model_dump(mode="json"),
-                recipe=recipe_of(spec).model_dump(mode="json"),
+                spec=spec,
+                recipe=recipe_of(spec),
                 mfu_peak_dtype=recipe.mfu_peak_dtype,
                 fp8_peak_dtype=recipe.peak_dtype if recipe.peak_dtype != recipe.mfu_peak_dtype else None,
             )
@@ -104,18 +104,14 @@ def prepare_launch(
         directory.mkdir(parents=True, exist_ok=True)
         for stale in (*(directory / name for name in (*stale_names, *TELEMETRY_SIDECARS)), *error_files(directory)):
             stale.unlink(missing_ok=True)
-    shape = specs[0] if specs else RunSpec.model_validate(preflight.spec)
+    shape = specs[0] if specs else preflight.spec
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     label = specs[0].point_id if specs else f"preflight-{shape.nodes}x{shape.gpus_per_node}"
     work_dir = Path(results_dir) / shape.sweep.name / LAUNCHES_DIR / f"{stamp}-{label}"
     work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / LAUNCH_FILE
     launch_file(specs, dirs, preflight, conditions, owner).write(path)
-    preflight_item = (
-        (shape if not specs else RunSpec.model_validate(preflight.spec), Path(preflight.point_dir))
-        if preflight
-        else None
-    )
+    preflight_item = (preflight.spec, Path(preflight.point_dir)) if preflight else None
     return LaunchRequest(points=specs, point_dirs=dirs, launch_file=path, work_dir=work_dir, preflight=preflight_item)
 
 

@@ -31,8 +31,8 @@ def preflight_task(
     """The preflight of `spec`'s world shape, measuring the process groups of every strategy given."""
     return PreflightTask(
         point_dir=str(preflight_dir(results_dir, spec)),
-        spec=spec.model_dump(mode="json"),
-        settings=settings.model_dump(mode="json"),
+        spec=spec,
+        settings=settings,
         strategies=list(dict.fromkeys(strategies)),
     )
 

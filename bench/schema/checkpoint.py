@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from bench.schema.base import Strict
 from bench.schema.spec import CheckpointMode
@@ -15,6 +15,11 @@ class CheckpointSave(Strict):
     blocked_s: float = Field(description="training held: the whole save (sync); previous save + staging (async)")
     staging_s: float | None = Field(None, description="async: copying the state into host memory")
     durable_s: float = Field(description="from the save's start until every file and the metadata are written")
+    bookkeeping_s: float | None = Field(
+        None,
+        description="after the save is durable: counting its bytes in DCP's metadata and telling the listener "
+        "(Ray's report); in the timed window, outside blocked_s (null: records from before it was measured)",
+    )
     bytes: int = Field(description="files written by every rank, metadata included")
     bytes_per_rank: list[int] = Field(default_factory=list, description="file bytes each rank wrote")
     metadata_bytes: int = 0
@@ -32,13 +37,19 @@ class CheckpointLoad(Strict):
 class CheckpointMetrics(Strict):
     """`metrics.checkpoint` of a point with train.checkpoint or train.resume (docs/checkpointing.md)."""
 
+    # The worker fills the goodput fields after the saves' summary: checked as they are set.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
     mode: CheckpointMode
     every: int
     dir: str
     saves: list[CheckpointSave] = Field(default_factory=list)
     blocked_s: float = 0.0
+    bookkeeping_s: float | None = Field(None, description="the saves' bookkeeping_s, summed")
     load: CheckpointLoad | None = Field(None, description="a load of the latest checkpoint after the timed window")
     resumed: CheckpointLoad | None = Field(None, description="the load a resumed run started from")
     tokens_per_s_with_checkpoints: float | None = Field(None, description="over the timed window, saves included")
     goodput: float | None = Field(None, description="tokens_per_s_with_checkpoints / tokens_per_s")
-    blocked_fraction: float | None = Field(None, description="blocked_s / the timed window")
+    blocked_fraction: float | None = Field(
+        None, description="(blocked_s + bookkeeping_s) / the timed window: what the saves took from it"
+    )

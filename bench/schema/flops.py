@@ -18,6 +18,10 @@ HFU adds what activation checkpointing recomputes (the modes: bench/schema/ac_mo
   policy wk, wo and w3: 2·(d·kv_dim + d·d + d·ffn_dim) per token and block), plus attention's
   4·d·s when its outputs are not saved.
 FlopCounterMode on a checkpointed `debug` model confirms each (tests/unit/test_flops.py).
+
+The functions read a model's dimensions and parameter counts: a ModelSpec, or the planner's
+ModelShape (bench/analysis/planner/shapes.py), which has the same attributes for shapes the engine
+cannot train.
 """
 
 from __future__ import annotations
@@ -32,41 +36,41 @@ from bench.schema.ac_modes import (
     save_ops,
     whole_block_recompute,
 )
-from bench.schema.model_args import ModelArgs
+from bench.schema.model import ModelSpec
 
 
-def flops_per_token(args: ModelArgs, seq_len: int) -> float:
+def flops_per_token(model: ModelSpec, seq_len: int) -> float:
     """Model FLOPs per trained token, forward plus backward, on the full (unsharded) model."""
-    return 6.0 * args.non_embedding_params + 12.0 * args.n_layers * args.dim * seq_len
+    return 6.0 * model.non_embedding_params + 12.0 * model.n_layers * model.dim * seq_len
 
 
-def checkpointed_blocks(args: ModelArgs, mode: str, every: int = DEFAULT_AC_EVERY) -> int:
+def checkpointed_blocks(model: ModelSpec, mode: str, every: int = DEFAULT_AC_EVERY) -> int:
     """How many transformer blocks recompute (part of) their forward in backward."""
-    return len(checkpointed_indices(args.n_layers, mode, every))
+    return len(checkpointed_indices(model.n_layers, mode, every))
 
 
 def recompute_flops_per_token(
-    args: ModelArgs, seq_len: int, mode: str = FULL, ac_save_ops: Sequence[str] | None = None
+    model: ModelSpec, seq_len: int, mode: str = FULL, ac_save_ops: Sequence[str] | None = None
 ) -> float:
     """FLOPs one checkpointed block recomputes per token under `mode`."""
-    attention = 4.0 * args.dim * seq_len
+    attention = 4.0 * model.dim * seq_len
     if whole_block_recompute(mode):
-        return 2.0 * (args.block_params - args.dim * args.ffn_dim) + attention
-    matmuls = args.block_matmuls
+        return 2.0 * (model.block_params - model.dim * model.ffn_dim) + attention
+    matmuls = model.block_matmuls
     recomputed = sum(2.0 * matmuls[i][0] * matmuls[i][1] for i in recomputed_matmuls(matmuls, ac_save_ops))
     return recomputed + (0.0 if "sdpa" in save_ops(ac_save_ops) else attention)
 
 
 def hardware_flops_per_token(
-    args: ModelArgs,
+    model: ModelSpec,
     seq_len: int,
     activation_checkpointing: str,
     ac_every: int = DEFAULT_AC_EVERY,
     ac_save_ops: Sequence[str] | None = None,
 ) -> float:
     """FLOPs the hardware executes per token, recomputation included (the HFU numerator)."""
-    blocks = checkpointed_blocks(args, activation_checkpointing, ac_every)
+    blocks = checkpointed_blocks(model, activation_checkpointing, ac_every)
     if not blocks:
-        return flops_per_token(args, seq_len)
-    per_block = recompute_flops_per_token(args, seq_len, activation_checkpointing, ac_save_ops)
-    return flops_per_token(args, seq_len) + blocks * per_block
+        return flops_per_token(model, seq_len)
+    per_block = recompute_flops_per_token(model, seq_len, activation_checkpointing, ac_save_ops)
+    return flops_per_token(model, seq_len) + blocks * per_block

@@ -1,7 +1,9 @@
 """The parent-to-rank protocol: the files a launch shares between bench (the parent) and the ranks.
 
-Torch-free and dependency-free: bench's launchers and the worker both read the names, the file
-shapes and the rules from here, so neither side can drift from the other.
+Torch-free (pydantic and the standard library): bench's launchers and the worker both read the
+names, the file shapes and the rules from here, so neither side can drift from the other. The launch
+file is typed: the parent writes a `LaunchFile` of validated `RunSpec`s, `Recipe`s and
+`PreflightSettings`, and the ranks read it back into the same types (validated again on their side).
 
     <results>/<sweep>/.lock                           the parent's sweep lock: who holds the folder (bench/run/ownership/locks.py)
     <results>/<sweep>/_launches/<stamp>/launch.json   parent -> ranks: the points to run (LaunchFile)
@@ -20,18 +22,23 @@ shapes and the rules from here, so neither side can drift from the other.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from bench.schema.files import write_json_atomic
+from pydantic import Field
+
+from bench.schema.base import Strict
+from bench.schema.files import write_json_atomic, write_text_atomic
+from bench.schema.options import PreflightSettings
+from bench.schema.record import Recipe
+from bench.schema.spec import RunSpec, TrainSpec
 
 SWEEP_LOCK = ".lock"  # in the sweep folder: its holder's pid, host and token (ranks read it: lifeline.py)
 # The holder touches its sweep lock this often; one not touched for OWNER_SILENT_S is gone (ranks on
 # other hosts cannot see its pid). Longer than an NFS client's attribute cache (60 s at most).
 OWNER_HEARTBEAT_S = 15.0
 OWNER_SILENT_S = 180.0
-RECORD_SCHEMA_VERSION = 2  # the result record's shape (bench.schemas reads it; older ones are migrated)
 LAUNCHES_DIR = "_launches"  # in the sweep folder: one <stamp>-<label>/ per launch, holding LAUNCH_FILE
 JOB_FILE = "job.json"  # in a launch folder: the cluster job it submitted, until the job is seen to end
 LAUNCH_FILE = "launch.json"
@@ -60,64 +67,48 @@ CHECKPOINT_STEP_PREFIX = "step-"
 DCP_METADATA_FILE = ".metadata"  # DCP writes it last, after every rank's files: a complete step folder has it
 
 
-@dataclass
-class LaunchPoint:
+class LaunchPoint(Strict):
     """One point of a launch: where its files go and everything the ranks need to run it."""
 
     point_id: str
     point_dir: str
-    spec: dict[str, Any]  # the resolved RunSpec as JSON (bench.schemas)
-    recipe: dict[str, Any]  # the strategy and precision recipes it runs with (bench.schema.recipes)
+    spec: RunSpec  # the resolved spec (the ranks validate it again when they read the launch file)
+    recipe: Recipe  # the strategy and precision recipes it runs with (bench.schema.recipes)
     mfu_peak_dtype: str  # the device peak MFU divides by
     fp8_peak_dtype: str | None = None  # fp8 runs: also report MFU against this peak
     log_dir: str | None = None
 
 
-@dataclass
-class PreflightTask:
+class PreflightTask(Strict):
     """A preflight run before the launch's points: what the cluster itself does (fsdp_core/preflight.py)."""
 
     point_dir: str  # where `started`, errors/ and measurements.json go
-    spec: dict[str, Any]  # the resolved RunSpec whose world shape, model and precision it measures
-    settings: dict[str, Any]  # bench.schema.options.PreflightSettings as JSON
-    strategies: list[str] = field(default_factory=list)  # whose process groups to measure
+    spec: RunSpec  # the point whose world shape, model and precision it measures
+    settings: PreflightSettings
+    strategies: list[str] = Field(default_factory=list)  # whose process groups to measure
 
 
-@dataclass
-class LaunchFile:
+class LaunchFile(Strict):
     """launch.json: points of one world shape, run in turn by the same ranks (a preflight first, if any)."""
 
     points: list[LaunchPoint]
-    peak_table: list[dict[str, Any]] = field(default_factory=list)  # every known device's runtime names and peaks
-    git: dict[str, Any] = field(default_factory=dict)  # the parent checkout's commit, for the record
+    peak_table: list[dict[str, Any]] = Field(default_factory=list)  # every known device's runtime names and peaks
+    git: dict[str, Any] = Field(default_factory=dict)  # the parent checkout's commit, for the record
     harness: str | None = None  # the launching fsdp-bench's version (bench/config/version.py), for the record
     preflight: PreflightTask | None = None
     # What the parent knows about the measurement's conditions, for the record (e.g. whether it held
     # the host lock: bench/run/ownership/locks.py).
-    conditions: dict[str, Any] = field(default_factory=dict)
+    conditions: dict[str, Any] = Field(default_factory=dict)
     # The token of the sweep lock whose holder launched it: ranks write only while the lock still
     # names it (fsdp_core/lifeline.py). None: no owner to check (ranks started without a sweep lock).
     owner: str | None = None
 
     def write(self, path: Path) -> None:
-        write_json_atomic(Path(path), asdict(self))
+        write_text_atomic(Path(path), self.model_dump_json(indent=2))
 
     @classmethod
     def read(cls, path: Path) -> LaunchFile:
-        return cls.from_dict(json.loads(Path(path).read_text()))
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LaunchFile:
-        preflight = data.get("preflight")
-        return cls(
-            points=[LaunchPoint(**p) for p in data["points"]],
-            peak_table=data.get("peak_table", []),
-            git=data.get("git", {}),
-            harness=data.get("harness"),
-            preflight=PreflightTask(**preflight) if preflight else None,
-            conditions=data.get("conditions", {}),
-            owner=data.get("owner"),
-        )
+        return cls.model_validate_json(Path(path).read_text())
 
 
 @dataclass
@@ -150,7 +141,7 @@ def results_relative(item_dir: Path) -> tuple[str, ...]:
     return parts[-3:] if len(parts) >= 3 and parts[-2] == PREFLIGHT_DIR else parts[-2:]
 
 
-def point_dir(results_dir: str | Path, spec: Any) -> Path:
+def point_dir(results_dir: str | Path, spec: RunSpec) -> Path:
     """A point's folder, `<results>/<sweep>/<point_id>`, of a RunSpec: its record, marks, errors, sidecars."""
     return Path(results_dir) / spec.sweep.name / spec.point_id
 
@@ -186,6 +177,11 @@ def checkpoint_folder(step: int) -> str:
 
 def default_checkpoint_dir(point_dir: str | Path) -> Path:
     return Path(point_dir) / CHECKPOINT_SUBDIR
+
+
+def checkpoint_location(train: TrainSpec, point_dir: str | Path) -> str:
+    """Where a point's checkpoints go: train.checkpoint_dir, or the point's own folder."""
+    return train.checkpoint_dir or str(default_checkpoint_dir(point_dir))
 
 
 def is_url(location: str) -> bool:

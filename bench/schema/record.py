@@ -4,19 +4,20 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from bench.schema.base import Status, Strict
 from bench.schema.checkpoint import CheckpointMetrics
 from bench.schema.env import EnvInfo, HostLoad
 from bench.schema.model import ModelInfo
 from bench.schema.preflight import PreflightSummary
-from bench.schema.protocol import RECORD_SCHEMA_VERSION
 from bench.schema.recipes import PRECISIONS, STRATEGIES
 from bench.schema.spec import RunSpec
 from bench.schema.telemetry import Telemetry
 
-SCHEMA_VERSION = RECORD_SCHEMA_VERSION  # one home: bench/schema/protocol.py (the worker writes it)
+# The record's shape, the one home of its version: rank 0 writes it, bench.analysis.records reads it
+# (older versions are migrated on read, bench/schema/migrations).
+SCHEMA_VERSION = 2
 
 
 class StepTimeStats(Strict):
@@ -55,6 +56,10 @@ class CommBytes(Strict):
 
 class Metrics(Strict):
     """Measured numbers; null (with a reason in RunResult.notes) when they cannot be measured."""
+
+    # The worker adds the sections measured after the throughput (telemetry, checkpoint, compile):
+    # checked as they are set.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     tokens_per_s: float | None = None
     tokens_per_s_per_device: float | None = None
@@ -120,4 +125,13 @@ def recipe_of(spec: RunSpec) -> Recipe:
 
 
 def model_info(spec: RunSpec) -> ModelInfo:
-    return ModelInfo(**spec.model.args().info())
+    return spec.model.info()
+
+
+def rank_record_json(record: RunResult) -> dict[str, Any]:
+    """The record as rank 0 writes it (fsdp_core/worker.py): the fields it filled, so a section it never
+    measured is absent rather than null (no `metrics.telemetry` with telemetry.enabled=false, no
+    `metrics.checkpoint` without checkpoints, a CPU point's `peak_mem_bytes` without the GPU views), as
+    records have always been written. Reading fills the defaults back in: both read the same. The
+    version is always written, also where the constructor left it at its default."""
+    return {"schema_version": record.schema_version, **record.model_dump(mode="json", exclude_unset=True)}

@@ -22,6 +22,7 @@ from pydantic import Field, field_validator, model_validator
 
 from bench.schema import ac_modes
 from bench.schema.base import DeviceType, Strict, positive
+from bench.schema.flops import flops_per_token, hardware_flops_per_token
 from bench.schema.identity import (
     DESCRIBES,
     HOW,
@@ -213,6 +214,25 @@ class TrainSpec(Strict):
             raise ValueError(f"unknown op group {', '.join(map(repr, unknown))}; allowed: {allowed}")
         return groups
 
+    @property
+    def checkpoints(self) -> bool:
+        """Whether the point saves or resumes DCP checkpoints (docs/checkpointing.md)."""
+        return self.checkpoint != "none" or self.resume
+
+    @property
+    def timed_steps(self) -> int:
+        return self.steps - self.warmup_steps
+
+    @property
+    def save_interval(self) -> int:
+        """Timed steps between checkpoint saves: checkpoint_every, or all of them (one save, after the last)."""
+        return self.checkpoint_every or self.timed_steps
+
+    def saves_after(self, step: int) -> bool:
+        """Whether a checkpoint save follows optimizer step `step` (0-based): every save_interval-th timed step."""
+        timed_index = step - self.warmup_steps + 1
+        return self.checkpoint != "none" and timed_index >= 1 and timed_index % self.save_interval == 0
+
 
 # The knobs that slow a point down without changing its workload: in the point's identity (a slowed
 # run is another point to the ledger), but `check` compares such a run with its clean baseline.
@@ -341,6 +361,19 @@ class RunSpec(Strict):
     def tokens_per_step(self) -> int:
         """Tokens of the global batch in one optimizer step."""
         return self.world_size * self.train.micro_batch * self.train.grad_accum * self.train.seq_len
+
+    @property
+    def flops_per_token(self) -> float:
+        """Model FLOPs per trained token (bench/schema/flops.py): MFU's numerator."""
+        return flops_per_token(self.model, self.train.seq_len)
+
+    @property
+    def hardware_flops_per_token(self) -> float:
+        """FLOPs per token with what activation checkpointing recomputes: HFU's numerator."""
+        train = self.train
+        return hardware_flops_per_token(
+            self.model, train.seq_len, train.activation_checkpointing, train.ac_every, train.ac_save_ops
+        )
 
     @property
     def matmul_peak_tflops(self) -> float | None:

@@ -8,48 +8,49 @@ tests/distributed/test_checkpoint.py asserts on the reports.
 from __future__ import annotations
 
 import datetime as dt
+import statistics
+import time
 from pathlib import Path
 
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
-from rank_checks import CPU, SEQ_LEN, local
+from rank_checks import CPU, build_point, local, point
 from torch.distributed.tensor import DTensor
 
 from bench.config.compose import flavors
+from bench.schema.record import Metrics
+from bench.schema.spec import TelemetrySpec
 from fsdp_core import checkpoint
-from fsdp_core.checkpoint import CheckpointConfig, Checkpointer
+from fsdp_core.checkpoint import Checkpointer
 from fsdp_core.data import SyntheticTokens
-from fsdp_core.model import build_model
-from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
-from fsdp_core.train import LoopConfig, train_step
+from fsdp_core.metrics import max_over_ranks
+from fsdp_core.train import run_loop, train_step
 
 TIMEOUT = dt.timedelta(seconds=120)
-LOOP = LoopConfig(steps=8, warmup_steps=0, grad_accum=1, micro_batch=1, seq_len=SEQ_LEN, precision="fp32")
 
 
-def build(model_name: str, strategy: str, nodes: int):
-    """The engine's model for this world: meta -> parallelised -> materialised on CPU (train.seed 0)."""
-    world = dist.get_world_size()
-    cfg = ParallelConfig(strategy=strategy, precision="fp32", nodes=nodes, gpus_per_node=world // nodes)
-    model = parallelize_llama(build_model(flavors()[model_name]), cfg, build_mesh(cfg, "cpu"))
-    materialize(model, CPU, seed=0)
-    return model
+def checkpointed(strategy="full_shard", nodes=1, mode="sync", model_name="debug", steps=8, **fields):
+    """The point: `steps` steps (no warm-up unless `fields` say so), a `mode` save after every timed one."""
+    every = {"checkpoint_every": 1} if mode != "none" else {}
+    fields = {"warmup_steps": 0, **every, **fields}
+    return point(strategy, nodes=nodes, model=flavors()[model_name], steps=steps, checkpoint=mode, **fields)
 
 
 def trainer(strategy="full_shard", nodes=1, mode="sync", directory="", model_name="debug", steps=8):
     """A fresh engine model, AdamW as the engine builds it on CPU (train.lr's default) and a
     Checkpointer saving after every step into `directory`."""
-    model = build(model_name, strategy, nodes)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1, foreach=True)
-    cfg = CheckpointConfig(mode=mode, every=1, directory=directory, resume=False, warmup_steps=0, steps=steps)
-    return model, optimizer, Checkpointer(cfg, model, optimizer, None, TIMEOUT)
+    spec = checkpointed(strategy, nodes, mode, model_name, steps)
+    model = build_point(spec)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=spec.train.lr, weight_decay=0.1, foreach=True)
+    return model, optimizer, Checkpointer(spec.train, directory, "", model, optimizer, None, TIMEOUT)
 
 
 def run_steps(model, optimizer, steps: range) -> list[float]:
     """The engine's training steps on its synthetic data (train.data=synthetic, train.seed=0)."""
     source = SyntheticTokens(model.args.vocab_size, seed=0)
-    return [float(train_step(model, optimizer, None, source, LOOP, step, CPU)) for step in steps]
+    spec = checkpointed()
+    return [float(train_step(model, optimizer, None, source, spec, step, CPU)) for step in steps]
 
 
 def full_state(model, optimizer) -> dict[str, torch.Tensor]:
@@ -78,7 +79,7 @@ def continuity_report(mode: str, directory: str) -> dict:
     loader.load_from(checkpoint.join(directory, marker.folder))
     continued = run_steps(fresh, fresh_optimizer, range(2, 4))
     ckpt.finish()  # the worker's end of a point: every rank loads the step rank 0 marked, then rank 0 prunes
-    save = ckpt.summary(CPU)["saves"][0]
+    save = ckpt.summary(CPU).saves[0].model_dump(mode="json")
     return {"uninterrupted": uninterrupted, "continued": continued, "marker_step": marker.step, "save": save,
             "end_load_step": ckpt.load.step}  # fmt: skip
 
@@ -91,7 +92,7 @@ def bytes_report(mode: str, directory: str, model_name: str = "tiny") -> dict:
     run_steps(model, optimizer, range(0, 1))
     ckpt.after_step(0)
     ckpt.close()
-    save = ckpt.summary(CPU)["saves"][0]
+    save = ckpt.summary(CPU).saves[0].model_dump(mode="json")
     folder = Path(directory) / ckpt.agreed_marker().folder
     return {
         "local_param_numel": sum(local(p).numel() for p in model.parameters()),
@@ -160,3 +161,38 @@ def failed_save_report(directory: str) -> dict:
         "restored": all(torch.equal(saved[k], loaded[k]) for k in saved),
         "step1_metadata": (Path(directory) / "step-00000001" / ".metadata").exists(),
     }
+
+
+class SlowListener:
+    """A checkpoint listener that takes `seconds` for every durable save, as Ray's report may."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def on_durable(self, step: int, location: str, point_id: str) -> None:
+        time.sleep(self.seconds)
+
+    def restore_location(self, point_id: str) -> str | None:
+        return None
+
+
+def bookkeeping_report(mode: str, directory: str, seconds: float) -> dict:
+    """The engine's timed loop with a save after each of 2 timed steps, told to a listener that takes
+    `seconds` per save: the record's checkpoint section, the step times and the window, as the
+    worker reduces them (the slowest rank's)."""
+    spec = checkpointed(mode=mode, steps=4, warmup_steps=2, telemetry=TelemetrySpec(enabled=False))
+    model = build_point(spec)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=spec.train.lr, weight_decay=0.1, foreach=True)
+    ckpt = Checkpointer(spec.train, directory, "p", model, optimizer, None, TIMEOUT)
+    checkpoint.set_listener(SlowListener(seconds))
+    try:
+        ckpt.start()
+        loop = run_loop(model, optimizer, None, SyntheticTokens(spec.model.vocab_size, seed=0), spec, CPU, hook=ckpt)
+    finally:
+        checkpoint.set_listener(None)
+    step_times = max_over_ranks(loop.step_times_s, CPU)
+    (window,) = max_over_ranks([loop.timed_window_s], CPU)
+    metrics = Metrics(tokens_per_s=spec.tokens_per_step / statistics.median(step_times), step_times_s=step_times,
+                      tokens_per_step=spec.tokens_per_step, timed_window_s=window)  # fmt: skip
+    section = ckpt.record_section(CPU, metrics)
+    return {"section": section.model_dump(mode="json"), "step_times_s": step_times, "window_s": window}

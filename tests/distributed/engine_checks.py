@@ -10,12 +10,12 @@ import datetime as dt
 
 import torch
 import torch.distributed as dist
-from rank_checks import ARGS, CPU, SEQ_LEN
+from rank_checks import ARGS, CPU, SEQ_LEN, build, point
 
+from bench.schema.spec import TelemetrySpec
 from fsdp_core.data import SyntheticTokens
-from fsdp_core.model import build_model
-from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
-from fsdp_core.train import LoopConfig, run_loop
+from fsdp_core.parallelize import build_mesh
+from fsdp_core.train import run_loop
 
 TIMEOUT = dt.timedelta(seconds=123)
 
@@ -28,12 +28,9 @@ def mesh_report(nodes: int) -> dict:
     """Meshes of every strategy at this world shape, built twice (as two points of one launch do)."""
     world = dist.get_world_size()
     strategies = ("full_shard", "hybrid_shard", "no_shard", "hybrid_shard_zero2", "shard_grad_op")
-    configs = {
-        s: ParallelConfig(strategy=s, precision="fp32", nodes=nodes, gpus_per_node=world // nodes) for s in strategies
-    }
-    first = {s: build_mesh(cfg, "cpu", TIMEOUT) for s, cfg in configs.items()}
+    first = {s: build_mesh(s, nodes, world // nodes, "cpu", TIMEOUT) for s in strategies}
     groups_after_first = len(dist.distributed_c10d._world.pg_map)
-    second = {s: build_mesh(cfg, "cpu", TIMEOUT) for s, cfg in configs.items()}
+    second = {s: build_mesh(s, nodes, world // nodes, "cpu", TIMEOUT) for s in strategies}
     meshes = {
         s: {
             "reused": first[s] is second[s],
@@ -55,9 +52,7 @@ def peak_window_report(spike_mib: int = 512) -> dict:
     The spike is freed before the timed steps start, so a peak taken over the timed window must
     not contain it (the allocation is a fresh mmap'd block: freeing it returns it to the kernel).
     """
-    cfg = ParallelConfig(strategy="full_shard", precision="fp32", nodes=1, gpus_per_node=dist.get_world_size())
-    model = parallelize_llama(build_model(ARGS), cfg, build_mesh(cfg, "cpu"))
-    materialize(model, CPU, seed=0)
+    model = build("full_shard")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
     calls = {"n": 0, "rss_before_spike": 0}
 
@@ -69,8 +64,8 @@ def peak_window_report(spike_mib: int = 512) -> dict:
         calls["n"] += 1
 
     model.register_forward_pre_hook(spike)
-    loop_cfg = LoopConfig(steps=3, warmup_steps=1, grad_accum=1, micro_batch=1, seq_len=SEQ_LEN, precision="fp32")
-    loop = run_loop(model, optimizer, None, SyntheticTokens(ARGS.vocab_size, seed=0), loop_cfg, CPU)
+    spec = point(steps=3, warmup_steps=1)
+    loop = run_loop(model, optimizer, None, SyntheticTokens(ARGS.vocab_size, seed=0), spec, CPU)
     return {"peak": loop.memory["allocated"], "rss_before_spike": calls["rss_before_spike"], "spike": spike_mib * 2**20}
 
 
@@ -81,18 +76,16 @@ def telemetry_report(point_dir: str) -> dict:
 
     from fsdp_core.telemetry import gather_telemetry
 
-    cfg = ParallelConfig(strategy="full_shard", precision="fp32", nodes=1, gpus_per_node=dist.get_world_size())
-    model = parallelize_llama(build_model(ARGS), cfg, build_mesh(cfg, "cpu"))
-    materialize(model, CPU, seed=0)
+    model = build("full_shard")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, foreach=True)
     loops = {}
     for interval in (10, None):
-        loop_cfg = LoopConfig(steps=4, warmup_steps=1, grad_accum=1, micro_batch=1, seq_len=SEQ_LEN, precision="fp32",
-                              telemetry_interval_ms=interval)  # fmt: skip
-        loops[interval] = run_loop(model, optimizer, None, SyntheticTokens(ARGS.vocab_size, seed=0), loop_cfg, CPU)
+        spec = point(steps=4, warmup_steps=1, telemetry=TelemetrySpec(enabled=interval is not None,
+                                                                      interval_ms=interval or 100))  # fmt: skip
+        loops[interval] = run_loop(model, optimizer, None, SyntheticTokens(ARGS.vocab_size, seed=0), spec, CPU)
     on, off = loops[10], loops[None]
-    summary = gather_telemetry(on.telemetry, point_dir, {"tokens": 3 * SEQ_LEN * 2, "window_s": on.timed_window_s,
-                                                         "device_type": "cpu"})  # fmt: skip
+    summary = gather_telemetry(on.telemetry, point_dir, tokens=3 * SEQ_LEN * 2, window_s=on.timed_window_s,
+                               device_type="cpu")  # fmt: skip
     times = on.telemetry["columns"]["t_s"]
     return {
         "rank": dist.get_rank(),
@@ -102,7 +95,7 @@ def telemetry_report(point_dir: str) -> dict:
         "samples": len(times),
         "sampler_threads_alive": sum(t.name == "fsdp-bench-telemetry" for t in threading.enumerate()),
         "off": off.telemetry,
-        "summary": summary,
+        "summary": summary.model_dump(mode="json") if summary is not None else None,
     }
 
 

@@ -11,14 +11,12 @@ import math
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
-from rank_checks import ARGS, CPU, build, local, loss_of
+from rank_checks import build, local, loss_of
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
 from fsdp_core.comm_counter import CommCounter
-from fsdp_core.model import build_model
-from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
 from fsdp_core.precision import build_grad_scaler
 
 
@@ -81,16 +79,7 @@ def fp16_overflow_report(fused: bool) -> dict:
 
 def block_input_report(precision: str, activation_checkpointing: str = "none") -> dict:
     """dtypes of (activation, rope) as every block's forward sees them, after FSDP2's pre-forward hook."""
-    world = dist.get_world_size()
-    cfg = ParallelConfig(
-        strategy="full_shard",
-        precision=precision,
-        nodes=1,
-        gpus_per_node=world,
-        activation_checkpointing=activation_checkpointing,
-    )
-    model = parallelize_llama(build_model(ARGS), cfg, build_mesh(cfg, "cpu"))
-    materialize(model, CPU, seed=0)
+    model = build("full_shard", precision, activation_checkpointing=activation_checkpointing)
     seen: dict[str, set[str]] = {"activation": set(), "rope": set()}
     calls = 0
 

@@ -18,26 +18,54 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 from bench.config.compose import flavors
 from bench.schema.ac_modes import AC_MODES
+from bench.schema.model import ModelSpec
 from bench.schema.recipes import HYBRID, STRATEGIES
+from bench.schema.spec import ClusterSpec, DeviceSpec, RunSpec, TelemetrySpec, TrainSpec
 from fsdp_core.comm_counter import COUNTED_OPS, CommCounter
 from fsdp_core.data import SyntheticTokens, local_batch
 from fsdp_core.model import build_model
-from fsdp_core.parallelize import ParallelConfig, build_mesh, materialize, parallelize_llama
+from fsdp_core.parallelize import materialize, parallelize_llama, point_mesh
 from fsdp_core.precision import build_grad_scaler
-from fsdp_core.train import LoopConfig, train_step
+from fsdp_core.train import train_step
 
 ARGS = flavors()["debug"]
 SEQ_LEN = 32  # short sequences: these checks look at shapes and dtypes, not speed
 CPU = torch.device("cpu")
+# A CPU host as the spec names it; inside a rank only its device type matters (the facts are the planner's).
+CPU_CLUSTER = ClusterSpec(
+    name="local-cpu", device=DeviceSpec(name="cpu", memory_gib=16.0), device_type="cpu", gpus_per_node=1,
+    intra_node_gbps=8.0, inter_node_gbps=8.0,
+)  # fmt: skip
 
 
-def build(strategy: str, precision: str = "fp32", nodes: int = 1) -> nn.Module:
-    """The engine's model for this world: meta -> parallelised -> materialised on CPU."""
+def point(
+    strategy: str = "full_shard",
+    precision: str = "fp32",
+    nodes: int = 1,
+    model: ModelSpec = ARGS,
+    telemetry: TelemetrySpec | None = None,
+    **train,
+) -> RunSpec:
+    """The spec the engine gets for a point on this world (its ranks split over `nodes`), SEQ_LEN-token
+    sequences and `train` fields (bench.schema.spec.TrainSpec)."""
     world = dist.get_world_size()
-    cfg = ParallelConfig(strategy=strategy, precision=precision, nodes=nodes, gpus_per_node=world // nodes)
-    model = parallelize_llama(build_model(ARGS), cfg, build_mesh(cfg, "cpu"))
+    return RunSpec(
+        model=model, cluster=CPU_CLUSTER, strategy=strategy, precision=precision, nodes=nodes,
+        gpus_per_node=world // nodes, train=TrainSpec(**{"seq_len": SEQ_LEN, **train}),
+        telemetry=telemetry or TelemetrySpec(),
+    )  # fmt: skip
+
+
+def build_point(spec: RunSpec) -> nn.Module:
+    """The engine's model of a point: meta -> parallelised -> materialised on CPU (train.seed 0)."""
+    model = parallelize_llama(build_model(spec.model), spec, point_mesh(spec, "cpu"))
     materialize(model, CPU, seed=0)
     return model
+
+
+def build(strategy: str, precision: str = "fp32", nodes: int = 1, **train) -> nn.Module:
+    """The engine's model for this world: meta -> parallelised -> materialised on CPU."""
+    return build_point(point(strategy, precision, nodes, **train))
 
 
 def this_rank_batch(step: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
@@ -166,10 +194,10 @@ def hybrid_report(nodes: int) -> dict:
     mesh = next(p for p in model.parameters() if isinstance(p, DTensor)).device_mesh
     before = {name: tensor_digest(local(p)) for name, p in model.named_parameters()}
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
-    loop = LoopConfig(steps=1, warmup_steps=0, grad_accum=1, micro_batch=1, seq_len=SEQ_LEN, precision="fp32")
+    spec = point("hybrid_shard", nodes=nodes, steps=1, warmup_steps=0)
     counter = CommCounter()
     with counter:
-        train_step(model, optimizer, None, SyntheticTokens(ARGS.vocab_size, seed=0), loop, 0, CPU)
+        train_step(model, optimizer, None, SyntheticTokens(ARGS.vocab_size, seed=0), spec, 0, CPU)
     return {
         "mesh_dim_names": list(mesh.mesh_dim_names),
         "mesh": mesh.mesh.tolist(),
@@ -196,27 +224,13 @@ def activation_checkpointing_losses() -> dict:
         nodes = world if STRATEGIES[strategy].mesh == HYBRID else 1
         for mode in AC_MODES:
             torch.manual_seed(0)
-            cfg = ParallelConfig(
-                strategy=strategy,
-                precision=precision,
-                nodes=nodes,
-                gpus_per_node=world // nodes,
-                activation_checkpointing=mode,
-            )
-            model = parallelize_llama(build_model(ARGS), cfg, build_mesh(cfg, "cpu"))
-            materialize(model, CPU, seed=0)
+            spec = point(strategy, precision, nodes, activation_checkpointing=mode, steps=AC_STEPS, warmup_steps=0,
+                         micro_batch=GLOBAL_ROWS // world)  # fmt: skip
+            model = build_point(spec)
             optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, foreach=True)
             scaler = build_grad_scaler(precision, "cpu")
-            loop = LoopConfig(
-                steps=AC_STEPS,
-                warmup_steps=0,
-                grad_accum=1,
-                micro_batch=GLOBAL_ROWS // world,
-                seq_len=SEQ_LEN,
-                precision=precision,
-            )
             source = SyntheticTokens(ARGS.vocab_size, seed=0)
-            losses = torch.stack([train_step(model, optimizer, scaler, source, loop, s, CPU) for s in range(AC_STEPS)])
+            losses = torch.stack([train_step(model, optimizer, scaler, source, spec, s, CPU) for s in range(AC_STEPS)])
             dist.all_reduce(losses)
             report[f"{strategy}/{precision}/{mode}"] = (losses / world).tolist()
     return report

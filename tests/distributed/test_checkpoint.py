@@ -19,6 +19,7 @@ from bench.analysis.planner.checkpoint import checkpoint_state_bytes, parameter_
 from bench.analysis.planner.workload import workload_from_spec
 from bench.schema.protocol import default_checkpoint_dir, point_dir, read_local_marker
 
+BOOKKEEPING_S = 1.0  # what the slow listener of bookkeeping_report takes per save (2 saves)
 TOLERANCE = 1e-4  # world size 1 vs 2: floating-point reassociation (tests/distributed/test_numerics.py)
 DEBUG_TENSORS = 21  # debug: 2 blocks of 9 parameter tensors, plus embeddings, final norm and output
 
@@ -26,7 +27,8 @@ DEBUG_TENSORS = 21  # debug: 2 blocks of 9 parameter tensors, plus embeddings, f
 @pytest.fixture(scope="module")
 def rank_dirs(tmp_path_factory):
     root = tmp_path_factory.mktemp("ckpt_ranks")
-    return {name: root / name for name in ("work", "sync", "async", "tiny_sync", "tiny_async", "hybrid", "failed")}
+    names = ("work", "sync", "async", "tiny_sync", "tiny_async", "hybrid", "failed", "slow_sync", "slow_async")
+    return {name: root / name for name in names}
 
 
 @pytest.fixture(scope="module")
@@ -39,6 +41,13 @@ def rank_reports(rank_dirs) -> list[dict]:
         "bytes_async": ("checkpoint_checks:bytes_report", {"mode": "async", "directory": d["tiny_async"]}),
         "reshard": ("checkpoint_checks:reshard_report", {"directory": d["hybrid"]}),
         "failed_save": ("checkpoint_checks:failed_save_report", {"directory": d["failed"]}),
+        **{
+            f"bookkeeping_{mode}": (
+                "checkpoint_checks:bookkeeping_report",
+                {"mode": mode, "directory": d[f"slow_{mode}"], "seconds": BOOKKEEPING_S},
+            )
+            for mode in ("sync", "async")
+        },
     }
     return run_ranks(2, jobs, rank_dirs["work"])
 
@@ -90,7 +99,7 @@ def test_a_loaded_checkpoint_continues_with_the_uninterrupted_losses_bit_exactly
 def test_tiny_saves_the_local_shards_of_params_and_both_adam_moments(rank_reports, mode):
     reports = [r[f"bytes_{mode}"] for r in rank_reports]
     save = reports[0]["save"]
-    timings = ("blocked_s", "staging_s", "durable_s", "write_bytes_per_s")
+    timings = ("blocked_s", "staging_s", "durable_s", "bookkeeping_s", "write_bytes_per_s")
     assert {k: v for k, v in save.items() if k not in timings} == {
         k: v for k, v in reports[1]["save"].items() if k not in timings
     }  # every rank reads the same DCP metadata
@@ -112,6 +121,26 @@ def test_hybrid_checkpoint_loads_into_full_sharding_bit_identically(rank_reports
         assert report["names"] == DEBUG_TENSORS * 4  # parameter, exp_avg, exp_avg_sq and step of each tensor
         assert len(report["equal"]) == report["names"]
         assert report["loaded_placements"] == ["(Shard(dim=0),)"]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_bookkeeping_after_a_save_is_timed_and_explains_its_part_of_the_window(rank_reports, mode):
+    """A listener taking 1 s per save (2 saves): each save's bookkeeping_s holds it, the blocked
+    fraction includes it, and step times + blocked + bookkeeping leave less than one listener call
+    of the window unexplained (without bookkeeping_s, 2 s would be). The parts are disjoint stretches
+    of the window: an async save's blocked time must not hold the previous save's bookkeeping too."""
+    report = rank_reports[0][f"bookkeeping_{mode}"]
+    section, window = report["section"], report["window_s"]
+    saves = section["saves"]
+    assert [s["step"] for s in saves] == [2, 3]
+    assert all(s["bookkeeping_s"] >= BOOKKEEPING_S for s in saves), saves
+    assert section["bookkeeping_s"] == pytest.approx(sum(s["bookkeeping_s"] for s in saves))
+    assert section["blocked_fraction"] == pytest.approx((section["blocked_s"] + section["bookkeeping_s"]) / window)
+    explained = sum(report["step_times_s"]) + section["blocked_s"] + section["bookkeeping_s"]
+    assert window - explained < BOOKKEEPING_S, (window, explained)
+    assert explained < window + 0.05, (window, explained)  # 0.05 s: each part is the slowest rank's
+    # Goodput: the 2 timed steps' tokens over the window against the step-time median's tokens/s.
+    assert section["goodput"] == pytest.approx(2 * statistics.median(report["step_times_s"]) / window)
 
 
 def test_a_failed_save_keeps_the_previous_checkpoint(rank_reports):
@@ -155,7 +184,8 @@ def test_engine_saves_record_the_closed_form_bytes_load_and_goodput(engine, labe
     assert ckpt.tokens_per_s_with_checkpoints == pytest.approx(window_tokens_per_s)
     assert 0 < ckpt.goodput == pytest.approx(window_tokens_per_s / rec.metrics.tokens_per_s)
     assert ckpt.blocked_s == pytest.approx(sum(s.blocked_s for s in ckpt.saves))
-    assert ckpt.blocked_fraction == pytest.approx(ckpt.blocked_s / rec.metrics.timed_window_s)
+    assert ckpt.bookkeeping_s == pytest.approx(sum(s.bookkeeping_s for s in ckpt.saves))
+    assert ckpt.blocked_fraction == pytest.approx((ckpt.blocked_s + ckpt.bookkeeping_s) / rec.metrics.timed_window_s)
     assert 0 < ckpt.blocked_fraction < 1
     assert ckpt.resumed is None
     if label == "ref":

@@ -18,7 +18,6 @@ equals the real one where both run (checked here on `debug`).
 
 from __future__ import annotations
 
-import dataclasses
 from contextlib import nullcontext
 from unittest import mock
 
@@ -53,7 +52,7 @@ def _storage(tensor: torch.Tensor) -> int:
 
 def flavor_args(flavor: str):
     args = FLAVORS[flavor]
-    return args if flavor in ("debug", "tiny") else dataclasses.replace(args, n_layers=GPU_SIZE_BLOCKS)
+    return args if flavor in ("debug", "tiny") else args.model_copy(update={"n_layers": GPU_SIZE_BLOCKS})
 
 
 def count_saved(flavor: str, mode: str, precision: str, micro_batch: int, seq_len: int, fake: bool) -> dict[str, int]:

@@ -14,8 +14,8 @@ from bench.config.compose import spec_from_fields
 from bench.config.problems import ConfigError
 from bench.run.launch.local import LocalLauncher
 from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave
-from bench.schema.protocol import CheckpointMarker, default_checkpoint_dir
-from fsdp_core.checkpoint import CheckpointConfig
+from bench.schema.protocol import CheckpointMarker, checkpoint_location, default_checkpoint_dir
+from bench.schema.spec import TrainSpec
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
@@ -62,14 +62,14 @@ def test_checkpointing_changes_the_point_id_but_its_place_and_resuming_do_not():
 
 def test_saves_follow_every_kth_timed_step_and_null_means_after_the_last():
     def steps(every):
-        cfg = CheckpointConfig.from_spec(
-            {"train": {"steps": 8, "warmup_steps": 2, "checkpoint": "sync", "checkpoint_every": every}}, "/p"
-        )
-        return [s for s in range(8) if cfg.saves_after(s)], cfg.directory
+        train = TrainSpec(steps=8, warmup_steps=2, checkpoint="sync", checkpoint_every=every)
+        return [s for s in range(8) if train.saves_after(s)], checkpoint_location(train, "/p")
 
     assert steps(2) == ([3, 5, 7], str(default_checkpoint_dir("/p")))
     assert steps(None)[0] == [7]
     assert steps(4)[0] == [5]
+    assert TrainSpec(steps=8, warmup_steps=2, checkpoint_every=2).saves_after(3) is False  # checkpoint=none
+    assert checkpoint_location(TrainSpec(checkpoint="sync", checkpoint_dir="s3://b/run"), "/p") == "s3://b/run"
 
 
 def test_local_launcher_refuses_an_unwritable_folder_and_a_resume_without_checkpoint(tmp_path):

@@ -114,7 +114,7 @@ def test_recompute_skips_the_down_projection_because_of_checkpoint_early_stop():
 
 
 def test_block_matmuls_are_listed_in_the_order_the_forward_runs_them():
-    """selective_op saves matmul outputs by position: ModelArgs.block_matmuls must be the real order."""
+    """selective_op saves matmul outputs by position: ModelSpec.block_matmuls must be the real order."""
     seen = []
 
     class Matmuls(TorchDispatchMode):

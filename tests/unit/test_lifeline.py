@@ -87,6 +87,52 @@ def test_a_holder_on_another_host_is_gone_once_it_stops_touching_its_lock(tmp_pa
         assert lock.stat().st_mtime > stale
 
 
+@pytest.fixture
+def owned_by_mine(tmp_path):
+    """This process's writes bound to the launch owner `mine` of tmp_path/sweep (as run_launch binds
+    a rank's); the binding is undone afterwards."""
+    from fsdp_core import lifeline
+
+    sweep = tmp_path / "sweep"
+    lifeline.hold("mine", sweep / SWEEP_LOCK)
+    yield sweep
+    lifeline.hold(None, None)
+
+
+def test_an_abandoned_rank_writes_no_telemetry_sidecar(owned_by_mine):
+    from fsdp_core.lifeline import LaunchAbandoned
+    from fsdp_core.telemetry import write_sidecar
+
+    point = owned_by_mine / "abc123"
+    series = [{"rank": 0, "host": HOST, "columns": {"t_s": [0.0, 0.1], "proc_rss_bytes": [1.0, 2.0]}}]
+    write_holder(owned_by_mine / SWEEP_LOCK, pid=os.getpid(), host=HOST, token="mine")
+    assert write_sidecar(point, series, parquet=False) == protocol.TELEMETRY_CSV  # owned: written
+    (point / protocol.TELEMETRY_CSV).unlink()
+    write_holder(owned_by_mine / SWEEP_LOCK, pid=os.getpid(), host=HOST, token="rerun")
+    with pytest.raises(LaunchAbandoned, match="another fsdp-bench .* owns the sweep folder now"):
+        write_sidecar(point, series, parquet=False)
+    assert list(point.iterdir()) == []  # nothing beside the rerun's record, not even a temporary file
+
+
+def test_an_abandoned_rank_leaves_the_checkpoint_marker_alone(owned_by_mine):
+    from fsdp_core.checkpoint import remove_marker, write_marker
+    from fsdp_core.lifeline import LaunchAbandoned
+
+    folder = owned_by_mine / "abc123" / protocol.CHECKPOINT_SUBDIR
+    (folder / "step-00000003").mkdir(parents=True)
+    write_holder(owned_by_mine / SWEEP_LOCK, pid=os.getpid(), host=HOST, token="mine")
+    write_marker(str(folder), protocol.CheckpointMarker(3, "step-00000003", 2, "abc123"))  # owned: written
+    write_holder(owned_by_mine / SWEEP_LOCK, pid=os.getpid(), host=HOST, token="rerun")
+    with pytest.raises(LaunchAbandoned):
+        write_marker(str(folder), protocol.CheckpointMarker(5, "step-00000005", 2, "abc123"))
+    with pytest.raises(LaunchAbandoned):
+        remove_marker(str(folder))
+    # The marker still names the step the owned launch saved (the rerun's to replace), and no temporary file.
+    marker = protocol.CheckpointMarker.from_json((folder / protocol.CHECKPOINT_MARKER).read_text())
+    assert (marker.step, marker.folder) == (3, "step-00000003")
+    assert sorted(p.name for p in folder.iterdir()) == [protocol.CHECKPOINT_MARKER, "step-00000003"]
+
+
 def test_sweep_folder_of_a_point_and_of_a_preflight():
     assert sweep_dir_of(Path("/r/sweep/abc123")) == Path("/r/sweep")
     assert sweep_dir_of(Path("/r/sweep/_preflight/2x4")) == Path("/r/sweep")

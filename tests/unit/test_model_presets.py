@@ -1,11 +1,12 @@
 """Model presets (sweeps/model/*.yaml): parameter counts on the meta device against the published
-sizes and ModelArgs' closed form, and ModelSpec's checks of a model file."""
+sizes and ModelSpec's closed form, and ModelSpec's checks of a model file."""
 
 from __future__ import annotations
 
 import pytest
 from pydantic import ValidationError
 
+from bench.analysis.planner.shapes import llama_shape
 from bench.config.compose import flavors, load_preset
 from bench.schema.model import ModelInfo, ModelSpec
 from fsdp_core.model import build_model, count_parameters
@@ -42,9 +43,12 @@ def test_every_preset_meta_count_equals_the_closed_form(name):
 
 @pytest.mark.parametrize("name", list(FLAVORS))
 def test_model_info_matches_the_record_schema(name):
-    info = FLAVORS[name].info()
-    assert ModelInfo(**info).params == FLAVORS[name].params
-    assert set(info) == set(ModelInfo.model_fields)
+    model = FLAVORS[name]
+    info = model.info()
+    assert isinstance(info, ModelInfo)
+    assert (info.params, info.non_embedding_params) == (model.params, model.non_embedding_params)
+    assert info.model_dump() == {name: getattr(model, name) for name in ModelInfo.model_fields}
+    assert llama_shape(model).info() == info  # the planner's view of the same model
 
 
 def test_cpu_preset_sizes():
@@ -55,7 +59,7 @@ def test_cpu_preset_sizes():
 
 def test_changed_fields_recompute_derived_ones():
     preset = load_preset("model", "llama2-7b")
-    args = preset.model_copy(update={"n_layers": 2, "n_heads": 16, "n_kv_heads": 16}).args()
+    args = preset.model_copy(update={"n_layers": 2, "n_heads": 16, "n_kv_heads": 16})
     assert (args.n_layers, args.head_dim) == (2, 256)
     assert args.params == 2 * 32000 * 4096 + 2 * FLAVORS["llama2-7b"].block_params + 4096
     assert count_parameters(build_model(args)) == args.params

@@ -8,8 +8,6 @@ Total 2*45,440 + 65,600 = 156,480.
 
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
 from bench.analysis.planner.activations import block_bytes, held_bytes, recompute_bytes, root_bytes, saved_bytes
@@ -149,7 +147,7 @@ def test_shard_grad_op_keeps_every_block_whole():
     deep = Workload(
         **{
             **debug_workload().__dict__,
-            "shape": llama_shape(dataclasses.replace(FLAVORS["debug"], n_layers=6)),
+            "shape": llama_shape(FLAVORS["debug"].model_copy(update={"n_layers": 6})),
             "strategy": "shard_grad_op",
         }
     )

@@ -1,4 +1,5 @@
-"""RunSpec validation and identity, launch rules, RunResult round trips (bench/schemas.py, bench/analysis/records.py)."""
+"""RunSpec validation and identity, launch rules, RunResult round trips, the typed launch file
+(bench/schema, bench/analysis/records.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +15,15 @@ from bench.config.problems import ConfigError, describe_validation_error
 from bench.config.rules import launch_problems
 from bench.schema.base import STATUSES
 from bench.schema.env import EnvInfo
-from bench.schema.record import CommBytes, Metrics, RunResult, StepTimeStats, model_info, recipe_of
+from bench.schema.record import (
+    CommBytes,
+    Metrics,
+    RunResult,
+    StepTimeStats,
+    model_info,
+    rank_record_json,
+    recipe_of,
+)
 from bench.schema.spec import RunSpec
 
 
@@ -147,6 +156,49 @@ def test_record_round_trips_through_json(tmp_path):
     assert read_record(path) == record
     assert not list(path.parent.glob(".*.tmp"))  # written atomically: the temp file was renamed
     assert json.loads(path.read_text())["schema_version"] == 2
+
+
+def test_the_rank_writes_the_fields_it_set_and_they_read_back_as_the_record(tmp_path):
+    """rank_record_json: an unmeasured section has no key (as rank 0 always wrote it), the version
+    always has one, and the file reads back to the same RunResult."""
+    record = ok_record()  # schema_version left at its default: still written, first
+    written = rank_record_json(record)
+    assert written["schema_version"] == 2 and list(written)[0] == "schema_version"
+    assert "telemetry" not in written["metrics"] and "checkpoint" not in written["metrics"]
+    assert "prediction" not in written and "preflight" not in written
+    assert set(written["metrics"]) == {"tokens_per_s", "step_times_s", "step_time_s", "comm_bytes_per_step", "losses"}
+    path = tmp_path / "result.json"
+    path.write_text(json.dumps(written))
+    assert read_record(path) == record
+
+
+def test_the_launch_file_is_typed_and_keeps_its_field_names(tmp_path):
+    """Written from RunSpec, Recipe and PreflightSettings, read back into them (the ranks validate
+    what they get); the JSON keeps the names both sides have always read."""
+    from bench.schema.options import PreflightSettings
+    from bench.schema.protocol import LaunchFile, LaunchPoint, PreflightTask
+
+    run = spec(nodes=2)
+    point = LaunchPoint(point_id=run.point_id, point_dir="/r/adhoc/p", spec=run, recipe=recipe_of(run),
+                        mfu_peak_dtype="fp32")  # fmt: skip
+    task = PreflightTask(point_dir="/r/adhoc/_preflight/2x1", spec=run, settings=PreflightSettings(iters=3))
+    launch = LaunchFile(points=[point], preflight=task, git={"sha": "abc"}, owner="t")
+    path = tmp_path / "launch.json"
+    launch.write(path)
+    data = json.loads(path.read_text())
+    assert list(data) == ["points", "peak_table", "git", "harness", "preflight", "conditions", "owner"]
+    assert list(data["points"][0]) == [
+        "point_id", "point_dir", "spec", "recipe", "mfu_peak_dtype", "fp8_peak_dtype", "log_dir",
+    ]  # fmt: skip
+    assert data["points"][0]["spec"] == run.model_dump(mode="json")
+    assert list(data["preflight"]) == ["point_dir", "spec", "settings", "strategies"]
+    back = LaunchFile.read(path)
+    assert back == launch and isinstance(back.points[0].spec, RunSpec)
+    assert back.points[0].spec.point_id == run.point_id and back.preflight.settings.iters == 3
+    data["points"][0]["spec"]["train"]["steps"] = 0  # a launch file the ranks' schema refuses
+    path.write_text(json.dumps(data))
+    with pytest.raises(ValidationError, match="points.0.spec.train.steps"):
+        LaunchFile.read(path)
 
 
 def test_failure_records_need_no_metrics():

@@ -64,8 +64,8 @@ def test_nvml_field_values_are_read_by_their_value_type():
 
 
 def test_recorded_nvml_readings_summarise_to_energy_per_token_power_and_throttling():
-    summary = ts.summarize(_nvml_payloads(), tokens=1000, window_s=0.5, device_type="cuda", sidecar="telemetry.parquet")
-    record = Telemetry.model_validate(summary)  # the record's shape
+    record = ts.summarize(_nvml_payloads(), tokens=1000, window_s=0.5, device_type="cuda", sidecar="telemetry.parquet")
+    assert isinstance(record, Telemetry)  # the record's type
     # Energy counters: rank 0 +300 J and rank 1 +350 J over 0.5 s -> 600 W + 700 W; over the 0.5 s window.
     assert record.energy_source == "gpu"
     assert [r.avg_power_w for r in record.per_rank] == [pytest.approx(600.0), pytest.approx(700.0)]
@@ -84,6 +84,7 @@ def test_recorded_nvml_readings_summarise_to_energy_per_token_power_and_throttli
     power = record.per_rank[0].signals["gpu_power_w"]
     assert (power.unit, power.mean, power.max, power.samples) == ("W", pytest.approx(610.0), 620.0, 6)
     assert power.p10 == pytest.approx(600.0) and power.p90 == pytest.approx(620.0)
+    assert "total" not in power.model_fields_set  # a gauge's summary has no `total` key in the record
     nvlink = record.signals["nvlink_tx_bytes"]
     assert nvlink.unit == "B/s" and nvlink.mean == pytest.approx(1.024e10) and nvlink.total == pytest.approx(1.024e10)
     # A missing PCIe reading leaves a gap: the rate spans it, the total is still the difference.
@@ -98,11 +99,11 @@ def test_a_rank_without_the_energy_counter_leaves_energy_per_token_null_with_the
     del payloads[1]["columns"]["gpu_energy_j"]
     payloads[1]["missing"] = {"nvml.energy": "NVMLError_NotSupported: Not Supported"}
     summary = ts.summarize(payloads, tokens=1000, window_s=0.5, device_type="cuda")
-    assert summary["energy_per_token_j"] is None and summary["energy_source"] is None
-    assert summary["missing"]["energy_per_token_j"] == "GPU energy counter unavailable on rank(s) 1"
-    assert summary["missing"]["nvml.energy"] == "rank 1: NVMLError_NotSupported: Not Supported"
+    assert summary.energy_per_token_j is None and summary.energy_source is None
+    assert summary.missing["energy_per_token_j"] == "GPU energy counter unavailable on rank(s) 1"
+    assert summary.missing["nvml.energy"] == "rank 1: NVMLError_NotSupported: Not Supported"
     # The sampled power still gives the rank's average power; the counter-less rank is not summed into energy.
-    assert summary["per_rank"][1]["avg_power_w"] == pytest.approx(710.0)
+    assert summary.per_rank[1].avg_power_w == pytest.approx(710.0)
 
 
 def _sysfs(root: Path, files: dict[str, str]) -> Path:
@@ -209,7 +210,7 @@ def test_cpu_summary_without_rapl_says_why_energy_is_missing():
     columns = {"t_s": [0.0, 0.1, 0.2], "util_pct": [None, 50.0, 70.0], "sys_cpu_pct": [None, 40.0, 60.0],
                "net_lo_tx_bytes": [0.0, 100.0, 300.0], "net_eth0_tx_bytes": [5.0, 5.0, 5.0]}  # fmt: skip
     payloads = [{"rank": r, "host": "h", "columns": columns, "missing": {"cpu_energy_j": "no RAPL"}} for r in range(2)]
-    summary = Telemetry.model_validate(ts.summarize(payloads, tokens=64, window_s=0.2, device_type="cpu"))
+    summary = ts.summarize(payloads, tokens=64, window_s=0.2, device_type="cpu")
     assert summary.energy_per_token_j is None and summary.avg_power_w_per_device is None
     assert summary.missing["energy_per_token_j"].startswith("CPU: no RAPL package energy on h")
     assert summary.util_pct == pytest.approx(60.0)

@@ -62,12 +62,15 @@ def test_telemetry_observes_and_leaves_the_point_id_as_it_is():
 
 
 def test_the_worker_samples_only_when_telemetry_is_enabled():
-    from fsdp_core.worker import loop_config
+    import torch
 
-    on = load_point([*DEBUG, "telemetry.interval_ms=20"]).spec.model_dump(mode="json")
-    off = load_point([*DEBUG, "telemetry.enabled=false"]).spec.model_dump(mode="json")
-    assert loop_config(on).telemetry_interval_ms == 20
-    assert loop_config(off).telemetry_interval_ms is None
+    from fsdp_core.train import telemetry_sampler
+
+    on = load_point([*DEBUG, "telemetry.interval_ms=20"]).spec
+    off = load_point([*DEBUG, "telemetry.enabled=false"]).spec
+    sampler = telemetry_sampler(on.telemetry, torch.device("cpu"), rank=0)
+    assert (sampler.interval_ms, sampler.meta["rank"]) == (20, 0)
+    assert telemetry_sampler(off.telemetry, torch.device("cpu"), rank=0) is None
 
 
 def test_a_new_launch_clears_a_stale_series(tmp_path):

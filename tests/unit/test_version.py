@@ -91,7 +91,7 @@ def test_the_launch_file_carries_the_harness_and_commit(tmp_path):
     launch = LaunchFile.read(request.launch_file)
     assert launch.harness == version.harness_version(launch.git)
     assert launch.harness.startswith(PYPROJECT_VERSION)
-    assert LaunchFile.from_dict({"points": []}).harness is None  # a launch file from before the field
+    assert LaunchFile.model_validate({"points": []}).harness is None  # a launch file from before the field
 
 
 def test_report_header_lists_every_harness_version():

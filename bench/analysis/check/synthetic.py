@@ -43,7 +43,6 @@ def make_record(
         run_spec = spec
     else:
         run_spec = spec_from_fields(**{"model": "debug", "seq_len": 64, "micro_batch": 2, **(spec or {})})
-    args = run_spec.model.args()
     tokens = run_spec.tokens_per_step
     metrics = Metrics()
     if status == "ok":
@@ -61,7 +60,7 @@ def make_record(
             ),
             mfu=mfu,
             comm_bytes_per_step=CommBytes(**(comm or _COMM)),
-            flops_per_token=flops_per_token(args, run_spec.train.seq_len),
+            flops_per_token=flops_per_token(run_spec.model, run_spec.train.seq_len),
             tokens_per_step=tokens,
         )
     return RunResult(

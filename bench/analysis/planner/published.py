@@ -77,11 +77,7 @@ def row_workload(row: PublishedRow, cluster: str = PUBLISHED_CLUSTER) -> Workloa
     """The planner's Workload for a published row (full_shard, the row's precision with fp32 reduction)."""
     from bench.config.compose import load_preset
 
-    shape = (
-        mpt_shape(row.model, row.seq_len)
-        if row.model in MPT_DIMS
-        else llama_shape(load_preset("model", row.model).args())
-    )
+    shape = mpt_shape(row.model, row.seq_len) if row.model in MPT_DIMS else llama_shape(load_preset("model", row.model))
     return Workload(
         shape=shape,
         cluster=load_preset("cluster", cluster),

@@ -32,7 +32,6 @@ from bench.analysis.planner.plan_object import plan_object
 from bench.config.compose import Point, compose, grid_items, is_grid_override, load_points, sweep_values
 from bench.config.problems import ConfigError, describe_validation_error
 from bench.config.registry import group_options
-from bench.schema.flops import flops_per_token, hardware_flops_per_token
 from bench.schema.labels import configuration_label
 from bench.schema.options import OBJECTIVES, SearchOptions
 from bench.schema.spec import CHECKPOINTING
@@ -248,10 +247,7 @@ def seconds_per_token(candidate: Candidate) -> dict[str, float]:
     p, spec = candidate.prediction, candidate.point.spec
     tokens = p["tokens_per_step"] / spec.world_size
     split = p["step_time_split_s"]
-    args, seq = spec.model.args(), spec.train.seq_len
-    train = spec.train
-    hardware = hardware_flops_per_token(args, seq, train.activation_checkpointing, train.ac_every, train.ac_save_ops)
-    recompute_share = 1 - flops_per_token(args, seq) / hardware
+    recompute_share = 1 - spec.flops_per_token / spec.hardware_flops_per_token
     return {
         "recompute": split["compute"] * recompute_share / tokens,
         "compute": split["compute"] * (1 - recompute_share) / tokens,

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 
-from bench.schema.model_args import ModelArgs
+from bench.schema.model import ModelInfo, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -72,23 +72,32 @@ class ModelShape:
     def kv_dim(self) -> int:
         return self.n_kv_heads * (self.dim // self.n_heads)
 
-    def info(self) -> dict[str, int]:
-        """The `model_info` block, as a result record carries it (the fields of schemas.ModelInfo)."""
-        return dict(self._info)
+    def info(self) -> ModelInfo:
+        """The record's `model_info` (for a Llama shape, what its ModelSpec.info() says): a copy of the
+        one this shape keeps (every point of a grid's model asks for it)."""
+        return self._info.model_copy()
 
     @cached_property
-    def _info(self) -> dict[str, int]:
-        # Once per shape: every point of a grid's model asks for it.
-        from bench.schema.model import ModelInfo
-
-        return {name: getattr(self, name) for name in ModelInfo.model_fields}
+    def _info(self) -> ModelInfo:
+        return ModelInfo.of(self)
 
 
-@lru_cache(maxsize=256)
-def llama_shape(args: ModelArgs) -> ModelShape:
-    """The engine's Llama model (fsdp_core/model.py), parameter by parameter."""
-    d, hd, f, v = args.dim, args.head_dim, args.ffn_dim, args.vocab_size
-    q, kv = args.n_heads * hd, args.n_kv_heads * hd
+# Llama shapes by (name, dimensions): a grid asks for the same few models thousands of times. Keyed on
+# the dimensions, not on the ModelSpec: a pydantic model is not hashable, and its `overrides` never is.
+_LLAMA_SHAPES: dict[tuple, ModelShape] = {}
+
+
+def llama_shape(model: ModelSpec) -> ModelShape:
+    """The engine's Llama model (fsdp_core/model.py), parameter by parameter (cached per dimensions)."""
+    key = (model.name, model.dimensions)
+    if key not in _LLAMA_SHAPES:
+        _LLAMA_SHAPES[key] = _build_llama_shape(model)
+    return _LLAMA_SHAPES[key]
+
+
+def _build_llama_shape(model: ModelSpec) -> ModelShape:
+    d, hd, f, v = model.dim, model.head_dim, model.ffn_dim, model.vocab_size
+    q, kv = model.n_heads * hd, model.n_kv_heads * hd
     block = (
         (q, q * d),
         (kv, kv * d),
@@ -102,17 +111,17 @@ def llama_shape(args: ModelArgs) -> ModelShape:
     )  # attention_norm, ffn_norm
     root = ((v, v * d), (d, d), (v, v * d))  # tok_embeddings, norm, output
     return ModelShape(
-        name=args.name,
+        name=model.name,
         dim=d,
-        n_layers=args.n_layers,
-        n_heads=args.n_heads,
-        n_kv_heads=args.n_kv_heads,
+        n_layers=model.n_layers,
+        n_heads=model.n_heads,
+        n_kv_heads=model.n_kv_heads,
         ffn_dim=f,
         vocab_size=v,
         block_shapes=block,
         root_shapes=root,
         lookup_params=v * d,
-        block_matmuls=args.block_matmuls,
+        block_matmuls=model.block_matmuls,
     )
 
 

@@ -104,7 +104,7 @@ def workload_from_spec(
     """A RunSpec's Workload; `cluster`, `links` and `cpu` replace the spec's (a calibrated or preflighted host's)."""
     train = spec.train
     return Workload(
-        shape=llama_shape(spec.model.args()),
+        shape=llama_shape(spec.model),
         cluster=cluster or spec.cluster,
         nodes=spec.nodes,
         gpus_per_node=spec.gpus_per_node,

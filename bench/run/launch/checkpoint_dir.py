@@ -10,23 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench.config.paths import output_problem, read_only_error
-from bench.schema.protocol import CHECKPOINT_MARKER, default_checkpoint_dir, is_url, read_local_marker
+from bench.schema.protocol import CHECKPOINT_MARKER, checkpoint_location, is_url, point_dir, read_local_marker
 from bench.schema.spec import RunSpec
-
-
-def checkpoint_location(spec: RunSpec, results_dir: Path) -> str:
-    """Where the point's checkpoints go: train.checkpoint_dir, or the point's own folder."""
-    from bench.schema.protocol import point_dir
-
-    return spec.train.checkpoint_dir or str(default_checkpoint_dir(point_dir(results_dir, spec)))
 
 
 def checkpoint_problems(spec: RunSpec, results_dir: Path) -> list[str]:
     """A checkpoint folder that cannot be written, or `train.resume=true` with nothing to resume from."""
     train = spec.train
-    if train.checkpoint == "none" and not train.resume:
+    if not train.checkpoints:
         return []
-    location = checkpoint_location(spec, results_dir)
+    location = checkpoint_location(train, point_dir(results_dir, spec))
     if is_url(location):
         return []
     problems = []
