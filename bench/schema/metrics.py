@@ -311,10 +311,11 @@ CATALOGUE: tuple[Metric, ...] = (
     _m("ckpt_durable_s", "metrics.checkpoint.saves.durable_s", "s", "lower", "timing", "run", "durable",
        "slowest rank", "median", "median over saves of the time until every file and the metadata were written",
        {"frame", "console"}, reduce=("median",), display=Display(".3f", "s"), group=_CKPT),
-    _m("ckpt_write_bytes_per_s", "metrics.checkpoint.saves.write_bytes_per_s", "B/s", "higher", "timing", "run",
+    _m("ckpt_write_bytes_per_s", "metrics.checkpoint.write_bytes_per_s", "B/s", "higher", "timing", "run",
        "write", "sum", "median", "aggregate write bandwidth: the median over the saves with durable_s > 0 of "
-       "bytes / durable_s; null when there is none", {"frame", "console"}, reduce=("median",),
-       display=Display(unit="bytes/s"), group=_CKPT),
+       "bytes / durable_s, null when there is none; stored by the ranks (bench.schema.checkpoint.write_bandwidth), "
+       "computed by the migration for older records", {"frame", "console"}, display=Display(unit="bytes/s"),
+       group=_CKPT),
     _m("ckpt_load_s", "metrics.checkpoint.load.load_s", "s", "lower", "timing", "run", "load", "slowest rank",
        "median", "reading the latest checkpoint back after the timed window", {"frame", "console"},
        display=Display(".3f", "s"), group=_CKPT),

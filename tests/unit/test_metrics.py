@@ -120,14 +120,16 @@ def test_the_store_keeps_its_metric_columns_of_schema_4(tmp_path):
 
 
 def test_a_checkpoint_bandwidth_leaves_zero_duration_saves_out_everywhere(telemetry_records):
-    """One rule (the catalogue's): the median over the saves that took time; a zero-duration save
-    writes no rate, so the frame and the console agree, and a run of such saves has none."""
-    from bench.schema.checkpoint import CheckpointMetrics, CheckpointSave
+    """One rule (bench.schema.checkpoint.write_bandwidth): the median over the saves that took time,
+    stored where the record is made; the frame and the console read the stored value, and a run of
+    zero-duration saves has none."""
+    from bench.schema.checkpoint import CheckpointMetrics, CheckpointSave, write_bandwidth
 
     def saves(*durations: float) -> RunResult:
         save = [CheckpointSave(step=i, blocked_s=d, durable_s=d, bytes=1000, write_bytes_per_s=1000 / d if d else None)
                 for i, d in enumerate(durations)]  # fmt: skip
-        checkpoint = CheckpointMetrics(mode="sync", every=1, dir="c", saves=save)
+        rate = write_bandwidth((s.bytes, s.durable_s) for s in save)  # as fsdp_core/checkpoint.py stores it
+        checkpoint = CheckpointMetrics(mode="sync", every=1, dir="c", saves=save, write_bytes_per_s=rate)
         base = telemetry_records[0]
         return base.model_copy(update={"metrics": base.metrics.model_copy(update={"checkpoint": checkpoint})})
 
@@ -137,6 +139,25 @@ def test_a_checkpoint_bandwidth_leaves_zero_duration_saves_out_everywhere(teleme
     assert records_to_frame([mixed])["ckpt_write_bytes_per_s"].iloc[0] == pytest.approx(625.0)
     assert "write 625 B/s" in point_summary(mixed)
     assert write.value(saves(0.0, 0.0)) is None and "write" not in point_summary(saves(0.0, 0.0))
+
+
+def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
+    """The real version-2 record of tests/fixtures/records/v2_checkpoint (three saves that took time)
+    reads as version 3 with the write bandwidth the ranks now store, by the same rule."""
+    import json
+    import statistics
+
+    from bench.analysis.records import read_record
+
+    path = next((FIXTURES / "v2_checkpoint").rglob("result.json"))
+    raw = json.loads(path.read_text())
+    assert raw["schema_version"] == 2 and "write_bytes_per_s" not in raw["metrics"]["checkpoint"]
+    record = read_record(path)
+    saves = raw["metrics"]["checkpoint"]["saves"]
+    expected = statistics.median(s["bytes"] / s["durable_s"] for s in saves)
+    assert record.schema_version == 3 and len(saves) == 3
+    assert record.metrics.checkpoint.write_bytes_per_s == pytest.approx(expected)
+    assert records_to_frame([record])["ckpt_write_bytes_per_s"].iloc[0] == pytest.approx(expected)
 
 
 def test_the_gpu_table_reads_the_catalogue_on_the_records_json(telemetry_records):
