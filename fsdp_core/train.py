@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
@@ -49,6 +49,10 @@ class LoopResult:
     telemetry: dict | None = None  # this rank's sampled series over the timed window
     busy_s: list[float] = field(default_factory=list)  # this rank's own part of each timed step
     load: tuple[float, float] = (0.0, 0.0)  # the host's 1-minute load average when the window opened, closed
+    # Fields of the record's `metrics` the loop measures itself, the same on every rank (rank 0's go
+    # into the record as they are): a new loop metric needs its schema field and catalogue entry, not
+    # the worker.
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
