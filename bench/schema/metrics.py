@@ -328,6 +328,11 @@ CATALOGUE: tuple[Metric, ...] = (
     _m("ckpt_blocked_fraction", "metrics.checkpoint.blocked_fraction", "fraction", "lower", "timing", "run",
        "blocked share", "slowest rank", "median", "the saves' blocked time over the timed window",
        {"frame", "console"}, display=_PCT, group=_CKPT),
+    # Numerics of the run.
+    _m("scaler_skipped_steps", "metrics.scaler_skipped_steps", "steps", "lower", "counter", "run", "skipped steps",
+       "per rank", "max", "timed steps whose optimizer step the fp16 gradient scaler skipped because gradients "
+       "had inf/NaN (it then backs its scale off); null without a scaler", {"frame", "console", "gpu"},
+       display=Display("d"), title="scaler skips", group="numerics", store_type="INTEGER"),
     # Computed by the report's aggregation (bench.analysis.stats.scaling_efficiency), not stored in a record.
     _m("scaling_efficiency", None, "fraction", "higher", "timing", "run", "efficiency", "world", "pooled median",
        "(tokens/s at N / tokens/s at the series' smallest node count) / (N / that count)", {"sweep"},

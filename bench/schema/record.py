@@ -18,7 +18,7 @@ from bench.schema.telemetry import Telemetry
 # The record's shape, the one home of its version: rank 0 writes it, bench.analysis.records reads it
 # (older versions are migrated on read, bench/schema/migrations).
 # 3: derived values stored where the record is made (metrics.checkpoint.write_bytes_per_s):
-#    bench/schema/migrations/v2.py.
+#    bench/schema/migrations/v2.py; metrics.scaler_skipped_steps (null in older records: not counted).
 SCHEMA_VERSION = 3
 
 
@@ -89,6 +89,9 @@ class Metrics(Strict):
     rank_step_time_medians_s: list[float] = Field(default_factory=list)
     slowest_rank: int | None = None
     host_load: list[HostLoad] = Field(default_factory=list)
+    # fp16: timed steps whose optimizer step the gradient scaler skipped (inf/NaN gradients on some
+    # rank); null without a scaler (and in records from before it was counted).
+    scaler_skipped_steps: int | None = None
 
 
 class Recipe(Strict):
