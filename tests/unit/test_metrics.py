@@ -160,6 +160,28 @@ def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
     assert records_to_frame([record])["ckpt_write_bytes_per_s"].iloc[0] == pytest.approx(expected)
 
 
+def test_a_version_3_record_stores_its_derived_values_and_every_view_shows_them():
+    """The real version-3 record of tests/fixtures/records/v3 (fp16, three sync saves): the ranks stored
+    the write bandwidth by the one rule and the scaler's skipped steps; the frame, the console and
+    check read them as stored."""
+    import statistics
+
+    from bench.analysis.check.points import points_from_records
+
+    (record,), problems = load_records(FIXTURES / "v3")
+    assert not problems and record.schema_version == 3 and record.spec.precision == "fp16"
+    saves = record.metrics.checkpoint.saves
+    assert len(saves) == 3 and all(s.durable_s > 0 for s in saves)
+    stored = record.metrics.checkpoint.write_bytes_per_s
+    assert stored == pytest.approx(statistics.median(s.bytes / s.durable_s for s in saves))
+    assert record.metrics.scaler_skipped_steps == 0  # this run's fp16 gradients stayed finite
+    row = records_to_frame([record]).iloc[0]
+    assert (row["ckpt_write_bytes_per_s"], row["scaler_skipped_steps"]) == (pytest.approx(stored), 0)
+    assert "numerics: skipped steps 0" in point_summary(record)
+    (point,) = points_from_records([record])
+    assert point.counters["params"] == record.model_info.params
+
+
 def test_the_gpu_table_reads_the_catalogue_on_the_records_json(telemetry_records):
     import importlib.util
 
