@@ -127,6 +127,12 @@ class Metric:
         return f"{self.heading} {self.display.unit}".strip()
 
     @property
+    def axis_label(self) -> str:
+        """A plot axis's label: the label with the display unit, `MFU (%)`, `median step time (ms)`."""
+        unit = self.display.unit
+        return f"{self.label} ({unit})" if unit and unit not in self.label else self.label
+
+    @property
     def field(self) -> str | None:
         """The record field that holds it (the key of its section's `missing` reasons, e.g. energy_per_token_j)."""
         return self.path.rsplit(".", 1)[-1] if self.path else None

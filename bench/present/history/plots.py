@@ -14,29 +14,20 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from bench.analysis.history.analyse import SeriesResult
-from bench.analysis.history.series import EFFICIENCY
 from bench.present.style import PALETTE
+from bench.schema.metrics import get
 
 REGRESSION_COLOUR, IMPROVEMENT_COLOUR, RUN_COLOUR = PALETTE[1], PALETTE[0], "#555555"
 WIDTH_IN, HEIGHT_IN = 11.0, 3.4
 # Environment items per annotation, and characters per item: the rest is in the table below the plots.
 ANNOTATION_ITEMS, ANNOTATION_CHARS = 3, 42
-YLABELS = {
-    "tokens_per_s": "tokens/s",
-    "step_time_s": "median step time (s)",
-    "mfu": "MFU (% of peak)",
-    EFFICIENCY: "scaling efficiency (%)",
-}
-
-
-def _scale(metric: str) -> float:
-    return 100.0 if metric in ("mfu", EFFICIENCY) else 1.0
 
 
 def series_figure(result: SeriesResult) -> Figure:
     """The series' runs, segment medians, change points and numerics failures."""
     series = result.series
-    scale = _scale(series.metric)
+    metric = get(series.metric)  # the catalogue says how the axis is labelled and scaled
+    scale = metric.display.scale
     x = np.arange(1, len(series.runs) + 1)
     y = np.asarray(series.values, dtype=float) * scale
     fig = Figure(figsize=(WIDTH_IN, HEIGHT_IN))
@@ -66,7 +57,7 @@ def series_figure(result: SeriesResult) -> Figure:
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(0, top * 1.45 if top > 0 else 1.0)
     ax.set_xlabel("run, in the order they ran (first run after a change point: right of its dashed line)")
-    ax.set_ylabel(YLABELS.get(series.metric, series.metric))
+    ax.set_ylabel(metric.axis_label)
     ax.set_title(series.label, fontsize=9, loc="left", y=1.0)
     ax.grid(True, alpha=0.3)
     return fig
