@@ -1,8 +1,9 @@
 """Fixtures shared by every test folder.
 
-`fsdp_bench` runs the console script as a user does (a subprocess in its own session, killed
-with everything it started if it outlives its timeout) and returns (rc, stdout, stderr,
-records), records being every valid result.json under the results folder it was pointed at.
+`fsdp_bench` runs the console script (tests/bench_cli.py: in this process for commands that start
+no ranks, else a process in its own session, killed with everything it started if it outlives its
+timeout) and returns (rc, stdout, stderr, records), records being every valid result.json under
+the results folder it was pointed at.
 `worker_processes` lists rank and agent processes still alive that belong to a results folder.
 """
 
@@ -11,15 +12,10 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+import bench_cli
 import pytest
-from bench_cli import CLI, finish
-
-from bench.analysis.records import load_records
-from bench.schema.record import RunResult
 
 
 def pytest_collection_modifyitems(config, items):
@@ -37,35 +33,11 @@ def pytest_collection_modifyitems(config, items):
 os.environ.setdefault("FSDP_BENCH_ALLOW_CONCURRENT", "1")
 
 
-@dataclass
-class CliRun:
-    """What one `fsdp-bench` invocation left: unpacks as (rc, stdout, stderr, records)."""
-
-    rc: int
-    stdout: str
-    stderr: str
-    records: list[RunResult] = field(default_factory=list)
-    elapsed_s: float = 0.0
-
-    def __iter__(self):
-        return iter((self.rc, self.stdout, self.stderr, self.records))
-
-
-def run_cli(*args: object, results: Path | None = None, timeout: float = 180.0) -> CliRun:
-    """Run `fsdp-bench ARGS...`; on timeout kill its whole process group and fail the test."""
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    rc, stdout, stderr = finish(proc, timeout, f"fsdp-bench {' '.join(map(str, args))}")
-    records = load_records(results)[0] if results is not None and Path(results).exists() else []
-    return CliRun(rc, stdout, stderr, records, time.monotonic() - started)
-
-
 @pytest.fixture(scope="session")
 def fsdp_bench():
-    """The `run_cli` helper: `rc, out, err, records = fsdp_bench("run", "model=debug", results=tmp_path)`."""
-    return run_cli
+    """bench_cli.fsdp_bench: `rc, out, err, records = fsdp_bench("run", "model=debug", results=tmp_path)`
+    (a process for commands that start ranks, this process for the others)."""
+    return bench_cli.fsdp_bench
 
 
 def leftover_workers(results: Path) -> list[str]:

@@ -9,7 +9,10 @@ entries are dynamo's, whatever backend compiles the graphs.
 
 from __future__ import annotations
 
+import pytest
 from dist_helpers import debug_spec, run_engine
+
+pytestmark = pytest.mark.ranks
 
 # Ten compiled points that differ in model shape, precision and sequence length: more distinct
 # configurations than dynamo's recompile limit (8).

@@ -4,8 +4,12 @@ predicted rank, and the report's predicted vs measured ranking."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.analysis.planner.search import search
 from bench.analysis.preflight import read_preflight
+
+pytestmark = pytest.mark.ranks  # every test here starts ranks
 
 SETUP = ["model=debug", "nodes=1", "gpus_per_node=2", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1",
          "strategy=full_shard,no_shard", "precision=fp32", "train.micro_batch=1,2",

@@ -10,12 +10,11 @@ import datetime as dt
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from bench_cli import CLI, finish
+from bench_cli import finish, start
 from disks import fill, remount_read_only, small_tmpfs
 
 from bench.analysis.records import load_records
@@ -23,15 +22,11 @@ from bench.run.execute import prepare_launch
 from bench.run.launch.local import LocalLauncher
 from bench.schema.protocol import RESULT_FILE, STARTED_MARK, SWEEP_LOCK, sweep_dir_of
 
+pytestmark = pytest.mark.ranks  # every test here starts ranks
+
 POINT = ["model=debug", "nodes=2", "train.seq_len=32", "train.warmup_steps=1", "report=false"]
 # Two points in one launch, each long enough to be in flight when the parent is killed.
 LONG = [*POINT, "strategy=full_shard,no_shard", "train.steps=25", "sweep.name=orphans"]
-
-
-def start(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
 
 
 def wait_for(condition, what: str, timeout: float = 180.0):

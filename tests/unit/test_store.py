@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from bench_cli import in_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, sample_sweep  # noqa: E402
@@ -141,53 +142,47 @@ def test_export_csv_and_parquet(tmp_path):
         export(db, tmp_path / "out.xlsx")
 
 
-def test_store_command_add_rebuild_export_stats(tmp_path, capsys):
+def test_store_command_add_rebuild_export_stats(tmp_path):
     """`fsdp-bench store`, the one store CLI: each action's line and exit code."""
-    from bench.cli.main import main
-
     results = tmp_path / "results"
     write_record(make_record(), results / "unit" / "p" / "result.json")
     db = tmp_path / "s.sqlite"
-    assert main(["store", "add", str(results), "--store", str(db)]) == 0
-    assert capsys.readouterr().out == f"store {db}: 1 added, 0 already stored, 0 refused; 1 records in all\n"
+    run = in_process("store", "add", results, "--store", db)
+    assert (run.rc, run.stdout) == (0, f"store {db}: 1 added, 0 already stored, 0 refused; 1 records in all\n")
     (results / "unit" / "bad").mkdir()
     (results / "unit" / "bad" / "result.json").write_text("{")
-    assert main(["store", "add", str(results), "--store", str(db)]) == 1  # one record refused
-    out, err = capsys.readouterr()
+    code, out, err, _ = in_process("store", "add", results, "--store", db)
+    assert code == 1  # one record refused
     assert out == f"store {db}: 0 added, 1 already stored, 1 refused; 1 records in all\n"
     assert "store add: skipped " in err and "bad/result.json: unreadable JSON" in err
-    assert main(["store", "rebuild", str(results), "--store", str(db)]) == 1
-    assert capsys.readouterr().out == f"store {db}: 1 added, 0 already stored, 1 refused; 1 records in all\n"
-    assert main(["store", "stats", "--store", str(db)]) == 0
-    assert capsys.readouterr().out == f"store {db}: 1 records, 0 preflights (schema 4)\n"
-    assert main(["store", "export", str(tmp_path / "t.csv"), "--store", str(db)]) == 0
-    assert capsys.readouterr().out == f"store {db}: wrote {tmp_path / 't.csv'}\n"
+    run = in_process("store", "rebuild", results, "--store", db)
+    assert (run.rc, run.stdout) == (1, f"store {db}: 1 added, 0 already stored, 1 refused; 1 records in all\n")
+    run = in_process("store", "stats", "--store", db)
+    assert (run.rc, run.stdout) == (0, f"store {db}: 1 records, 0 preflights (schema 4)\n")
+    run = in_process("store", "export", tmp_path / "t.csv", "--store", db)
+    assert (run.rc, run.stdout) == (0, f"store {db}: wrote {tmp_path / 't.csv'}\n")
     assert len(pd.read_csv(tmp_path / "t.csv")) == 1
-    assert main(["store", "export", str(tmp_path / "t.xlsx"), "--store", str(db)]) == 2
-    assert (
-        capsys.readouterr().err
-        == f"error: OUT: {tmp_path / 't.xlsx'}: unknown format '.xlsx'; allowed: .csv, .parquet\n"
+    run = in_process("store", "export", tmp_path / "t.xlsx", "--store", db)
+    assert (run.rc, run.stderr) == (
+        2,
+        f"error: OUT: {tmp_path / 't.xlsx'}: unknown format '.xlsx'; allowed: .csv, .parquet\n",
     )
     assert not (tmp_path / "t.xlsx").exists()
 
 
-def test_store_rebuild_never_deletes_a_file_that_is_not_a_store(tmp_path, capsys):
-    from bench.cli.main import main
-
+def test_store_rebuild_never_deletes_a_file_that_is_not_a_store(tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("mine")
-    assert main(["store", "rebuild", str(tmp_path), "--store", str(notes)]) == 2
-    assert capsys.readouterr().err == f"error: --store: {notes} exists and is not an SQLite store\n"
+    run = in_process("store", "rebuild", tmp_path, "--store", notes)
+    assert (run.rc, run.stderr) == (2, f"error: --store: {notes} exists and is not an SQLite store\n")
     assert notes.read_text() == "mine"
-    assert main(["store", "stats", "--store", str(tmp_path / "none.sqlite")]) == 2
-    assert capsys.readouterr().err == f"error: --store: {tmp_path / 'none.sqlite'} does not exist\n"
+    run = in_process("store", "stats", "--store", tmp_path / "none.sqlite")
+    assert (run.rc, run.stderr) == (2, f"error: --store: {tmp_path / 'none.sqlite'} does not exist\n")
     assert not (tmp_path / "none.sqlite").exists()
 
 
-def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp_path, capsys):
+def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp_path):
     """A newer store, or a foreign SQLite file, given to any command that reads or adds to a store."""
-    from bench.cli.main import main
-
     results, out = tmp_path / "results", tmp_path / "out"
     write_record(make_record(), results / "unit" / "p" / "result.json")
     newer, foreign = tmp_path / "v9.sqlite", tmp_path / "foreign.sqlite"
@@ -203,9 +198,8 @@ def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp
         ]  # fmt: skip
         commands.append(["store", "add", results, "--store", store])
         for argv in commands:
-            capsys.readouterr()
-            assert main([str(a) for a in argv]) == 2, argv
-            err = capsys.readouterr().err
+            code, _, err, _ = in_process(*argv)
+            assert code == 2, argv
             assert err.count("\n") == 1 and reason in err and "Traceback" not in err, (argv, err)
     assert not out.exists() and not (tmp_path / "t.csv").exists()
     with sqlite3.connect(foreign) as conn:
