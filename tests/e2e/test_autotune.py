@@ -16,6 +16,7 @@ SETUP = ["model=debug", "nodes=1", "gpus_per_node=2", "train.seq_len=32", "train
          "train.activation_checkpointing=none", "preflight.max_bytes=65536", "preflight.iters=3"]  # fmt: skip
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_autotune_runs_the_top_k_ranked_on_the_preflight(fsdp_bench, tmp_path):
     run = fsdp_bench(
         "sweep", *SETUP, "sweep.autotune=2", "sweep.preflight=true", "sweep.name=tune", f"results_dir={tmp_path}",

@@ -90,6 +90,7 @@ def user_dir(tmp_path) -> Path:
 
 
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_custom_model_and_cluster_run_sweep_report_and_check(fsdp_bench, user_dir, tmp_path):
     results = tmp_path / "results"
     run = fsdp_bench("run", "--config-dir", user_dir, "model=mini", "cluster=our-cpu", "nodes=2", *SMALL,

@@ -48,6 +48,7 @@ def finished_points(sweep_dir: Path) -> list[str]:
     return [e["point_id"] for e in events if e["event"] == "finished"]
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_path):
     first = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=shared")
     holder = held_by(tmp_path / "shared" / ".lock", first.pid)
@@ -74,6 +75,7 @@ def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_pa
     assert {r.env.exclusive_host for r in records} == {True}
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_benchmark_into_another_folder_waits_for_the_host_unless_allowed(tmp_path):
     first = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=one")
     held_by(tmp_path / "fsdp-bench-host.lock", first.pid)

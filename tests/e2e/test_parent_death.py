@@ -51,6 +51,7 @@ def no_workers_left(leftover_workers, results: Path, timeout: float = 30.0) -> l
     return alive
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_point(tmp_path, worker_processes):
     results = tmp_path / "results"
     # SIGKILL, as the out-of-memory killer or a scheduler does: no handler runs in the parent.

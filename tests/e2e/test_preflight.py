@@ -119,6 +119,7 @@ def test_bad_input_is_one_line_exit_2_and_nothing_launches(fsdp_bench, tmp_path,
 
 
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_sweep_preflight_measures_each_world_shape_once_and_attaches_it(fsdp_bench, tmp_path):
     run = fsdp_bench(
         "sweep", *FAST, "nodes=1,2", "strategy=full_shard,no_shard", "train.steps=3", "train.warmup_steps=1",

@@ -27,6 +27,7 @@ def ray_processes() -> list[str]:
 @pytest.mark.ray
 @pytest.mark.timeout(240)
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_two_worker_point_through_local_ray(tmp_path):
     if importlib.util.find_spec("ray") is None:
         print("ray test skipped: ray is not installed (pip install 'fsdp-bench[ray]')")

@@ -114,6 +114,7 @@ def test_failing_rank_gives_a_failed_record_naming_it(tmp_path, fsdp_bench, work
 
 
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_hanging_rank_times_out_and_leaves_no_process(tmp_path, fsdp_bench, worker_processes):
     results = tmp_path / "results"
     knobs = ["debug.fail_rank=1", "debug.fail_step=1", "debug.hang=true", f"sweep.point_timeout_s={HANG_TIMEOUT_S}"]

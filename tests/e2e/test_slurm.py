@@ -169,6 +169,7 @@ def orphan_job(args: list[str], env: dict, results: Path) -> str:
 @pytest.mark.slurm
 @pytest.mark.timeout(300)
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_job_left_by_a_killed_parent_is_cancelled_by_fsdp_bench_cancel_and_by_the_next_run(slurm_env, tmp_path):
     args = [*QUICK, *LOCAL_CLUSTER]
     job_id = orphan_job(args, slurm_env, tmp_path)

@@ -41,6 +41,7 @@ def finished_events(results: Path, sweep_name: str) -> list[dict]:
 
 
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_processes):
     expected = {p.spec.point_id for p in load_grid(SMALL_GRID)}
     assert len(expected) == 4
@@ -69,6 +70,7 @@ def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_p
 
 
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path, worker_processes):
     grid = [
         "experiment=cpu_smoke",
@@ -117,6 +119,7 @@ def test_invalid_points_are_listed_together_and_nothing_launches(tmp_path):
 
 
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_unreadable_record_is_reported_and_its_point_rerun(tmp_path):
     grid = [
         "experiment=cpu_smoke",
@@ -187,6 +190,7 @@ def test_plan_skips_points_predicted_not_to_fit_and_records_why(tmp_path):
 
 
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_compiled_point_trains_and_counts_the_same_communication(tmp_path):
     base = ["model=debug", "nodes=2", "train.steps=4", "train.warmup_steps=2", f"results_dir={tmp_path}"]
     eager = run_separately("run", *base, timeout=240)

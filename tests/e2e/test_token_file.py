@@ -7,6 +7,7 @@ import pytest
 
 
 @pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_token_file_trains_and_is_deterministic_across_world_sizes(tmp_path, fsdp_bench):
     # A learnable stream (a repeating ramp), uint16 as the default token-file dtype.
     tokens = (np.arange(50_000) % 97).astype(np.uint16)
