@@ -5,6 +5,7 @@ no ranks, else a process in its own session, killed with everything it started i
 timeout) and returns (rc, stdout, stderr, records), records being every valid result.json under
 the results folder it was pointed at.
 `worker_processes` lists rank and agent processes still alive that belong to a results folder.
+Tests marked `alone` run while the other xdist worker runs nothing (tests/alone.py).
 """
 
 from __future__ import annotations
@@ -16,16 +17,37 @@ from pathlib import Path
 
 import bench_cli
 import pytest
+from alone import share_of_the_machine
+
+# Rough cost of a test by its markers, in seconds on 2 cores: only the order of files uses it.
+COST_S = {"slow": 30.0, "ranks": 8.0}
 
 
 def pytest_collection_modifyitems(config, items):
-    """`gpu` tests need an NVIDIA GPU: skip them, with the reason, where none is visible."""
+    """The costliest files first, so that `--dist loadfile` hands them out at the start and the two
+    workers end together (a 200 s file handed out last keeps one worker busy alone); then `gpu`
+    tests skipped, with the reason, where no NVIDIA GPU is visible."""
+    functions: dict[str, float] = {}  # a parametrized test's cases share their launches: once each
+    for item in items:
+        mark = next((m for m in COST_S if item.get_closest_marker(m)), None)
+        functions[item.nodeid.split("[")[0]] = COST_S.get(mark, 0.1)
+    cost: dict[str, float] = {}
+    for function, seconds in functions.items():
+        cost[function.split("::")[0]] = cost.get(function.split("::")[0], 0.0) + seconds
+    items.sort(key=lambda item: -cost[item.nodeid.split("::")[0]])  # stable: a file's own order stays
     if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (nvidia-smi finds none)")
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Setup, call and teardown of each test under the suite's lock (tests/alone.py)."""
+    with share_of_the_machine(alone=item.get_closest_marker("alone") is not None):
+        yield
 
 
 # Tests run sweeps side by side (two xdist workers): they skip the host lock, as a CI job running
