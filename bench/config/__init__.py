@@ -1,5 +1,6 @@
 """Layer 2, composing points: registry.py (sweeps/ plus the user's config folders), compose.py
 (Hydra -> validated RunSpecs), rules.py (what a new point must meet), paths.py (every path a user
-gives, checked before anything launches), problems.py (one line per problem, exit 2), version.py
+gives, checked before anything launches), toplevel.py (the sweep command's own keys: results_dir,
+report), problems.py (one line per problem, exit 2), version.py
 (the harness version).
 """
