@@ -43,8 +43,6 @@ from bench.schema.protocol import (
 )
 from bench.schema.record import SCHEMA_VERSION, Metrics, RunResult, rank_record_json
 from bench.schema.spec import RunSpec
-from fsdp_core.checkpoint import Checkpointer
-from fsdp_core.compile_stats import CompileStats
 from fsdp_core.data import build_source
 from fsdp_core.lifeline import LaunchAbandoned, bind_to_agent, check_owned, hold, still_owned
 from fsdp_core.metrics import (
@@ -104,12 +102,18 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         (point_dir / STARTED_MARK).write_text(started)
     check_precision_supported(spec.precision, device)
     torch.manual_seed(train.seed)
-    compile_stats = CompileStats()
+    # torch.distributed.checkpoint (~0.9 s) loads only for a point that checkpoints, and compile_stats
+    # (torch._dynamo) only for one that compiles. FSDP2's fully_shard imports dynamo anyway (torch
+    # 2.13: _from_local_no_grad is wrapped in torch._disable_dynamo), so a training rank still pays for
+    # it; a preflight-only launch does not.
+    compile_stats = _compile_stats() if train.compile else None
     try:
         model, optimizer, scaler = build_training(spec, device, timeout)
         source = build_source(train.data, spec.model.vocab_size, train.seed)
         checkpointer = None
         if train.checkpoints:
+            from fsdp_core.checkpoint import Checkpointer
+
             directory = checkpoint_location(train, point.point_dir)
             checkpointer = Checkpointer(train, directory, point.point_id, model, optimizer, scaler, timeout)
         start_step = checkpointer.start() if checkpointer else 0
@@ -119,7 +123,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         record = assemble_record(point, launch, loop, device, started, time.perf_counter() - t0)
         if checkpointer:
             record.metrics.checkpoint = checkpointer.record_section(device, record.metrics)
-        if train.compile:
+        if compile_stats is not None:
             record.metrics.compile = compile_stats.summary(model)
         if dist.get_rank() == 0:
             check_owned()
@@ -134,6 +138,13 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         if device.type == "cuda":
             torch.cuda.empty_cache()
     dist.barrier()
+
+
+def _compile_stats():
+    """A CompileStats started now; imported here because compile_stats imports torch._dynamo."""
+    from fsdp_core.compile_stats import CompileStats
+
+    return CompileStats()
 
 
 def build_training(spec: RunSpec, device: torch.device, timeout: dt.timedelta | None = None):

@@ -1,9 +1,11 @@
 """Fixtures shared by every test folder.
 
-`fsdp_bench` runs the console script as a user does (a subprocess in its own session, killed
-with everything it started if it outlives its timeout) and returns (rc, stdout, stderr,
-records), records being every valid result.json under the results folder it was pointed at.
+`fsdp_bench` runs the console script (tests/bench_cli.py: in this process for commands that start
+no ranks, else a process in its own session, killed with everything it started if it outlives its
+timeout) and returns (rc, stdout, stderr, records), records being every valid result.json under
+the results folder it was pointed at.
 `worker_processes` lists rank and agent processes still alive that belong to a results folder.
+Tests marked `alone` run while the other xdist worker runs nothing (tests/alone.py).
 """
 
 from __future__ import annotations
@@ -11,19 +13,28 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
+import bench_cli
 import pytest
-from bench_cli import CLI, finish
+from alone import share_of_the_machine
 
-from bench.analysis.records import load_records
-from bench.schema.record import RunResult
+# Rough cost of a test by its markers, in seconds on 2 cores: only the order of files uses it.
+COST_S = {"slow": 30.0, "ranks": 8.0}
 
 
 def pytest_collection_modifyitems(config, items):
-    """`gpu` tests need an NVIDIA GPU: skip them, with the reason, where none is visible."""
+    """The costliest files first, so that `--dist loadfile` hands them out at the start and the two
+    workers end together (a 200 s file handed out last keeps one worker busy alone); then `gpu`
+    tests skipped, with the reason, where no NVIDIA GPU is visible."""
+    functions: dict[str, float] = {}  # a parametrized test's cases share their launches: once each
+    for item in items:
+        mark = next((m for m in COST_S if item.get_closest_marker(m)), None)
+        functions[item.nodeid.split("[")[0]] = COST_S.get(mark, 0.1)
+    cost: dict[str, float] = {}
+    for function, seconds in functions.items():
+        cost[function.split("::")[0]] = cost.get(function.split("::")[0], 0.0) + seconds
+    items.sort(key=lambda item: -cost[item.nodeid.split("::")[0]])  # stable: a file's own order stays
     if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
         return
     skip = pytest.mark.skip(reason="needs an NVIDIA GPU (nvidia-smi finds none)")
@@ -32,40 +43,23 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Setup, call and teardown of each test under the suite's lock (tests/alone.py)."""
+    with share_of_the_machine(alone=item.get_closest_marker("alone") is not None):
+        yield
+
+
 # Tests run sweeps side by side (two xdist workers): they skip the host lock, as a CI job running
 # several benchmarks at once would; tests/e2e/test_locks.py clears this to test the lock itself.
 os.environ.setdefault("FSDP_BENCH_ALLOW_CONCURRENT", "1")
 
 
-@dataclass
-class CliRun:
-    """What one `fsdp-bench` invocation left: unpacks as (rc, stdout, stderr, records)."""
-
-    rc: int
-    stdout: str
-    stderr: str
-    records: list[RunResult] = field(default_factory=list)
-    elapsed_s: float = 0.0
-
-    def __iter__(self):
-        return iter((self.rc, self.stdout, self.stderr, self.records))
-
-
-def run_cli(*args: object, results: Path | None = None, timeout: float = 180.0) -> CliRun:
-    """Run `fsdp-bench ARGS...`; on timeout kill its whole process group and fail the test."""
-    started = time.monotonic()
-    proc = subprocess.Popen(
-        [*CLI, *map(str, args)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    rc, stdout, stderr = finish(proc, timeout, f"fsdp-bench {' '.join(map(str, args))}")
-    records = load_records(results)[0] if results is not None and Path(results).exists() else []
-    return CliRun(rc, stdout, stderr, records, time.monotonic() - started)
-
-
 @pytest.fixture(scope="session")
 def fsdp_bench():
-    """The `run_cli` helper: `rc, out, err, records = fsdp_bench("run", "model=debug", results=tmp_path)`."""
-    return run_cli
+    """bench_cli.fsdp_bench: `rc, out, err, records = fsdp_bench("run", "model=debug", results=tmp_path)`
+    (a process for commands that start ranks, this process for the others)."""
+    return bench_cli.fsdp_bench
 
 
 def leftover_workers(results: Path) -> list[str]:

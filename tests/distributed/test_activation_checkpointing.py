@@ -10,6 +10,8 @@ from rank_checks import AC_CASES, AC_STEPS
 
 from bench.schema.ac_modes import AC_MODES
 
+pytestmark = pytest.mark.ranks
+
 # Recomputation reruns the same kernels on the same inputs: on CPU the losses are bit-identical.
 SAME_RUN = 0.0
 # World size 1 vs 2: gradients are summed in another order (fp32: 1e-4 as tests/distributed/test_numerics.py;

@@ -19,6 +19,8 @@ from bench.analysis.planner.checkpoint import checkpoint_state_bytes, parameter_
 from bench.analysis.planner.workload import workload_from_spec
 from bench.schema.protocol import default_checkpoint_dir, point_dir, read_local_marker
 
+pytestmark = pytest.mark.ranks
+
 BOOKKEEPING_S = 1.0  # what the slow listener of bookkeeping_report takes per save (2 saves)
 TOLERANCE = 1e-4  # world size 1 vs 2: floating-point reassociation (tests/distributed/test_numerics.py)
 DEBUG_TENSORS = 21  # debug: 2 blocks of 9 parameter tensors, plus embeddings, final norm and output

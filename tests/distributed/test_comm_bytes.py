@@ -21,6 +21,8 @@ import pytest
 from bench.config.compose import flavors
 from fsdp_core.model import build_model
 
+pytestmark = pytest.mark.ranks
+
 ARGS = flavors()["debug"]
 P = ARGS.params
 P_BLOCKS = ARGS.n_layers * ARGS.block_params

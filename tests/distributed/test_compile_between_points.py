@@ -9,7 +9,10 @@ entries are dynamo's, whatever backend compiles the graphs.
 
 from __future__ import annotations
 
+import pytest
 from dist_helpers import debug_spec, run_engine
+
+pytestmark = pytest.mark.ranks
 
 # Ten compiled points that differ in model shape, precision and sequence length: more distinct
 # configurations than dynamo's recompile limit (8).
@@ -33,6 +36,7 @@ def compiled_spec(**fields):
     )
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_grouped_compiled_points_compile_as_if_each_ran_alone(tmp_path):
     specs = [compiled_spec(**fields) for fields in VARIANTS]
     grouped = run_engine(specs, tmp_path / "grouped")

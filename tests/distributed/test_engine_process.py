@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.ranks
+
 STRATEGIES = ("full_shard", "hybrid_shard", "no_shard", "hybrid_shard_zero2", "shard_grad_op")
 
 

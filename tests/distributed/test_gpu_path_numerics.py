@@ -10,6 +10,8 @@ from dist_helpers import run_ranks
 
 from bench.config.compose import flavors
 
+pytestmark = pytest.mark.ranks
+
 ARGS = flavors()["debug"]
 WORLD = 2
 F32 = 4

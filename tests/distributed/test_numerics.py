@@ -11,6 +11,8 @@ from __future__ import annotations
 import pytest
 from dist_helpers import STRATEGIES
 
+pytestmark = pytest.mark.ranks
+
 TOLERANCE = 1e-4
 
 

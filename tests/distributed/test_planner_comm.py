@@ -13,6 +13,8 @@ from dist_helpers import ENGINE_POINTS, debug_spec, run_engine
 
 from bench.analysis.planner import predict
 
+pytestmark = pytest.mark.ranks
+
 OWN_POINTS = {
     "hybrid_shard/2x2": {"strategy": "hybrid_shard", "nodes": 2, "gpus_per_node": 2},
     "hybrid_shard/2x2/bf16": {"strategy": "hybrid_shard", "nodes": 2, "gpus_per_node": 2, "precision": "bf16"},

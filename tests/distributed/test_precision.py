@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.ranks
+
 # precision -> (compute / all-gather dtype, reduce-scatter dtype)
 EXPECTED = {
     "fp32": ("float32", "float32"),

@@ -5,7 +5,11 @@ World size 2 for full_shard / shard_grad_op / no_shard; 4 ranks as 2 "nodes" x 2
 
 from __future__ import annotations
 
+import pytest
+
 from bench.config.compose import flavors
+
+pytestmark = pytest.mark.ranks
 
 ARGS = flavors()["debug"]
 BLOCKS = [f"layers.{i}" for i in range(ARGS.n_layers)]

@@ -4,14 +4,19 @@ predicted rank, and the report's predicted vs measured ranking."""
 
 from __future__ import annotations
 
+import pytest
+
 from bench.analysis.planner.search import search
 from bench.analysis.preflight import read_preflight
+
+pytestmark = pytest.mark.ranks  # every test here starts ranks
 
 SETUP = ["model=debug", "nodes=1", "gpus_per_node=2", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1",
          "strategy=full_shard,no_shard", "precision=fp32", "train.micro_batch=1,2",
          "train.activation_checkpointing=none", "preflight.max_bytes=65536", "preflight.iters=3"]  # fmt: skip
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_autotune_runs_the_top_k_ranked_on_the_preflight(fsdp_bench, tmp_path):
     run = fsdp_bench(
         "sweep", *SETUP, "sweep.autotune=2", "sweep.preflight=true", "sweep.name=tune", f"results_dir={tmp_path}",

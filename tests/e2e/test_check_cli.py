@@ -1,4 +1,5 @@
-"""`fsdp-bench check` and `fsdp-bench baseline save` as a user runs them (subprocesses)."""
+"""`fsdp-bench check` and `fsdp-bench baseline save` as a user runs them: the console script's code in
+this process (tests/bench_cli.py), `ab` and `run` as processes of their own."""
 
 from __future__ import annotations
 
@@ -10,15 +11,10 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from bench_cli import fsdp_bench
 
 from bench.analysis.check.synthetic import SYNTHETIC_ENV, make_record, step_times
 from bench.analysis.records import write_record
-
-
-def fsdp_bench(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "bench", *map(str, args)], capture_output=True, text=True, cwd=cwd, timeout=120
-    )
 
 
 def write_results(root: Path, seed: int, scale: float = 1.0, repeats: int = 2, **kwargs) -> Path:
@@ -35,7 +31,7 @@ def test_check_against_itself_passes_and_writes_outputs(tmp_path):
     results = write_results(tmp_path / "results", seed=1)
     junit, summary = tmp_path / "check.xml", tmp_path / "summary.md"
     proc = fsdp_bench("check", results, "--baseline", results, "--junit", junit, "--summary", summary)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[-1] == "PASS (2 point(s) compared, 14 metric(s))"
     header = next(line for line in lines if line.startswith("point"))
@@ -52,14 +48,14 @@ def test_saved_baseline_detects_slowdown_and_gates_counters_only_on_request(tmp_
     base = write_results(tmp_path / "base", seed=1)
     saved = tmp_path / "baselines" / "b.json"
     proc = fsdp_bench("baseline", "save", base, "-o", saved)
-    assert proc.returncode == 0, proc.stderr
+    assert proc.rc == 0, proc.stderr
     assert proc.stdout.startswith(f"saved 2 point(s) (4 run(s)) to {saved}")
     slow = write_results(tmp_path / "slow", seed=7, scale=1.25)
     proc = fsdp_bench("check", slow, "--baseline", saved)
-    assert proc.returncode == 1
+    assert proc.rc == 1
     assert proc.stdout.splitlines()[-1].startswith("FAIL: 4 regression(s)")  # tokens/s and step time, 2 points
     proc = fsdp_bench("check", slow, "--baseline", saved, "--no-gate-timings")
-    assert proc.returncode == 0
+    assert proc.rc == 0
     assert "regression (not gating)" in proc.stdout
     assert "(timings not gating)" in proc.stdout
 
@@ -69,7 +65,7 @@ def test_one_run_per_side_is_insufficient_unless_min_runs_is_1(tmp_path):
     slow = write_results(tmp_path / "slow", seed=7, scale=1.25, repeats=1)  # tokens/s 20% lower
     junit, summary = tmp_path / "check.xml", tmp_path / "summary.md"
     proc = fsdp_bench("check", slow, "--baseline", base, "--junit", junit, "--summary", summary)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     hint = "1 run per side: per-step samples miss run-to-run noise; use sweep.repeats>=2 or fsdp-bench ab"
     lines = proc.stdout.splitlines()
     assert f"insufficient: {hint}" in lines
@@ -82,7 +78,7 @@ def test_one_run_per_side_is_insufficient_unless_min_runs_is_1(tmp_path):
     assert all(hint in case.get("message") for case in suite.iter("skipped"))
     assert f"Insufficient: {hint}." in summary.read_text()
     proc = fsdp_bench("check", slow, "--baseline", base, "--min-runs", "1")
-    assert proc.returncode == 1
+    assert proc.rc == 1
     assert proc.stdout.splitlines()[-1].startswith("FAIL: 4 regression(s)")
 
 
@@ -92,7 +88,7 @@ def test_changed_counter_fails_even_when_timings_do_not_gate(tmp_path):
         tmp_path / "cur", seed=2, comm={"all_gather": 1_000_512, "reduce_scatter": 500_000, "all_reduce": 0}
     )
     proc = fsdp_bench("check", cur, "--baseline", base, "--no-gate-timings")
-    assert proc.returncode == 1
+    assert proc.rc == 1
     failing = [line for line in proc.stdout.splitlines() if "REGRESSION" in line]
     assert len(failing) == 2
     assert all(
@@ -105,11 +101,11 @@ def test_environment_change_is_refused_then_allowed(tmp_path):
     base = write_results(tmp_path / "base", seed=1)
     cur = write_results(tmp_path / "cur", seed=2, env={**SYNTHETIC_ENV, "device_name": "other-cpu"})
     proc = fsdp_bench("check", cur, "--baseline", base)
-    assert proc.returncode == 2
+    assert proc.rc == 2
     assert "environment changed: device_name: synthetic-cpu -> other-cpu" in proc.stderr
     assert "refused: timings from different environments are not comparable" in proc.stderr
     proc = fsdp_bench("check", cur, "--baseline", base, "--allow-env-change")
-    assert proc.returncode == 0
+    assert proc.rc == 0
     assert "comparing anyway (--allow-env-change)" in proc.stdout
 
 
@@ -127,7 +123,7 @@ def test_environment_change_is_refused_then_allowed(tmp_path):
 def test_invalid_input_exits_2(tmp_path, args, message):
     results = write_results(tmp_path / "results", seed=1)
     proc = fsdp_bench("check", results, "--baseline", results, *args)
-    assert proc.returncode == 2
+    assert proc.rc == 2
     assert proc.stderr.strip() == message or proc.stderr.startswith(message)
 
 
@@ -136,7 +132,7 @@ def test_nothing_comparable_exits_2(tmp_path):
     other = make_record(step_times(0.05, 0.02, 20, seed=3), spec={"strategy": "no_shard"})
     write_record(other, tmp_path / "cur" / "adhoc" / other.point_id / "result.json")
     proc = fsdp_bench("check", tmp_path / "cur", "--baseline", base)
-    assert proc.returncode == 2
+    assert proc.rc == 2
     assert proc.stdout.splitlines()[-1] == "NOTHING COMPARABLE: no current point matches a baseline point"
 
 
@@ -144,7 +140,7 @@ def test_baseline_save_without_ok_records_exits_2(tmp_path):
     failed = make_record([], status="failed")
     write_record(failed, tmp_path / "r" / "adhoc" / failed.point_id / "result.json")
     proc = fsdp_bench("baseline", "save", tmp_path / "r", "-o", tmp_path / "b.json")
-    assert proc.returncode == 2
+    assert proc.rc == 2
     assert "no ok result records to save" in proc.stderr
     assert not (tmp_path / "b.json").exists()
 
@@ -166,6 +162,7 @@ print("ok")
 """
 
 
+@pytest.mark.ranks
 def test_ab_alternates_sides_and_reports_the_ratio(tmp_path):
     fake = tmp_path / "fake_bench.py"
     fake.write_text(FAKE_FSDP_BENCH)
@@ -182,7 +179,7 @@ def test_ab_alternates_sides_and_reports_the_ratio(tmp_path):
         out,
         "model=debug",
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     progress = [line.split(":")[0] for line in proc.stdout.splitlines() if line.startswith("round ")]
     assert progress == [
         "round 1/3 A point 1/1",
@@ -204,38 +201,41 @@ def test_ab_alternates_sides_and_reports_the_ratio(tmp_path):
 
 
 def test_ab_reports_a_missing_command(tmp_path):
-    proc = fsdp_bench("ab", "--b", str(tmp_path / "no-such-fsdp-bench"), "--rounds", "1", "-o", tmp_path, "model=debug")
-    assert proc.returncode == 2
+    missing = tmp_path / "no-such-fsdp-bench"
+    proc = fsdp_bench("ab", "--b", missing, "--rounds", "1", "-o", tmp_path, "model=debug", separate=False)  # refused
+    assert proc.rc == 2
     assert proc.stderr.strip() == f"error: --a/--b: command not found: {tmp_path / 'no-such-fsdp-bench'}"
 
 
 def test_ab_rejects_invalid_overrides_before_running(tmp_path):
-    proc = fsdp_bench("ab", "--rounds", "1", "-o", tmp_path / "ab", "model=nope")
-    assert proc.returncode == 2
+    proc = fsdp_bench("ab", "--rounds", "1", "-o", tmp_path / "ab", "model=nope", separate=False)  # refused here
+    assert proc.rc == 2
     assert proc.stderr.startswith("error: model: unknown model 'nope'; allowed:")
     assert not (tmp_path / "ab").exists()
 
 
+@pytest.mark.ranks
 def test_check_on_real_records_against_themselves_and_their_baseline(tmp_path):
     results = tmp_path / "results"
     proc = fsdp_bench(
         "run", "model=debug", "gpus_per_node=2", "train.steps=10", "train.warmup_steps=2", f"results_dir={results}"
     )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     proc = fsdp_bench("check", results, "--baseline", results, "--all-rows", "--min-runs", "1")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     rows = {line.split()[7]: line.split() for line in proc.stdout.splitlines() if line.startswith("debug 1x2")}
     assert rows["comm_bytes_per_step.all_gather"][11] == "ok"
     assert int(rows["comm_bytes_per_step.all_gather"][8].replace(",", "")) > 0  # 2 ranks shard and gather
     assert rows["tokens_per_s"][10:12] == ["+0.00%", "ok"]
     saved = tmp_path / "baseline.json"
-    assert fsdp_bench("baseline", "save", results, "-o", saved).returncode == 0
+    assert fsdp_bench("baseline", "save", results, "-o", saved).rc == 0
     proc = fsdp_bench("check", results, "--baseline", saved, "--junit", tmp_path / "j.xml")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     assert ET.parse(tmp_path / "j.xml").getroot().find("testsuite").get("failures") == "0"
     assert "tokens_per_s" in proc.stdout and " insufficient " in proc.stdout  # 1 run a side: not gating
 
 
+@pytest.mark.ranks
 def test_pytest_plugin_records_tokens_per_s_in_benchmark_json(tmp_path):
     (tmp_path / "test_point.py").write_text(
         "def test_debug_point(fsdp_point):\n"

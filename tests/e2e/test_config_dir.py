@@ -89,6 +89,8 @@ def user_dir(tmp_path) -> Path:
     return root
 
 
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_custom_model_and_cluster_run_sweep_report_and_check(fsdp_bench, user_dir, tmp_path):
     results = tmp_path / "results"
     run = fsdp_bench("run", "--config-dir", user_dir, "model=mini", "cluster=our-cpu", "nodes=2", *SMALL,
@@ -142,7 +144,10 @@ def test_a_broken_user_file_is_one_line_naming_the_file_and_field(fsdp_bench, tm
     path = write(root, file, text)
     group = file.split("/")[0]
     other = "cluster=local-cpu" if group == "model" else "model=debug"
-    run = fsdp_bench("run", "--config-dir", root, f"{group}=bad", other, f"results_dir={tmp_path / 'r'}")
+    # Refused before anything launches: the console script's code in this process.
+    run = fsdp_bench(
+        "run", "--config-dir", root, f"{group}=bad", other, f"results_dir={tmp_path / 'r'}", separate=False
+    )
     assert run.rc == 2 and run.stdout == ""
     (line,) = run.stderr.strip().splitlines()
     assert expected in line, line

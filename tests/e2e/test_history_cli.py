@@ -3,7 +3,12 @@
 change, at the third sweep's first run, as a regression, and nothing in the clean sweeps alone.
 
 The slowdown is large (slow_fraction=9: every timed step sleeps nine times its own compute time)
-so that it stands far above the run-to-run noise of a shared 2-core machine.
+so that it stands far above the run-to-run noise of a shared 2-core machine. The clean nights must
+stay far below it: under the other xdist worker's ranks, a run of 2 single-threaded ranks got both
+cores or half of them (once 4,604 tokens/s in the first run and 1,458 in the others: two change
+points). Marked `alone`, the file's tests (and the module fixtures their first one sets up) run
+while the other worker runs nothing, so every night's run has the same cores; what is left is the
+machine's own noise, well under the 10x of the slowed night.
 """
 
 from __future__ import annotations
@@ -15,21 +20,15 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+# Every test here starts ranks (the nights); they measure tokens/s, so nothing else of the suite
+# runs meanwhile (tests/alone.py): see the module docstring.
+pytestmark = [pytest.mark.ranks, pytest.mark.alone]
+
 POINT = [
     "experiment=cpu_smoke", "nodes=1", "strategy=full_shard", "precision=fp32", "train.steps=4",
     "train.warmup_steps=1", "train.seq_len=32", "train.threads_per_rank=1", "sweep.repeats=3", "report=false",
 ]  # fmt: skip
 SWEEPS = {"night1": 0.0, "night2": 0.0, "night3": 9.0}
-
-
-def in_process(capsys, *args) -> tuple[int, str, str]:
-    """`fsdp-bench ARGS` in this process (the CLI's own code, without a new interpreter's start-up)."""
-    from bench.cli.main import main
-
-    capsys.readouterr()
-    code = main([str(a) for a in args])
-    out = capsys.readouterr()
-    return code, out.out, out.err
 
 
 @pytest.fixture(scope="module")
@@ -84,18 +83,16 @@ def test_history_finds_exactly_the_slowdown_with_its_run_and_direction(store, tm
     assert (out / "history.html").is_file() and (out / "series001.png").is_file()
 
 
-def test_a_change_older_than_the_window_passes_the_gate(store, tmp_path, capsys):
-    code, out, _ = in_process(capsys, "history", "--store", store, "-o", tmp_path, "--fail-on-new-regression", "2")
+def test_a_change_older_than_the_window_passes_the_gate(store, tmp_path, fsdp_bench):
+    code, out, _, _ = fsdp_bench("history", "--store", store, "-o", tmp_path, "--fail-on-new-regression", "2")
     assert code == 0, out  # 3 runs after the change: not among the last 2
     assert out.splitlines()[-2].startswith("PASS (1 series (1 tested, 0 too short), 1 change point(s)")
 
 
-def test_clean_runs_alone_have_no_change_point(nights, tmp_path, capsys):
+def test_clean_runs_alone_have_no_change_point(nights, tmp_path, fsdp_bench):
     store = tmp_path / "clean.sqlite"
-    assert in_process(capsys, "store", "add", nights / "night1", nights / "night2", "--store", store)[0] == 0
-    code, out, _ = in_process(
-        capsys, "history", "--store", store, "-o", tmp_path / "out", "--fail-on-new-regression", "6"
-    )
+    assert fsdp_bench("store", "add", nights / "night1", nights / "night2", "--store", store).rc == 0
+    code, out, _, _ = fsdp_bench("history", "--store", store, "-o", tmp_path / "out", "--fail-on-new-regression", "6")
     assert code == 0, out
     assert "no change point" in out
     assert "numerics: 5 loss curve(s) compared with the run before, 0 failed" in out
@@ -117,13 +114,13 @@ def test_clean_runs_alone_have_no_change_point(nights, tmp_path, capsys):
         (["--store", "{store}", "--fail-on-new-regression", "1"], "--fail-on-new-regression: must be an integer >= 2"),
     ],
 )
-def test_bad_input_is_one_line_and_exit_2(args, message, store, tmp_path, capsys):
+def test_bad_input_is_one_line_and_exit_2(args, message, store, tmp_path, fsdp_bench):
     empty = tmp_path / "empty.sqlite"
     conn = sqlite3.connect(empty)
     conn.execute("CREATE TABLE t (x)")
     conn.close()
     paths = {"missing": tmp_path / "none.sqlite", "empty": empty, "store": store}
-    code, out, err = in_process(capsys, "history", *(a.format(**paths) for a in args), "-o", tmp_path / "out")
+    code, out, err, _ = fsdp_bench("history", *(a.format(**paths) for a in args), "-o", tmp_path / "out")
     assert code == 2, out + err
     assert err.count("\n") == 1 and message in err, err
     assert not (tmp_path / "out").exists()  # nothing written

@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from bench_cli import CliRun, run_separately
 from fresh_venv import ROOT, borrowed_site_packages, clean_env, docker_context_copy, fresh_venv, purelib_of
 
 from bench.analysis.records import load_records
@@ -42,8 +43,14 @@ def run(cmd: list, cwd: Path, timeout: float = 240) -> subprocess.CompletedProce
     )
 
 
-def ok(proc: subprocess.CompletedProcess) -> subprocess.CompletedProcess:
-    assert proc.returncode == 0, f"{proc.args}\n{proc.stdout}\n{proc.stderr}"
+def installed_cli(script: Path, *args: object, cwd: Path) -> CliRun:
+    """The installed copy's console script (not this checkout's), as a process of its own."""
+    return run_separately(*args, program=[script], env=clean_env(), cwd=cwd, timeout=240)
+
+
+def ok(proc: subprocess.CompletedProcess | CliRun) -> subprocess.CompletedProcess | CliRun:
+    rc = proc.rc if isinstance(proc, CliRun) else proc.returncode
+    assert rc == 0, f"{getattr(proc, 'args', '')}\n{proc.stdout}\n{proc.stderr}"
     return proc
 
 
@@ -81,11 +88,13 @@ def used(installed):
     _, cli, work = installed
     shutil.copytree(V1_SWEEP, work / "results" / V1_SWEEP.name)
     return {
-        "run": run([cli, "run", *TINY, "sweep.name=single"], cwd=work),
-        "sweep": run([cli, "sweep", *TINY, "train.micro_batch=1,2", "sweep.name=grid"], cwd=work),
-        "report": run([cli, "report", "results", "-o", "report"], cwd=work),
-        "check": run([cli, "check", "results/grid", "--baseline", "results/grid", "--junit", "check.xml"], cwd=work),
-        "plan": run([cli, "plan", "model=llama3-8b", "cluster=p5.48xlarge", "nodes=1,2", "--json"], cwd=work),
+        "run": installed_cli(cli, "run", *TINY, "sweep.name=single", cwd=work),
+        "sweep": installed_cli(cli, "sweep", *TINY, "train.micro_batch=1,2", "sweep.name=grid", cwd=work),
+        "report": installed_cli(cli, "report", "results", "-o", "report", cwd=work),
+        "check": installed_cli(
+            cli, "check", "results/grid", "--baseline", "results/grid", "--junit", "check.xml", cwd=work
+        ),
+        "plan": installed_cli(cli, "plan", "model=llama3-8b", "cluster=p5.48xlarge", "nodes=1,2", "--json", cwd=work),
     }
 
 
@@ -111,9 +120,10 @@ def test_the_installed_copy_is_the_one_that_runs(installed):
     where = ok(run([python, "-c", "import bench, fsdp_core, sweeps; print(bench.__file__, sweeps.__file__)"], work))
     assert all(Path(p).is_relative_to(site) for p in where.stdout.split())
     # Outside a checkout the version has no commit.
-    assert ok(run([cli, "--version"], work)).stdout == f"fsdp-bench {VERSION}\n"
+    assert ok(installed_cli(cli, "--version", cwd=work)).stdout == f"fsdp-bench {VERSION}\n"
 
 
+@pytest.mark.ranks
 def test_run_and_a_two_point_sweep_record_ok_points_with_the_harness_version(installed, used):
     work = installed[2]
     ok(used["run"])
@@ -127,6 +137,7 @@ def test_run_and_a_two_point_sweep_record_ok_points_with_the_harness_version(ins
     assert (work / "results" / "grid" / "report" / "report.html").is_file()  # the sweep's own report
 
 
+@pytest.mark.ranks
 def test_report_reads_new_and_version_1_records(installed, used):
     work = installed[2]
     ok(used["report"])
@@ -143,6 +154,7 @@ def test_report_reads_new_and_version_1_records(installed, used):
     assert f"<th>fsdp-bench</th><td>{VERSION}</td>" in page
 
 
+@pytest.mark.ranks
 def test_check_against_its_own_results_passes(installed, used):
     work = installed[2]
     check = ok(used["check"])
@@ -150,6 +162,7 @@ def test_check_against_its_own_results_passes(installed, used):
     assert (work / "check.xml").read_text().count("<testcase") >= 4
 
 
+@pytest.mark.ranks
 def test_plan_predicts_from_the_shipped_model_and_cluster(used):
     points = json.loads(ok(used["plan"]).stdout)
     assert [(p["spec"]["model"]["name"], p["spec"]["nodes"]) for p in points] == [("llama3-8b", 1), ("llama3-8b", 2)]
@@ -186,4 +199,6 @@ def test_the_image_install_step_keeps_torch_and_works_offline(tmp_path, source, 
     assert not (site / "torch").exists()  # nothing installed a torch of its own
     assert ok(run(where_is_torch, tmp_path)).stdout == torch_before
     assert [p.name for p in site.glob("fsdp_bench-*.dist-info")] == [f"fsdp_bench-{VERSION}.dist-info"]
-    assert ok(run([python.with_name("fsdp-bench"), "--version"], tmp_path)).stdout == f"fsdp-bench {VERSION}\n"
+    assert (
+        ok(installed_cli(python.with_name("fsdp-bench"), "--version", cwd=tmp_path)).stdout == f"fsdp-bench {VERSION}\n"
+    )

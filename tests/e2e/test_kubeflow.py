@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from bench_cli import in_process
 
 from bench.analysis.records import read_record
 from bench.config.compose import load_point
@@ -112,23 +113,20 @@ def test_a_preflight_launch_renders_with_its_folder_inside_the_pods(tmp_path):
     assert job["metadata"]["name"].startswith("fsdp-")
 
 
-def run_cli(args: list[str], env: dict) -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "bench", "run", *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=REPO, timeout=60)
-
-
 def test_apply_without_kubectl_is_invalid_input(tmp_path):
     env = {**os.environ, "PATH": str(tmp_path)}  # no kubectl anywhere
-    proc = run_cli(["model=debug", "launcher=kubeflow", "launcher.apply=true", f"results_dir={tmp_path}"], env)
-    assert proc.returncode == 2
+    proc = in_process(
+        "run", "model=debug", "launcher=kubeflow", "launcher.apply=true", f"results_dir={tmp_path}", env=env
+    )
+    assert proc.rc == 2
     assert proc.stderr.startswith("error: launcher.apply: true needs kubectl on PATH ('kubectl' not found;")
 
 
 def test_apply_without_context_is_invalid_input(tmp_path, monkeypatch):
     tool = fake_kubectl(tmp_path, monkeypatch, context=False, phase="Running")
     args = ["model=debug", "launcher=kubeflow", "launcher.apply=true", f"launcher.kubectl={tool}"]
-    proc = run_cli([*args, f"results_dir={tmp_path}"], dict(os.environ))
-    assert proc.returncode == 2
+    proc = in_process("run", *args, f"results_dir={tmp_path}")  # refused before anything launches
+    assert proc.rc == 2
     assert proc.stderr.strip() == (
         "error: launcher.apply: true needs a kubectl context (error: current-context is not set); "
         "run `aws eks update-kubeconfig --name <cluster>` or set launcher.context"
@@ -267,7 +265,8 @@ def test_pull_skips_unfinished_files_and_push_skips_unchanged(tmp_path):
 
 def test_a_render_only_preflight_names_its_job_file_and_stores_no_record(tmp_path, fsdp_bench):
     """`fsdp-bench preflight launcher=kubeflow` (apply=false): the manifest is the product, exit 0."""
-    rc, out, err, _ = fsdp_bench("preflight", "launcher=kubeflow", "nodes=2", f"results_dir={tmp_path}")
+    # Rendering starts nothing: the console script's code in this process.
+    rc, out, err, _ = fsdp_bench("preflight", "launcher=kubeflow", "nodes=2", f"results_dir={tmp_path}", separate=False)
     assert rc == 0, out + err
     (manifest,) = tmp_path.glob("adhoc/_launches/*-preflight-2x1/pytorchjob.yaml")
     assert out == f"rendered, nothing ran (launcher.apply=false): {manifest}\n"

@@ -11,11 +11,14 @@ import time
 from pathlib import Path
 
 import pytest
-from bench_cli import CLI, finish
+from bench_cli import finish, in_process, run_separately
+from bench_cli import start as start_cli
 
 from bench.analysis.records import load_records
 from bench.run.ledger import LEDGER_FILE
 from bench.run.ownership.locks import HOST_LOCK, FileLock
+
+pytestmark = pytest.mark.ranks  # every test here starts ranks
 
 POINTS = ["model=debug", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1"]
 
@@ -23,10 +26,7 @@ POINTS = ["model=debug", "train.seq_len=32", "train.steps=3", "train.warmup_step
 def start(results: Path, lock_dir: Path, *overrides: str, command: str = "sweep") -> subprocess.Popen:
     """`fsdp-bench sweep` (or `run`) in the background, with this test's own host lock, enforced."""
     env = {**os.environ, "FSDP_BENCH_ALLOW_CONCURRENT": "0", "FSDP_BENCH_LOCK_DIR": str(lock_dir)}
-    return subprocess.Popen(
-        [*CLI, command, *POINTS, *overrides, f"results_dir={results}"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True,
-    )  # fmt: skip
+    return start_cli(command, *POINTS, *overrides, f"results_dir={results}", env=env)
 
 
 def held_by(lock: Path, pid: int, timeout: float = 60) -> dict:
@@ -48,6 +48,7 @@ def finished_points(sweep_dir: Path) -> list[str]:
     return [e["point_id"] for e in events if e["event"] == "finished"]
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_path):
     first = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=shared")
     holder = held_by(tmp_path / "shared" / ".lock", first.pid)
@@ -74,6 +75,7 @@ def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_pa
     assert {r.env.exclusive_host for r in records} == {True}
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_benchmark_into_another_folder_waits_for_the_host_unless_allowed(tmp_path):
     first = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=one")
     held_by(tmp_path / "fsdp-bench-host.lock", first.pid)
@@ -100,8 +102,8 @@ def test_cancel_stops_the_fsdp_bench_that_holds_a_results_folder(tmp_path):
     try:
         waiting = start(tmp_path, tmp_path, "sweep.name=held")
         holder = held_by(tmp_path / "held" / ".lock", waiting.pid)
-        cancel = subprocess.run([*CLI, "cancel", str(tmp_path)], capture_output=True, text=True, timeout=120)
-        assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+        cancel = run_separately("cancel", tmp_path, timeout=120)  # signals another process: one of its own
+        assert cancel.rc == 0, cancel.stdout + cancel.stderr
         assert (
             cancel.stdout
             == f"stopping fsdp-bench pid {waiting.pid} ({holder['command']}), which holds {tmp_path / 'held'}\n"
@@ -112,10 +114,10 @@ def test_cancel_stops_the_fsdp_bench_that_holds_a_results_folder(tmp_path):
         )
     finally:
         host.release()
-    again = subprocess.run([*CLI, "cancel", str(tmp_path)], capture_output=True, text=True, timeout=120)
-    assert (again.returncode, again.stdout) == (0, f"nothing to cancel in {tmp_path}\n")
-    missing = subprocess.run([*CLI, "cancel", str(tmp_path / "nope")], capture_output=True, text=True, timeout=120)
-    assert (missing.returncode, missing.stderr) == (
+    again = in_process("cancel", tmp_path)  # an idle folder: nothing to signal
+    assert (again.rc, again.stdout) == (0, f"nothing to cancel in {tmp_path}\n")
+    missing = in_process("cancel", tmp_path / "nope")
+    assert (missing.rc, missing.stderr) == (
         2,
         f"error: RESULTS: {tmp_path / 'nope'} does not exist; give a results folder (results_dir) or a sweep folder\n",
     )

@@ -10,12 +10,11 @@ import datetime as dt
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
 import pytest
-from bench_cli import CLI, finish
+from bench_cli import finish, start
 from disks import fill, remount_read_only, small_tmpfs
 
 from bench.analysis.records import load_records
@@ -23,15 +22,11 @@ from bench.run.execute import prepare_launch
 from bench.run.launch.local import LocalLauncher
 from bench.schema.protocol import RESULT_FILE, STARTED_MARK, SWEEP_LOCK, sweep_dir_of
 
+pytestmark = pytest.mark.ranks  # every test here starts ranks
+
 POINT = ["model=debug", "nodes=2", "train.seq_len=32", "train.warmup_steps=1", "report=false"]
 # Two points in one launch, each long enough to be in flight when the parent is killed.
 LONG = [*POINT, "strategy=full_shard,no_shard", "train.steps=25", "sweep.name=orphans"]
-
-
-def start(*args: str) -> subprocess.Popen:
-    return subprocess.Popen(
-        [*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
 
 
 def wait_for(condition, what: str, timeout: float = 180.0):
@@ -56,6 +51,7 @@ def no_workers_left(leftover_workers, results: Path, timeout: float = 30.0) -> l
     return alive
 
 
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_point(tmp_path, worker_processes):
     results = tmp_path / "results"
     # SIGKILL, as the out-of-memory killer or a scheduler does: no handler runs in the parent.

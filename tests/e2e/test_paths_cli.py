@@ -20,11 +20,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench_cli import in_process
 from disks import fill, remount_read_only, small_tmpfs
 
 from bench.analysis.records import write_record
 from bench.analysis.store import ResultStore
-from bench.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, nights  # noqa: E402
@@ -45,11 +45,10 @@ def world(tmp_path, monkeypatch):
     return tmp_path
 
 
-def call(capsys, argv: list[object]) -> tuple[int, str]:
+def call(argv: list[object]) -> tuple[int, str]:
     """(exit code, stderr) of `fsdp-bench ARGV` run in this process."""
-    capsys.readouterr()
-    code = main([str(a) for a in argv])
-    return code, capsys.readouterr().err
+    run = in_process(*argv)
+    return run.rc, run.stderr
 
 
 def files(root: Path) -> dict[str, int]:
@@ -113,69 +112,67 @@ def argv(template: list[str], path: Path, tmp: Path) -> list[str]:
     return [word.format(path=path, tmp=tmp) for word in template]
 
 
-def assert_refused(capsys, command: list[str], expected: str, tmp: Path) -> None:
+def assert_refused(command: list[str], expected: str, tmp: Path) -> None:
     """Exit 2, the one line, and nothing written: no launch folder, record, output, store or calibration."""
     before = files(tmp)
-    code, err = call(capsys, command)
+    code, err = call(command)
     assert (code, err) == (2, f"error: {expected}\n")
     assert files(tmp) == before
 
 
 @pytest.mark.parametrize(("key", "template"), OUTPUT_FOLDERS)
-def test_an_output_folder_that_is_a_file_or_under_one_is_refused(world, capsys, key, template):
+def test_an_output_folder_that_is_a_file_or_under_one_is_refused(world, key, template):
     plain = world / "plain"
-    assert_refused(capsys, argv(template, plain, world), f"{key}: {plain} is not a folder", world)
+    assert_refused(argv(template, plain, world), f"{key}: {plain} is not a folder", world)
     under = plain / "sub"
-    assert_refused(
-        capsys, argv(template, under, world), f"{key}: {under} is not writable ({plain} is not a folder)", world
-    )
+    assert_refused(argv(template, under, world), f"{key}: {under} is not writable ({plain} is not a folder)", world)
 
 
 @pytest.mark.parametrize(("key", "template"), OUTPUT_FILES)
-def test_an_output_file_that_is_a_folder_or_under_a_file_is_refused(world, capsys, key, template):
+def test_an_output_file_that_is_a_folder_or_under_a_file_is_refused(world, key, template):
     folder = world / "a-folder"
     folder.mkdir()
-    assert_refused(capsys, argv(template, folder, world), f"{key}: {folder} is a folder; give a file", world)
+    assert_refused(argv(template, folder, world), f"{key}: {folder} is a folder; give a file", world)
     under = world / "plain" / "x.json"
     expected = f"{key}: {under} is not writable ({world / 'plain'} is not a folder)"
-    assert_refused(capsys, argv(template, under, world), expected, world)
+    assert_refused(argv(template, under, world), expected, world)
 
 
 @pytest.mark.skipif(ROOT, reason="root writes into a 0o500 folder; the file-in-the-way cases stand for it")
 @pytest.mark.parametrize(("key", "template"), [*OUTPUT_FOLDERS, *OUTPUT_FILES])
-def test_an_output_in_a_folder_without_write_permission_is_refused(world, capsys, key, template):
+def test_an_output_in_a_folder_without_write_permission_is_refused(world, key, template):
     locked = world / "locked"
     locked.mkdir(mode=0o500)
     try:
         path = locked / "out"
         expected = f"{key}: {path} is not writable (no write permission in {locked})"
-        assert_refused(capsys, argv(template, path, world), expected, world)
+        assert_refused(argv(template, path, world), expected, world)
     finally:
         locked.chmod(0o700)
 
 
 @pytest.mark.parametrize(("key", "template", "kind", "hint"), INPUTS)
-def test_an_input_that_is_missing_or_of_the_wrong_kind_is_refused(world, capsys, key, template, kind, hint):
+def test_an_input_that_is_missing_or_of_the_wrong_kind_is_refused(world, key, template, kind, hint):
     missing = world / "nowhere"
     name = "token file " if key == "train.data" else ""
     expected = f"{key}: {name}{missing} does not exist{hint.format(path=missing)}"
-    assert_refused(capsys, argv(template, missing, world), expected, world)
+    assert_refused(argv(template, missing, world), expected, world)
     if kind == "any":
         return  # a file or a folder: what it holds decides (one line each, in the command's own tests)
     wrong = world / "plain" if kind == "folder" else world / "a-folder"
     wrong.mkdir(exist_ok=True) if kind == "file" else None
     expected = f"{key}: {wrong} is not a {kind}{hint.format(path=wrong)}"
-    assert_refused(capsys, argv(template, wrong, world), expected, world)
+    assert_refused(argv(template, wrong, world), expected, world)
 
 
 @pytest.mark.skipif(ROOT, reason="root reads a 0o000 file")
 @pytest.mark.parametrize(("key", "template", "kind", "hint"), [p for p in INPUTS if p.values[2] != "folder"])
-def test_an_unreadable_input_is_refused(world, capsys, key, template, kind, hint):
+def test_an_unreadable_input_is_refused(world, key, template, kind, hint):
     secret = world / "secret"
     secret.write_bytes(b"\0" * 4096)
     secret.chmod(0)
     expected = f"{key}: {secret} is not readable (no read permission){hint.format(path=secret)}"
-    assert_refused(capsys, argv(template, secret, world), expected, world)
+    assert_refused(argv(template, secret, world), expected, world)
 
 
 @pytest.fixture
@@ -205,11 +202,11 @@ READ_ONLY = {  # a command writing on the read-only disk -> the file its one lin
 
 
 @pytest.mark.parametrize("case", list(READ_ONLY))
-def test_a_read_only_disk_is_the_storage_line_and_exit_1_before_anything_runs(read_only_disk, world, capsys, case):
+def test_a_read_only_disk_is_the_storage_line_and_exit_1_before_anything_runs(read_only_disk, world, case):
     template, named = READ_ONLY[case]
     command = [word.format(disk=read_only_disk, tmp=world) for word in template]
     before = files(world)
-    code, err = call(capsys, command)
+    code, err = call(command)
     assert code == 1, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(f"error: cannot write {named.format(disk=read_only_disk)}"), err
@@ -217,7 +214,7 @@ def test_a_read_only_disk_is_the_storage_line_and_exit_1_before_anything_runs(re
     assert files(world) == before  # nothing launched (no launch folder), measured or written elsewhere
 
 
-def test_store_add_on_a_full_disk_is_exit_1_with_the_storage_line(world, capsys):
+def test_store_add_on_a_full_disk_is_exit_1_with_the_storage_line(world):
     """A full disk is a fault (1), not invalid input (2): SQLite's "database or disk is full"."""
     results = world / "nights"
     for i, record in enumerate(nights(40)):
@@ -226,12 +223,12 @@ def test_store_add_on_a_full_disk_is_exit_1_with_the_storage_line(world, capsys)
         store = disk / "fsdp-bench.sqlite"
         ResultStore(store)
         fill(disk)
-        code, err = call(capsys, ["store", "add", results, "--store", store])
+        code, err = call(["store", "add", results, "--store", store])
         assert code == 1, err
         assert err.count("\n") == 1 and err.startswith(
             f"error: cannot write {store}: No space left on device (ENOSPC); "
         )
         assert " free of 1.0 MiB there; " in err
         (disk / "ballast").unlink()  # room again: the same command adds every record
-        assert call(capsys, ["store", "add", results, "--store", store]) == (0, "")
+        assert call(["store", "add", results, "--store", store]) == (0, "")
         assert ResultStore(store).count() == 40

@@ -41,6 +41,7 @@ def run_preflight(fsdp_bench, results, *overrides):
     return run, read_preflight(results / "adhoc" / "_preflight")
 
 
+@pytest.mark.ranks
 def test_two_nodes_record_and_table(two_nodes):
     _, (run, record) = two_nodes
     assert record.status == "ok" and (record.spec.nodes, record.spec.gpus_per_node) == (2, 1)
@@ -61,6 +62,7 @@ def test_two_nodes_record_and_table(two_nodes):
     assert all(v > 0 for k, v in record.measured_links.items() if k.endswith("_gbps"))
 
 
+@pytest.mark.ranks
 def test_a_slow_rank_is_named_with_its_host_and_local_rank(slow_rank):
     run, record = slow_rank
     (straggler,) = record.stragglers
@@ -69,6 +71,7 @@ def test_a_slow_rank_is_named_with_its_host_and_local_rank(slow_rank):
     assert "straggler: rank 1 (host " in run.stdout
 
 
+@pytest.mark.ranks
 def test_hybrid_measures_every_group_the_strategy_uses(hybrid):
     _, record = hybrid
     groups = {(s.group, s.group_size) for s in record.collectives}
@@ -78,6 +81,7 @@ def test_hybrid_measures_every_group_the_strategy_uses(hybrid):
     assert [r.node for r in record.ranks] == [0, 0, 1, 1] and [r.local_rank for r in record.ranks] == [0, 1, 0, 1]
 
 
+@pytest.mark.ranks
 def test_the_planner_and_calibrate_read_a_preflight(two_nodes, fsdp_bench, tmp_path):
     results, (_, record) = two_nodes
     plan = fsdp_bench("plan", "--json", "--preflight", results, "model=debug", "nodes=1,2,4")
@@ -108,12 +112,14 @@ def test_the_planner_and_calibrate_read_a_preflight(two_nodes, fsdp_bench, tmp_p
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_launches(fsdp_bench, tmp_path, override, message):
-    run = fsdp_bench("preflight", "model=debug", override, f"results_dir={tmp_path}")
+    run = fsdp_bench("preflight", "model=debug", override, f"results_dir={tmp_path}", separate=False)  # refused here
     assert run.rc == 2 and run.stdout == ""
     assert run.stderr.count("\n") == 1 and run.stderr.startswith(f"error: {message}"), run.stderr
     assert not any(tmp_path.iterdir())
 
 
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_sweep_preflight_measures_each_world_shape_once_and_attaches_it(fsdp_bench, tmp_path):
     run = fsdp_bench(
         "sweep", *FAST, "nodes=1,2", "strategy=full_shard,no_shard", "train.steps=3", "train.warmup_steps=1",
@@ -133,6 +139,7 @@ def test_sweep_preflight_measures_each_world_shape_once_and_attaches_it(fsdp_ben
     assert "Cluster health" in html
 
 
+@pytest.mark.ranks
 def test_every_record_keeps_each_ranks_step_time_and_the_host_load(fsdp_bench, tmp_path):
     run = fsdp_bench(
         "run", "model=debug", "nodes=2", "train.steps=4", "train.seq_len=32", "debug.slow_rank=1",
@@ -153,6 +160,7 @@ def test_every_record_keeps_each_ranks_step_time_and_the_host_load(fsdp_bench, t
     assert f"<td>point adhoc/{record.point_id}</td><td>step time</td><td>1</td><td>{host.host}</td><td>0</td>" in health
 
 
+@pytest.mark.ranks
 def test_the_report_draws_a_preflight_and_highlights_its_straggler(slow_rank):
     from matplotlib.colors import to_hex
 

@@ -11,14 +11,11 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
-import sys
-from pathlib import Path
 
 import pytest
+from bench_cli import run_separately
 
 from bench.config.problems import ConfigError
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def ray_processes() -> list[str]:
@@ -29,6 +26,8 @@ def ray_processes() -> list[str]:
 
 @pytest.mark.ray
 @pytest.mark.timeout(240)
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_two_worker_point_through_local_ray(tmp_path):
     if importlib.util.find_spec("ray") is None:
         print("ray test skipped: ray is not installed (pip install 'fsdp-bench[ray]')")
@@ -44,10 +43,8 @@ def test_two_worker_point_through_local_ray(tmp_path):
         "launcher=ray",
         f"results_dir={tmp_path}",
     ]
-    proc = subprocess.run(
-        [sys.executable, "-m", "bench", "run", *args], capture_output=True, text=True, cwd=REPO, timeout=200
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = run_separately("run", *args, timeout=200)
+    assert proc.rc == 0, proc.stdout + proc.stderr
     (record_path,) = tmp_path.glob("adhoc/*/result.json")
     record = json.loads(record_path.read_text())
     assert record["status"] == "ok"

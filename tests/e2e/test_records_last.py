@@ -15,17 +15,18 @@ from __future__ import annotations
 
 import csv
 import json
-import subprocess
 import sys
 import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/, for `--write` run as a script
+from bench_cli import in_process  # noqa: E402
+
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "records"
 V1 = FIXTURES / "v1"
 V1_BASELINE = FIXTURES / "v1_baseline.json"
 EXPECTED = FIXTURES / "v1_expected.json"
-CLI = [sys.executable, "-m", "bench"]
 
 
 # A check label names a point by its model, world shape, strategy and precision, then details that
@@ -36,17 +37,14 @@ def _label_core(label: str) -> str:
 
 
 def report_rows(out: Path) -> list[dict[str, str]]:
-    subprocess.run([*CLI, "report", str(V1), "-o", str(out)], check=True, capture_output=True, text=True)
+    report = in_process("report", V1, "-o", out)
+    assert report.rc == 0, report.stderr
     with open(out / "results.csv", newline="") as handle:
         return list(csv.DictReader(handle))
 
 
 def check_findings(current: Path, baseline: Path, junit: Path) -> dict:
-    proc = subprocess.run(
-        [*CLI, "check", str(current), "--baseline", str(baseline), "--junit", str(junit)],
-        capture_output=True,
-        text=True,
-    )
+    proc = in_process("check", current, "--baseline", baseline, "--junit", junit)
     cases = list(ET.parse(junit).getroot().iter("testcase"))
     # The numerics guard (loss curves) came after version 1: its cases are checked on their own.
     findings = sorted(
@@ -59,7 +57,7 @@ def check_findings(current: Path, baseline: Path, junit: Path) -> dict:
         for case in cases
         if case.get("name") == "loss_curve"
     )
-    return {"exit_code": proc.returncode, "findings": [list(f) for f in findings], "loss_curves": curves}
+    return {"exit_code": proc.rc, "findings": [list(f) for f in findings], "loss_curves": curves}
 
 
 def snapshot() -> dict:
@@ -114,15 +112,13 @@ def test_records_whose_presets_were_renamed_or_never_existed_still_report_and_ch
         (results / name / "result.json").write_text(json.dumps(data))
     rebuilt = parse_record(renamed_v1)
     assert rebuilt.spec.model.dim == 64 and "not in version 1's tables" in rebuilt.notes["model"]
-    report = subprocess.run(
-        [*CLI, "report", str(results), "-o", str(tmp_path / "report")], capture_output=True, text=True
-    )
-    assert report.returncode == 0 and "(2 points: 2 ok, 0 not ok)" in report.stdout, report.stderr
+    report = in_process("report", results, "-o", tmp_path / "report")
+    assert report.rc == 0 and "(2 points: 2 ok, 0 not ok)" in report.stdout, report.stderr
     rows = {row["model"]: row for row in csv.DictReader(open(tmp_path / "report" / "results.csv"))}
     assert set(rows) == {"debug-renamed", "our-renamed-model"}
     assert rows["our-renamed-model"]["cluster"] == "our-renamed-cluster"
-    check = subprocess.run([*CLI, "check", str(results), "--baseline", str(results)], capture_output=True, text=True)
-    assert check.returncode == 0, check.stdout + check.stderr
+    check = in_process("check", results, "--baseline", results)
+    assert check.rc == 0, check.stdout + check.stderr
 
 
 def test_records_of_the_old_selective_read_back_as_selective_layer_with_their_ids(tmp_path):
@@ -132,7 +128,6 @@ def test_records_of_the_old_selective_read_back_as_selective_layer_with_their_id
     import hashlib
 
     from bench.analysis.records import parse_record, read_record
-    from bench.cli.main import main as cli_main
     from bench.schema.spec import RunSpec
 
     source = next((V1 / "v1_scaling").rglob("result.json"))
@@ -154,13 +149,13 @@ def test_records_of_the_old_selective_read_back_as_selective_layer_with_their_id
     assert (read.spec.train.activation_checkpointing, read.spec.train.ac_every) == ("selective_layer", 2)
     assert read.spec.point_id == read.point_id == old_id
 
-    assert cli_main(["report", str(results), "-o", str(tmp_path / "report")]) == 0
+    assert in_process("report", results, "-o", tmp_path / "report").rc == 0
     rows = list(csv.DictReader(open(tmp_path / "report" / "results.csv")))
     assert [(r["point_id"], r["activation_checkpointing"]) for r in rows] == [(old_id, "selective_layer")]
     baseline = tmp_path / "base.json"
-    assert cli_main(["baseline", "save", str(results), "-o", str(baseline)]) == 0
+    assert in_process("baseline", "save", results, "-o", baseline).rc == 0
     assert json.loads(baseline.read_text())["points"][0]["identity"]["train"]["activation_checkpointing"] == "selective"
     junit = tmp_path / "check.xml"
-    assert cli_main(["check", str(results), "--baseline", str(baseline), "--junit", str(junit)]) == 0
+    assert in_process("check", results, "--baseline", baseline, "--junit", junit).rc == 0
     names = {case.get("name") for case in ET.parse(junit).getroot().iter("testcase")}
     assert "missing" not in " ".join(names) and names, names

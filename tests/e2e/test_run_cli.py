@@ -2,8 +2,8 @@
 
 The launched points are `debug` with 4 short steps; each costs mostly interpreter start-up and
 rendezvous (~10 s on two shared cores). Bad input is checked in-process through the same
-`bench.cli.main.main` the console script calls (nothing may launch, so nothing slow happens), plus
-subprocess runs with shell metacharacters.
+`bench.cli.main.main` the console script calls (tests/bench_cli.py: nothing may launch, so nothing
+slow happens), plus runs of the console script with shell metacharacters.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import os
 import re
 
 import pytest
+from bench_cli import in_process
 
 from bench.analysis.records import read_record
-from bench.cli.main import main as cli_main
 from bench.config.compose import flavors
 from bench.config.version import harness_version
 
@@ -38,6 +38,7 @@ def ok_run(tmp_path_factory, fsdp_bench):
     return run, results, sweep, canary
 
 
+@pytest.mark.ranks
 def test_run_nodes2_writes_a_valid_ok_record(ok_run, worker_processes):
     run, results, sweep, canary = ok_run
     assert run.rc == 0, run.stdout + run.stderr
@@ -52,6 +53,7 @@ def test_run_nodes2_writes_a_valid_ok_record(ok_run, worker_processes):
     assert worker_processes(results) == []
 
 
+@pytest.mark.ranks
 def test_ok_record_metrics(ok_run):
     record = ok_run[0].records[0]
     m = record.metrics
@@ -73,6 +75,7 @@ def test_ok_record_metrics(ok_run):
     assert record.model_info.params == params == 156_480
 
 
+@pytest.mark.ranks
 def test_ok_record_telemetry_and_its_series(ok_run):
     run, results, sweep, _ = ok_run
     (record,) = run.records
@@ -83,6 +86,7 @@ def test_ok_record_telemetry_and_its_series(ok_run):
     assert f"series in {t.sidecar}" in run.stdout
 
 
+@pytest.mark.ranks
 def test_ok_record_environment(ok_run):
     env = ok_run[0].records[0].env
     assert env.torch == importlib.metadata.version("torch")
@@ -96,6 +100,7 @@ def test_ok_record_environment(ok_run):
     assert env.env_vars["OMP_NUM_THREADS"] == str(max(1, (os.cpu_count() or 1) // 2))
 
 
+@pytest.mark.ranks
 def test_failing_rank_gives_a_failed_record_naming_it(tmp_path, fsdp_bench, worker_processes):
     results = tmp_path / "results"
     knobs = ["debug.fail_rank=1", "debug.fail_step=2"]
@@ -108,6 +113,8 @@ def test_failing_rank_gives_a_failed_record_naming_it(tmp_path, fsdp_bench, work
     assert worker_processes(results) == []
 
 
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_hanging_rank_times_out_and_leaves_no_process(tmp_path, fsdp_bench, worker_processes):
     results = tmp_path / "results"
     knobs = ["debug.fail_rank=1", "debug.fail_step=1", "debug.hang=true", f"sweep.point_timeout_s={HANG_TIMEOUT_S}"]
@@ -121,6 +128,7 @@ def test_hanging_rank_times_out_and_leaves_no_process(tmp_path, fsdp_bench, work
     assert worker_processes(results) == []
 
 
+@pytest.mark.ranks
 def test_out_of_memory_gives_status_oom(tmp_path, fsdp_bench):
     results = tmp_path / "results"
     knobs = ["debug.oom=true", "debug.fail_rank=0", "debug.fail_step=1"]
@@ -171,10 +179,9 @@ BAD_INPUT = {
 
 
 @pytest.mark.parametrize("override", list(BAD_INPUT))
-def test_bad_input_is_one_line_exit_2_and_launches_nothing(tmp_path, capsys, override):
+def test_bad_input_is_one_line_exit_2_and_launches_nothing(tmp_path, override):
     results = tmp_path / "results"
-    rc = cli_main(["run", "model=debug", override, f"results_dir={results}"])
-    err = capsys.readouterr().err
+    rc, _, err, _ = in_process("run", "model=debug", override, f"results_dir={results}")
     assert rc == 2
     assert err.count("\n") == 1 and err.startswith(f"error: {BAD_INPUT[override]}"), err
     assert not results.exists()
@@ -184,6 +191,7 @@ def test_bad_input_is_one_line_exit_2_and_launches_nothing(tmp_path, capsys, ove
     "override",
     ["model=tiny; touch {canary}", "strategy=$(touch {canary})", "precision=fp32`touch {canary}`"],
 )
+@pytest.mark.ranks
 def test_shell_metacharacters_are_inert(tmp_path, fsdp_bench, override):
     canary, results = tmp_path / "pwned", tmp_path / "results"
     rc, _, stderr, _ = fsdp_bench("run", override.format(canary=canary), f"results_dir={results}", timeout=60)

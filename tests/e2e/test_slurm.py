@@ -11,11 +11,11 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from bench_cli import CliRun, in_process, run_separately, start
 
 REPO = Path(__file__).resolve().parents[2]
 CLUSTER = REPO / "scripts" / "slurm_local.sh"
@@ -25,9 +25,8 @@ QUICK = ["model=debug", "nodes=2", "train.steps=4", "train.warmup_steps=1", "lau
 LOCAL_CLUSTER = ["launcher.ranks_per_host=2", "launcher.poll_s=0.5", "launcher.startup_grace_s=120"]
 
 
-def fsdp_bench(args: list[str], env: dict, timeout: float = 150, command: str = "run") -> subprocess.CompletedProcess:
-    cmd = [sys.executable, "-m", "bench", command, *args]
-    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=REPO)
+def fsdp_bench(args: list[str], env: dict, timeout: float = 150, command: str = "run") -> CliRun:
+    return run_separately(command, *args, env=env, timeout=timeout)
 
 
 def skip(reason: str):
@@ -71,9 +70,10 @@ def our_jobs(env: dict) -> list[str]:
 
 @pytest.mark.slurm
 @pytest.mark.timeout(240)
+@pytest.mark.ranks
 def test_two_node_point_through_local_slurm(slurm_env, tmp_path):
     proc = fsdp_bench([*QUICK, *LOCAL_CLUSTER, f"results_dir={tmp_path}"], slurm_env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     (record_path,) = tmp_path.glob("adhoc/*/result.json")
     record = json.loads(record_path.read_text())
     assert record["status"] == "ok"
@@ -92,13 +92,14 @@ def test_two_node_point_through_local_slurm(slurm_env, tmp_path):
 
 @pytest.mark.slurm
 @pytest.mark.timeout(240)
+@pytest.mark.ranks
 def test_a_preflight_through_local_slurm_names_each_node(slurm_env, tmp_path):
     from bench.analysis.preflight import read_preflight
 
     args = [*QUICK, *LOCAL_CLUSTER, "train.seq_len=32", "preflight.max_bytes=65536", "preflight.iters=3",
             "debug.slow_rank=1", f"results_dir={tmp_path}"]  # fmt: skip
     proc = fsdp_bench(args, slurm_env, command="preflight")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     record = read_preflight(tmp_path / "adhoc" / "_preflight" / "2x1")
     assert record.status == "ok" and record.spec.launcher == "slurm"
     # One rank on each slurmd "node"; which node holds rank 0 is the rendezvous' choice.
@@ -112,6 +113,7 @@ def test_a_preflight_through_local_slurm_names_each_node(slurm_env, tmp_path):
 
 @pytest.mark.slurm
 @pytest.mark.timeout(240)
+@pytest.mark.ranks
 def test_hanging_point_is_cancelled_and_recorded_as_timeout(slurm_env, tmp_path):
     args = [
         *QUICK,
@@ -123,7 +125,7 @@ def test_hanging_point_is_cancelled_and_recorded_as_timeout(slurm_env, tmp_path)
         f"results_dir={tmp_path}",
     ]
     proc = fsdp_bench(args, slurm_env)
-    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert proc.rc == 1, proc.stdout + proc.stderr
     (record_path,) = tmp_path.glob("adhoc/*/result.json")
     record = json.loads(record_path.read_text())
     assert record["status"] == "timeout"
@@ -133,30 +135,31 @@ def test_hanging_point_is_cancelled_and_recorded_as_timeout(slurm_env, tmp_path)
 
 def test_slurm_without_sbatch_is_invalid_input(tmp_path):
     env = {**os.environ, "PATH": str(tmp_path)}  # an empty PATH: no Slurm tools
-    proc = fsdp_bench(["model=debug", "launcher=slurm", f"results_dir={tmp_path}"], env, timeout=60)
-    assert proc.returncode == 2
+    proc = in_process("run", "model=debug", "launcher=slurm", f"results_dir={tmp_path}", env=env)  # refused here
+    assert proc.rc == 2
     assert proc.stderr.startswith("error: launcher: slurm needs sbatch on PATH (")
     assert not list(tmp_path.glob("adhoc/*/result.json"))
 
 
 def test_unknown_slurm_option_names_field_and_allowed_values(tmp_path):
-    proc = fsdp_bench(["model=debug", "launcher=slurm", "+launcher.partiton=gpu"], dict(os.environ), timeout=60)
-    assert proc.returncode == 2
+    proc = in_process("run", "model=debug", "launcher=slurm", "+launcher.partiton=gpu")  # refused: nothing runs
+    assert proc.rc == 2
     assert "launcher.partiton: unknown field for launcher=slurm; allowed: partition, account" in proc.stderr
 
 
 def orphan_job(args: list[str], env: dict, results: Path) -> str:
     """Start a long point, SIGKILL its fsdp-bench once it runs: the Slurm job runs on. Its job id."""
     long = [a for a in args if not a.startswith("train.steps=")] + ["train.steps=2000"]
-    cmd = [sys.executable, "-m", "bench", "run", *long, f"results_dir={results}"]
-    proc = subprocess.Popen(cmd, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = start("run", *long, f"results_dir={results}", env=env)
     since, deadline = time.time(), time.monotonic() + 150
     while time.monotonic() < deadline and proc.poll() is None:
         if any(p.stat().st_mtime > since for p in results.glob("adhoc/*/started")):
             break
         time.sleep(0.1)
-    proc.kill()
+    proc.kill()  # this process only: its Slurm job runs on
     proc.wait()
+    proc.stdout.close()
+    proc.stderr.close()
     (job_file,) = [p for p in results.glob("adhoc/_launches/*/job.json")]
     job_id = json.loads(job_file.read_text())["job_id"]
     assert any(line.startswith(f"{job_id} ") for line in our_jobs(env)), "the job ended with its parent"
@@ -165,21 +168,20 @@ def orphan_job(args: list[str], env: dict, results: Path) -> str:
 
 @pytest.mark.slurm
 @pytest.mark.timeout(300)
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_job_left_by_a_killed_parent_is_cancelled_by_fsdp_bench_cancel_and_by_the_next_run(slurm_env, tmp_path):
     args = [*QUICK, *LOCAL_CLUSTER]
     job_id = orphan_job(args, slurm_env, tmp_path)
     launch_dir = next(tmp_path.glob("adhoc/_launches/*"))
-    cancel = subprocess.run(
-        [sys.executable, "-m", "bench", "cancel", str(tmp_path)], capture_output=True, text=True, env=slurm_env,
-        cwd=REPO, timeout=120,
-    )  # fmt: skip
-    assert cancel.returncode == 0, cancel.stdout + cancel.stderr
+    cancel = in_process("cancel", tmp_path, env=slurm_env)  # nobody holds the folder: the job is what is left
+    assert cancel.rc == 0, cancel.stdout + cancel.stderr
     assert cancel.stdout == f"cancelled slurm job {job_id} ({launch_dir})\n"
     assert our_jobs(slurm_env) == [] and not (launch_dir / "job.json").exists()
 
     job_id = orphan_job(args, slurm_env, tmp_path)
     proc = fsdp_bench([*args, f"results_dir={tmp_path}"], slurm_env)  # the next run of the sweep: 4 steps
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.rc == 0, proc.stdout + proc.stderr
     assert proc.stderr.startswith(f"cancelled slurm job {job_id} (")
     assert "left running by an fsdp-bench that is gone (pid " in proc.stderr
     assert our_jobs(slurm_env) == []

@@ -5,19 +5,16 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
+from bench_cli import finish, in_process, run_separately, start
 
 from bench.analysis.records import load_records
 from bench.config.compose import load_grid
 from bench.run.ledger import LEDGER_FILE
 
-REPO = Path(__file__).resolve().parents[2]
-CLI = [sys.executable, "-m", "bench"]
 SMALL_GRID = [
     "experiment=cpu_smoke",
     "nodes=1",
@@ -29,10 +26,8 @@ SMALL_GRID = [
 ]
 
 
-def sweep(args: list[str], results: Path, timeout: float = 240) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [*CLI, "sweep", *args, f"results_dir={results}"], cwd=REPO, capture_output=True, text=True, timeout=timeout
-    )
+def sweep(args: list[str], results: Path, timeout: float = 240):
+    return run_separately("sweep", *args, f"results_dir={results}", timeout=timeout)
 
 
 def ok_ids(results: Path) -> set[str]:
@@ -45,23 +40,19 @@ def finished_events(results: Path, sweep_name: str) -> list[dict]:
     return [e for e in map(json.loads, path.read_text().splitlines()) if e["event"] == "finished"]
 
 
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_processes):
     expected = {p.spec.point_id for p in load_grid(SMALL_GRID)}
     assert len(expected) == 4
-    proc = subprocess.Popen(
-        [*CLI, "sweep", *SMALL_GRID, "sweep.group_launches=false", f"results_dir={tmp_path}"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start("sweep", *SMALL_GRID, "sweep.group_launches=false", f"results_dir={tmp_path}", merge_stderr=True)
     deadline = time.time() + 180
     while len(ok_ids(tmp_path)) < 2 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.2)
     assert proc.poll() is None, "the sweep finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
-    output, _ = proc.communicate(timeout=60)
-    assert proc.returncode == 1, output
+    rc, output, _ = finish(proc, timeout=60)
+    assert rc == 1, output
     assert "interrupted" in output
     done_first = ok_ids(tmp_path)
     assert 2 <= len(done_first) < 4
@@ -70,7 +61,7 @@ def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_p
     assert {r.status for r in records} <= {"ok", "interrupted"}
 
     second = sweep([*SMALL_GRID, "sweep.group_launches=false"], tmp_path)
-    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.rc == 0, second.stdout + second.stderr
     events = finished_events(tmp_path, "cpu_smoke")
     rerun = {e["point_id"] for e in events[-(4 - len(done_first)) :]}
     assert rerun == expected - done_first
@@ -78,6 +69,8 @@ def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_p
     assert second.stdout.count("done: ok result exists") == len(done_first)
 
 
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path, worker_processes):
     grid = [
         "experiment=cpu_smoke",
@@ -94,7 +87,7 @@ def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path
     ]
     started = time.time()
     result = sweep(grid, tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.rc == 1, result.stdout + result.stderr
     records, problems = load_records(tmp_path)
     assert problems == []
     by_knobs = {(r.spec.debug.fail_step, r.spec.debug.hang): r for r in records}
@@ -109,11 +102,13 @@ def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path
 
 
 def test_invalid_points_are_listed_together_and_nothing_launches(tmp_path):
-    result = sweep(["experiment=cpu_smoke", "train.seq_len=64,4096", "strategy=full_shard,zero9"], tmp_path)
-    assert result.returncode == 2
+    # Refused before anything launches: the console script's code in this process.
+    grid = ["sweep", "experiment=cpu_smoke", "train.seq_len=64,4096"]
+    result = in_process(*grid, "strategy=full_shard,zero9", f"results_dir={tmp_path}")
+    assert result.rc == 2
     assert "strategy: unknown strategy 'zero9'" in result.stderr
-    result = sweep(["experiment=cpu_smoke", "train.seq_len=64,4096", "train.warmup_steps=1,8"], tmp_path)
-    assert result.returncode == 2
+    result = in_process(*grid, "train.warmup_steps=1,8", f"results_dir={tmp_path}")
+    assert result.rc == 2
     lines = [ln for ln in result.stderr.splitlines() if ln.startswith("error: [")]
     # 12 cpu_smoke points x 2 seq lengths x 2 warm-ups: 24 with seq 4096 > 512, 24 with warm-up 8 >= 8 steps,
     # 12 of them both -> 36 invalid points, each line naming its field.
@@ -123,6 +118,8 @@ def test_invalid_points_are_listed_together_and_nothing_launches(tmp_path):
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_unreadable_record_is_reported_and_its_point_rerun(tmp_path):
     grid = [
         "experiment=cpu_smoke",
@@ -134,16 +131,17 @@ def test_unreadable_record_is_reported_and_its_point_rerun(tmp_path):
         "report=false",
     ]
     first = sweep(grid, tmp_path)
-    assert first.returncode == 0, first.stdout + first.stderr
+    assert first.rc == 0, first.stdout + first.stderr
     (record_path,) = list(tmp_path.rglob("result.json"))
     record_path.write_text(record_path.read_text()[:100])  # truncated mid-write
     second = sweep(grid, tmp_path)
-    assert second.returncode == 0, second.stdout + second.stderr
+    assert second.rc == 0, second.stdout + second.stderr
     assert "rerun: unreadable record" in (tmp_path / "cpu_smoke" / LEDGER_FILE).read_text()
     assert ok_ids(tmp_path) == {record_path.parent.name}
 
 
 @pytest.mark.skipif(os.cpu_count() is None, reason="needs os.cpu_count")
+@pytest.mark.ranks
 def test_completed_sweep_reruns_nothing(tmp_path):
     grid = [
         "experiment=cpu_smoke",
@@ -154,16 +152,16 @@ def test_completed_sweep_reruns_nothing(tmp_path):
         "train.warmup_steps=1",
         "report=false",
     ]
-    assert sweep(grid, tmp_path).returncode == 0
+    assert sweep(grid, tmp_path).rc == 0
     again = sweep(grid, tmp_path)
-    assert again.returncode == 0
+    assert again.rc == 0
     assert "done: ok result exists" in again.stdout
     assert len(finished_events(tmp_path, "cpu_smoke")) == 1
 
 
 def test_kubeflow_without_apply_renders_one_job_per_world_shape_and_records_nothing(tmp_path):
-    result = sweep(["experiment=eks_llama2"], tmp_path)
-    assert result.returncode == 0, result.stdout + result.stderr
+    result = in_process("sweep", "experiment=eks_llama2", f"results_dir={tmp_path}")  # renders, runs nothing
+    assert result.rc == 0, result.stdout + result.stderr
     assert "5 job file(s) rendered, nothing ran (launcher.apply=false)" in result.stdout
     assert len(list(tmp_path.rglob("pytorchjob.yaml"))) == 5  # nodes 1, 2, 4, 8, 16
     assert list(tmp_path.rglob("result.json")) == []
@@ -179,8 +177,8 @@ def test_plan_skips_points_predicted_not_to_fit_and_records_why(tmp_path):
         "cluster.device_memory_gib=0.25",
         "report=false",
     ]
-    result = sweep(grid, tmp_path)
-    assert result.returncode == 1, result.stdout + result.stderr
+    result = in_process("sweep", *grid, f"results_dir={tmp_path}")  # the planner skips both: nothing launches
+    assert result.rc == 1, result.stdout + result.stderr
     records, _ = load_records(tmp_path)
     assert len(records) == 2 and {r.status for r in records} == {"skipped"}
     for record in records:
@@ -191,13 +189,13 @@ def test_plan_skips_points_predicted_not_to_fit_and_records_why(tmp_path):
     assert list(tmp_path.rglob("launch.json")) == []
 
 
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_compiled_point_trains_and_counts_the_same_communication(tmp_path):
     base = ["model=debug", "nodes=2", "train.steps=4", "train.warmup_steps=2", f"results_dir={tmp_path}"]
-    eager = subprocess.run([*CLI, "run", *base], cwd=REPO, capture_output=True, text=True, timeout=240)
-    compiled = subprocess.run(
-        [*CLI, "run", *base, "train.compile=true"], cwd=REPO, capture_output=True, text=True, timeout=400
-    )
-    assert eager.returncode == 0 and compiled.returncode == 0, compiled.stdout + compiled.stderr
+    eager = run_separately("run", *base, timeout=240)
+    compiled = run_separately("run", *base, "train.compile=true", timeout=400)
+    assert eager.rc == 0 and compiled.rc == 0, compiled.stdout + compiled.stderr
     records = {r.spec.train.compile: r for r in load_records(tmp_path)[0]}
     assert records[True].status == "ok"
     # debug, fp32, full_shard on 2 ranks: all-gather P_total*4 + P_blocks*4, reduce-scatter P_total*4.
@@ -220,22 +218,17 @@ def _rank_pids(results: Path) -> list[int]:
     return pids
 
 
+@pytest.mark.ranks
 def test_a_rank_killed_by_a_signal_is_named_in_the_record(tmp_path, worker_processes):
-    proc = subprocess.Popen(
-        [*CLI, "run", "model=tiny", "nodes=2", "train.steps=400", f"results_dir={tmp_path}"],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    proc = start("run", "model=tiny", "nodes=2", "train.steps=400", f"results_dir={tmp_path}", merge_stderr=True)
     deadline = time.time() + 120
     while not list(tmp_path.rglob("started")) and time.time() < deadline:
         time.sleep(0.2)
     time.sleep(2)  # inside the training loop
     victim = max(_rank_pids(tmp_path))
     os.kill(victim, signal.SIGKILL)
-    output, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 1, output
+    rc, output, _ = finish(proc, timeout=120)
+    assert rc == 1, output
     (record,) = load_records(tmp_path)[0]
     assert record.status == "failed"
     assert "killed by SIGKILL" in record.error and record.error.startswith("rank "), record.error

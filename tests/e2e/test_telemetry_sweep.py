@@ -6,6 +6,8 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+pytestmark = pytest.mark.ranks  # every test here starts ranks
+
 SHORT = ["model=debug", "train.steps=4", "train.warmup_steps=1", "train.seq_len=32"]
 SWEEP = "telemetry_e2e"
 

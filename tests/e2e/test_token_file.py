@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_token_file_trains_and_is_deterministic_across_world_sizes(tmp_path, fsdp_bench):
     # A learnable stream (a repeating ramp), uint16 as the default token-file dtype.
     tokens = (np.arange(50_000) % 97).astype(np.uint16)
@@ -26,13 +29,19 @@ def test_token_file_trains_and_is_deterministic_across_world_sizes(tmp_path, fsd
 
 def test_missing_token_file_is_refused_before_launch(tmp_path, fsdp_bench):
     rc, out, err, records = fsdp_bench(
-        "run", "model=debug", f"train.data={tmp_path}/nope.bin", f"results_dir={tmp_path / 'r'}", results=tmp_path / "r"
+        "run",
+        "model=debug",
+        f"train.data={tmp_path}/nope.bin",
+        f"results_dir={tmp_path / 'r'}",
+        results=tmp_path / "r",
+        separate=False,  # refused before anything launches: in this process
     )
     assert rc == 2
     assert f"train.data: token file {tmp_path}/nope.bin does not exist" in err
     assert records == [] and not (tmp_path / "r").exists()
 
 
+@pytest.mark.ranks
 def test_record_stays_readable_after_its_token_file_is_gone(tmp_path, fsdp_bench):
     from bench.analysis.records import load_records
 

@@ -13,6 +13,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
+from bench_cli import in_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import BASE_ENV as ENV  # noqa: E402
@@ -227,34 +228,34 @@ def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
         ResultStore(path)
 
 
-def test_store_add_command(tmp_path, capsys):
+def test_store_add_command(tmp_path):
     from bench.analysis.records import write_record
-    from bench.cli.main import main
 
     for i, record in enumerate(nights(3)):
         write_record(record, tmp_path / "results" / f"p{i}" / "result.json")
     (tmp_path / "results" / "bad").mkdir()
     (tmp_path / "results" / "bad" / "result.json").write_text("{")
     store = tmp_path / "s.sqlite"
-    assert main(["store", "add", str(tmp_path / "results"), "--store", str(store)]) == 1  # one refused
-    assert "3 added, 0 already stored, 1 refused; 3 records in all" in capsys.readouterr().out
-    assert main(["store", "add", str(tmp_path / "results"), "--store", str(store)]) == 1
-    assert "0 added, 3 already stored" in capsys.readouterr().out
-    assert main(["store", "add", str(tmp_path / "nowhere"), "--store", str(store)]) == 2
-    assert capsys.readouterr().err == f"error: RESULTS: {tmp_path / 'nowhere'} does not exist\n"
+    run = in_process("store", "add", tmp_path / "results", "--store", store)
+    assert run.rc == 1  # one refused
+    assert "3 added, 0 already stored, 1 refused; 3 records in all" in run.stdout
+    run = in_process("store", "add", tmp_path / "results", "--store", store)
+    assert run.rc == 1
+    assert "0 added, 3 already stored" in run.stdout
+    run = in_process("store", "add", tmp_path / "nowhere", "--store", store)
+    assert (run.rc, run.stderr) == (2, f"error: RESULTS: {tmp_path / 'nowhere'} does not exist\n")
     json_file = tmp_path / "not-a-store.json"
     json_file.write_text(json.dumps({}))
-    assert main(["store", "add", str(tmp_path / "results"), "--store", str(json_file)]) == 2
-    assert capsys.readouterr().err == f"error: --store: {json_file} exists and is not an SQLite store\n"
+    run = in_process("store", "add", tmp_path / "results", "--store", json_file)
+    assert (run.rc, run.stderr) == (2, f"error: --store: {json_file} exists and is not an SQLite store\n")
 
 
-def test_stored_preflights_list_the_clusters_measured_links_over_time(tmp_path, capsys):
+def test_stored_preflights_list_the_clusters_measured_links_over_time(tmp_path):
     """Preflight records under a results folder go into the store beside the results (idempotently) and
     history lists each one's measured links, oldest first, printed and in its outputs."""
     import importlib.util
 
     from bench.analysis.records import write_record
-    from bench.cli.main import main
 
     script = Path(__file__).resolve().parents[2] / "scripts" / "p5_anchor_from_preflight.py"
     spec = importlib.util.spec_from_file_location("p5_anchor", script)
@@ -273,12 +274,15 @@ def test_stored_preflights_list_the_clusters_measured_links_over_time(tmp_path, 
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(preflight.model_dump_json())
     store = tmp_path / "s.sqlite"
-    assert main(["store", "add", str(results), "--store", str(store)]) == 0
-    assert "6 added, 0 already stored, 0 refused; 6 records in all; preflights: 2 added" in capsys.readouterr().out
-    assert main(["store", "add", str(results), "--store", str(store)]) == 0
-    assert "preflights: 0 added, 2 already stored" in capsys.readouterr().out
-    assert main(["history", "--store", str(store), "-o", str(tmp_path / "out")]) == 0
-    printed = capsys.readouterr().out.split("measured links (preflights), oldest first:")[1].splitlines()
+    run = in_process("store", "add", results, "--store", store)
+    assert run.rc == 0, run.stderr
+    assert "6 added, 0 already stored, 0 refused; 6 records in all; preflights: 2 added" in run.stdout
+    run = in_process("store", "add", results, "--store", store)
+    assert run.rc == 0, run.stderr
+    assert "preflights: 0 added, 2 already stored" in run.stdout
+    run = in_process("history", "--store", store, "-o", tmp_path / "out")
+    assert run.rc == 0, run.stderr
+    printed = run.stdout.split("measured links (preflights), oldest first:")[1].splitlines()
     rows = [line for line in printed if "night-" in line]
     assert [row.split()[1] for row in rows] == ["night-0", "night-1"]
     assert [row.split()[7] for row in rows] == [f"{inter[0]:.4g}", f"{inter[1]:.4g}"]

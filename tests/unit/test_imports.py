@@ -127,3 +127,10 @@ def test_the_analysis_and_presentation_layers_never_load_torch(layer):
 def test_the_ranks_modules_never_load_orchestration_libraries():
     watched = ["hydra", "omegaconf", "pandas", "matplotlib", "jinja2", "rich", "scipy", "bench.config", "bench.run"]
     assert loaded_after_import(package_modules("fsdp_core"), watched) == []
+
+
+def test_the_worker_leaves_checkpointing_and_compile_stats_to_the_points_that_use_them():
+    """Every rank imports the worker; DCP and compile_stats load only for a point that checkpoints or
+    compiles (fsdp_core/worker.py), not in every rank of every launch."""
+    watched = ["torch.distributed.checkpoint", "fsdp_core.checkpoint", "fsdp_core.compile_stats"]
+    assert loaded_after_import(["fsdp_core.worker"], watched) == []

@@ -9,10 +9,10 @@ import random
 import struct
 
 import pytest
+from bench_cli import in_process
 
 from bench.analysis.planner import predict, predict_grid
 from bench.analysis.planner.skip import plan_points
-from bench.cli.main import main as cli_main
 from bench.config.compose import load_grid
 from bench.present.plan import COMPACT_ABOVE, CSV_FIELDS
 from bench.present.plan_json import plan_json
@@ -33,19 +33,18 @@ LARGE_CPU_GRID = (*CPU_GRID, "train.seq_len=32,64")
 ONE_AXIS = ("model=debug", "strategy=full_shard", "precision=fp32", "train.activation_checkpointing=none")
 
 
-def run_plan(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli_main(["plan", *argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+def run_plan(*argv: str) -> tuple[int, str, str]:
+    code, out, err, _ = in_process("plan", *argv)
+    return code, out, err
 
 
 def specs_of(*overrides: str):
     return [point.spec for point in load_grid(list(overrides))]
 
 
-def test_every_form_prints_the_same_plan_object(capsys):
+def test_every_form_prints_the_same_plan_object():
     specs = specs_of("model=debug", "nodes=1,2")
-    code, out, _ = run_plan(capsys, "model=debug", "nodes=1,2", "--json")
+    code, out, _ = run_plan("model=debug", "nodes=1,2", "--json")
     printed = json.loads(out)
     assert code == 0
     assert [p["point_id"] for p in printed] == [spec.point_id for spec in specs]
@@ -57,9 +56,9 @@ def test_every_form_prints_the_same_plan_object(capsys):
     assert {k: v for k, v in printed[0].items() if k != "point_id"} == predict(specs[0])
 
 
-def test_best_json_ranks_plan_objects(capsys):
+def test_best_json_ranks_plan_objects():
     setup = (*ONE_AXIS, "train.micro_batch=1,2,4")
-    code, out, _ = run_plan(capsys, "--best", "--json", "--top", "1", *setup)
+    code, out, _ = run_plan("--best", "--json", "--top", "1", *setup)
     found = json.loads(out)
     assert code == 0
     top, following = found["top"][0], found["next"]
@@ -68,16 +67,16 @@ def test_best_json_ranks_plan_objects(capsys):
     assert list(following[0])[:4] == ["point_id", "rank", "reason", "spec"]
     # Each entry is the plan object `plan --json` prints for that configuration, plus its rank.
     mb, gpus = top["spec"]["train"]["micro_batch"], top["spec"]["gpus_per_node"]
-    code, out, _ = run_plan(capsys, "--json", *ONE_AXIS, f"train.micro_batch={mb}", f"gpus_per_node={gpus}")
+    code, out, _ = run_plan("--json", *ONE_AXIS, f"train.micro_batch={mb}", f"gpus_per_node={gpus}")
     (alone,) = json.loads(out)
     assert {k: v for k, v in top.items() if k != "rank"} == alone
 
 
-def test_fields_picks_dotted_keys(capsys):
-    code, out, _ = run_plan(capsys, "model=debug", "nodes=1,2", "--json")
+def test_fields_picks_dotted_keys():
+    code, out, _ = run_plan("model=debug", "nodes=1,2", "--json")
     full = json.loads(out)
     fields = "point_id,fits,tokens_per_s,memory_bytes_per_device.total,spec.model.name,scaling_efficiency"
-    code, out, err = run_plan(capsys, "model=debug", "nodes=1,2", "--fields", fields)
+    code, out, err = run_plan("model=debug", "nodes=1,2", "--fields", fields)
     assert code == 0 and err == ""
     lines = out.splitlines()
     assert lines[0] == "[" and lines[-1] == "]" and len(lines) == 4  # one object per line
@@ -96,11 +95,11 @@ def test_fields_picks_dotted_keys(capsys):
     assert picked[0]["scaling_efficiency"] is None and 0 < picked[1]["scaling_efficiency"] <= 1
 
 
-def test_best_fields_picks_from_each_ranked_configuration(capsys):
+def test_best_fields_picks_from_each_ranked_configuration():
     setup = (*ONE_AXIS, "train.micro_batch=1,2,4", "--top", "2")
-    _, out, _ = run_plan(capsys, "--best", "--json", *setup)
+    _, out, _ = run_plan("--best", "--json", *setup)
     full = json.loads(out)
-    code, out, _ = run_plan(capsys, "--best", "--fields", "rank,point_id,tokens_per_s", *setup)
+    code, out, _ = run_plan("--best", "--fields", "rank,point_id,tokens_per_s", *setup)
     picked = json.loads(out)
     assert code == 0
     assert picked["top"] == [{"rank": c["rank"], "point_id": c["point_id"], "tokens_per_s": c["tokens_per_s"]} for c in full["top"]]  # fmt: skip
@@ -118,8 +117,8 @@ def test_best_fields_picks_from_each_ranked_configuration(capsys):
         (("--best", "--csv", "plan.csv"), "--csv: writes a grid's points; with --best use --json or --fields"),
     ],
 )
-def test_bad_output_flags_are_one_line_exit_2(capsys, argv, expected):
-    code, out, err = run_plan(capsys, "model=debug", *argv)
+def test_bad_output_flags_are_one_line_exit_2(argv, expected):
+    code, out, err = run_plan("model=debug", *argv)
     assert code == 2 and out == ""
     assert len(err.splitlines()) == 1 and err.startswith(f"error: {expected}")
     if argv[0] == "--fields" and argv[1]:
@@ -152,12 +151,12 @@ def test_plan_json_is_the_standard_librarys_text():
     assert plan_json([]) == "[]"
 
 
-def test_a_large_plan_prints_compactly_with_every_point_in_a_csv(capsys, tmp_path):
+def test_a_large_plan_prints_compactly_with_every_point_in_a_csv(tmp_path):
     path = tmp_path / "plan.csv"
-    code, out, _ = run_plan(capsys, *LARGE_CPU_GRID, "--json")
+    code, out, _ = run_plan(*LARGE_CPU_GRID, "--json")
     plans = json.loads(out)
     assert code == 0 and len(plans) == 384 > COMPACT_ABOVE
-    code, out, _ = run_plan(capsys, *LARGE_CPU_GRID, "--csv", str(path))
+    code, out, _ = run_plan(*LARGE_CPU_GRID, "--csv", str(path))
     assert code == 0
     fitting = sum(p["fits"] for p in plans)
     assert f"fsdp-bench plan: 384 points, {fitting} predicted to fit, {384 - fitting} not" in out
@@ -195,12 +194,12 @@ def test_a_large_plan_prints_compactly_with_every_point_in_a_csv(capsys, tmp_pat
         assert row["fits"] == str(p["fits"]) and row["mfu"] == ""  # CPU: no datasheet peak
 
 
-def test_a_small_plan_prints_the_full_tables(capsys, tmp_path):
-    code, out, _ = run_plan(capsys, "model=debug", "nodes=1,2")
+def test_a_small_plan_prints_the_full_tables(tmp_path):
+    code, out, _ = run_plan("model=debug", "nodes=1,2")
     assert code == 0
     assert "fsdp-bench plan: predicted per point" in out and "memory per device (GiB)" in out
     assert "every point" not in out  # no CSV unless asked
     path = tmp_path / "small.csv"
-    code, out, _ = run_plan(capsys, "model=debug", "nodes=1,2", "--csv", str(path))
+    code, out, _ = run_plan("model=debug", "nodes=1,2", "--csv", str(path))
     assert code == 0 and f"every point, one row each: {path}" in out
     assert len(path.read_text().splitlines()) == 3

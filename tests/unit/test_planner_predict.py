@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from bench_cli import in_process
 
 from bench.analysis.planner import predict, with_scaling_efficiency
 from bench.analysis.planner.memory import fits, max_micro_batch, memory_breakdown, peak_memory
 from bench.analysis.planner.shapes import llama_shape
 from bench.analysis.planner.step import step_time
 from bench.analysis.planner.workload import Workload
-from bench.cli.main import main as cli_main
 from bench.config.compose import flavors, load_preset, spec_from_fields
 
 FLAVORS = flavors()
@@ -108,14 +108,13 @@ def test_predict_keys_and_scaling_groups():
     json.dumps(out)  # plain data
 
 
-def run_plan(capsys, *argv: str) -> tuple[int, str, str]:
-    code = cli_main(["plan", *argv])
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+def run_plan(*argv: str) -> tuple[int, str, str]:
+    code, out, err, _ = in_process("plan", *argv)
+    return code, out, err
 
 
-def test_plan_json_over_a_grid(capsys):
-    code, out, _ = run_plan(capsys, "model=debug", "nodes=1,2", "--json")
+def test_plan_json_over_a_grid():
+    code, out, _ = run_plan("model=debug", "nodes=1,2", "--json")
     assert code == 0
     points = json.loads(out)
     assert [p["spec"]["nodes"] for p in points] == [1, 2]
@@ -127,10 +126,8 @@ def test_plan_json_over_a_grid(capsys):
     )
 
 
-def test_plan_experiment_table(capsys):
-    code, out, _ = run_plan(
-        capsys, "experiment=eks_llama2", "cluster=p5.48xlarge", "model=llama2-70b", "strategy=full_shard"
-    )
+def test_plan_experiment_table():
+    code, out, _ = run_plan("experiment=eks_llama2", "cluster=p5.48xlarge", "model=llama2-70b", "strategy=full_shard")
     assert code == 0
     assert "llama2-70b 16x8 full_shard bf16 mb=1 s=4096 ac=full" in out
     assert "memory per device (GiB)" in out and "vs 1n" in out
@@ -146,8 +143,8 @@ def test_plan_experiment_table(capsys):
         ("cluster=dgx-9000", "cluster: unknown cluster 'dgx-9000'; allowed: "),
     ],
 )
-def test_plan_refuses_meaningless_hardware(capsys, override, message):
-    code, out, err = run_plan(capsys, "cluster=p5.48xlarge", "model=llama2-7b", override)
+def test_plan_refuses_meaningless_hardware(override, message):
+    code, out, err = run_plan("cluster=p5.48xlarge", "model=llama2-7b", override)
     assert code == 2
     assert message in err and out == ""
 

@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from bench_cli import in_process
 
 from bench.analysis.planner import predict
 from bench.analysis.planner.search import AXES, Candidate, loss_reason, search
 from bench.analysis.stats import rank_correlation
-from bench.cli.main import main as cli_main
 from bench.config.compose import load_point
 from bench.schema.spec import CHECKPOINTING
 
@@ -26,20 +26,22 @@ from bench.present.report.autotune import autotune_section  # noqa: E402
 CPU_SETUP = ["model=debug", "nodes=1", "gpus_per_node=2", "train.seq_len=32"]
 
 
-def best_json(capsys, *argv: str) -> dict:
-    assert cli_main(["plan", "--best", "--json", *argv]) == 0
-    return json.loads(capsys.readouterr().out)
+def best_json(*argv: str) -> dict:
+    run = in_process("plan", "--best", "--json", *argv)
+    assert run.rc == 0, run.stderr
+    return json.loads(run.stdout)
 
 
-def error_of(capsys, *argv: str) -> str:
-    assert cli_main(["plan", "--best", *argv]) == 2
-    lines = capsys.readouterr().err.strip().splitlines()
+def error_of(*argv: str) -> str:
+    run = in_process("plan", "--best", *argv)
+    assert run.rc == 2
+    lines = run.stderr.strip().splitlines()
     assert len(lines) == 1, lines
     return lines[0]
 
 
-def test_cpu_search_space_ranking_and_constraints(capsys):
-    out = best_json(capsys, *CPU_SETUP, "strategy=full_shard,no_shard", "precision=fp32,bf16,fp8",
+def test_cpu_search_space_ranking_and_constraints():
+    out = best_json(*CPU_SETUP, "strategy=full_shard,no_shard", "precision=fp32,bf16,fp8",
                     "train.micro_batch=1,4", "--top", "2")  # fmt: skip
     # 2 strategies x 3 precisions x 2 micro-batches x every checkpointing mode (the schema's list),
     # compile only false on a CPU (the planner models its speed-up on GPUs).
@@ -71,8 +73,8 @@ def test_cpu_search_space_ranking_and_constraints(capsys):
     assert all(entry["reason"] for entry in out["next"])
 
 
-def test_a_fixed_global_batch_sets_grad_accum(capsys):
-    out = best_json(capsys, *CPU_SETUP, "search.global_batch=8", "strategy=full_shard", "precision=fp32",
+def test_a_fixed_global_batch_sets_grad_accum():
+    out = best_json(*CPU_SETUP, "search.global_batch=8", "strategy=full_shard", "precision=fp32",
                     "train.activation_checkpointing=none", "--top", "3")  # fmt: skip
     # 8 sequences on 2 ranks: micro-batch 1, 2 or 4 with grad_accum 4, 2 or 1; 8 and more do not divide.
     assert out["searched"] == 3
@@ -81,8 +83,8 @@ def test_a_fixed_global_batch_sets_grad_accum(capsys):
     assert {e["tokens_per_step"] for e in out["top"]} == {8 * 32}
 
 
-def test_gpu_search_uses_whole_nodes_and_explains_losses(capsys):
-    out = best_json(capsys, "model=llama2-7b", "cluster=p5.48xlarge", "nodes=2", "precision=bf16",
+def test_gpu_search_uses_whole_nodes_and_explains_losses():
+    out = best_json("model=llama2-7b", "cluster=p5.48xlarge", "nodes=2", "precision=bf16",
                     "strategy=full_shard,no_shard", "--objective", "mfu")  # fmt: skip
     assert out["setup"]["gpus_per_node"] == 8 and out["objective"] == "mfu"
     assert out["axes"]["train.compile"] == ["false", "true"]
@@ -133,17 +135,18 @@ def test_loss_reasons_name_recompute_and_communication():
         (["model=llama2-70b"], "error: search: none of the"),
     ],
 )
-def test_bad_input_is_one_line_exit_2(capsys, argv, expected):
+def test_bad_input_is_one_line_exit_2(argv, expected):
     setup = [
         o for o in ["model=debug", "train.seq_len=32", "train.micro_batch=1,2,4"] if o.split("=")[0] not in argv[0]
     ]
-    line = error_of(capsys, *setup, "strategy=full_shard", *argv)
+    line = error_of(*setup, "strategy=full_shard", *argv)
     assert line.startswith(expected), line
 
 
-def test_text_output_names_the_top_and_the_reasons(capsys):
-    assert cli_main(["plan", "--best", *CPU_SETUP, "strategy=full_shard", "precision=fp32", "--top", "1"]) == 0
-    out = capsys.readouterr().out
+def test_text_output_names_the_top_and_the_reasons():
+    run = in_process("plan", "--best", *CPU_SETUP, "strategy=full_shard", "precision=fp32", "--top", "1")
+    assert run.rc == 0, run.stderr
+    out = run.stdout
     assert "fsdp-bench plan --best: debug on 1 x 2 local-cpu (cpu), sequence 32" in out
     assert f"searched {7 * len(CHECKPOINTING)} configurations" in out
     assert "top 1 by predicted tokens_per_s" in out and "why each loses to #1" in out

@@ -11,6 +11,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from bench_cli import in_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, sample_sweep, scaling_records  # noqa: E402
@@ -213,37 +214,35 @@ def _write(records, root: Path) -> None:
         write_record(record, root / record.sweep / record.point_id / "result.json")
 
 
-def test_cli_report_from_folder_and_exit_codes(tmp_path, capsys):
-    from bench.cli.main import main
-
+def test_cli_report_from_folder_and_exit_codes(tmp_path):
     results = tmp_path / "results"
     _write(sample_sweep(), results)
     bad = results / "unit" / "zz-bad" / "result.json"
     bad.parent.mkdir()
     bad.write_text(json.dumps({"schema_version": 99, "point_id": "x"}))
-    assert main(["report", str(results), "-o", str(tmp_path / "out")]) == 0
-    captured = capsys.readouterr()
-    assert "report: skipped" in captured.err and "schema_version 99 is unknown" in captured.err
-    assert "(8 points: 6 ok, 2 not ok)" in captured.out
+    captured = in_process("report", results, "-o", tmp_path / "out")
+    assert captured.rc == 0, captured.stderr
+    assert "report: skipped" in captured.stderr and "schema_version 99 is unknown" in captured.stderr
+    assert "(8 points: 6 ok, 2 not ok)" in captured.stdout
     assert {"report.html", "results.csv", "summary.md", "throughput.png"} <= {
         p.name for p in (tmp_path / "out").iterdir()
     }
     # The capacity comes from the record's own cluster facts (local-cpu: 16 GiB).
     rows = list(csv.DictReader((tmp_path / "out" / "results.csv").open()))
     assert {float(r["device_memory_bytes"]) for r in rows} == {16 * 2**30}
-    assert main(["report", str(tmp_path / "missing")]) == 2
-    assert main(["report", str(bad.parent)]) == 2
-    assert "no readable result records" in capsys.readouterr().err
+    assert in_process("report", tmp_path / "missing").rc == 2
+    unreadable = in_process("report", bad.parent)
+    assert unreadable.rc == 2
+    assert "no readable result records" in unreadable.stderr
 
 
 def test_cli_report_from_store(tmp_path):
     from bench.analysis.store import ResultStore
-    from bench.cli.main import main
 
     store = ResultStore(tmp_path / "results.sqlite")
     store.ingest(sample_sweep())
-    assert main(["report", str(tmp_path / "results.sqlite"), "-o", str(tmp_path / "out")]) == 0
+    assert in_process("report", tmp_path / "results.sqlite", "-o", tmp_path / "out").rc == 0
     assert len(list(csv.DictReader((tmp_path / "out" / "results.csv").open()))) == 8
     junk = tmp_path / "junk.txt"
     junk.write_text("not a store")
-    assert main(["report", str(junk), "-o", str(tmp_path / "out2")]) == 2
+    assert in_process("report", junk, "-o", tmp_path / "out2").rc == 2

@@ -1,30 +1,22 @@
-"""The SQLite results store: idempotent ingest, concurrent writers, refused records, rebuild, export."""
+"""The SQLite results store: idempotent ingest, refused records, rebuild, export (concurrent writers,
+which need processes of their own: tests/e2e/test_store_writers.py)."""
 
 from __future__ import annotations
 
 import json
 import sqlite3
-import subprocess
 import sys
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from bench_cli import in_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, sample_sweep  # noqa: E402
 
 from bench.analysis.records import write_record  # noqa: E402
 from bench.analysis.store import ResultStore, content_hash, export, rebuild  # noqa: E402
-
-
-def _write_many(root: Path, count: int, sweep: str) -> None:
-    """`count` distinct valid records (distinct seeds -> distinct point ids) under root/<sweep>/."""
-    template = make_record(sweep=sweep)
-    for seed in range(count):
-        spec = template.spec.model_copy(update={"train": template.spec.train.model_copy(update={"seed": seed})})
-        record = template.model_copy(update={"spec": spec, "point_id": spec.point_id})
-        write_record(record, root / sweep / record.point_id / "result.json")
 
 
 def test_ingest_is_idempotent(tmp_path):
@@ -82,31 +74,6 @@ def test_invalid_and_unknown_schema_records_are_reported_and_skipped(tmp_path):
     assert store.count() == 1
 
 
-def test_two_processes_ingesting_500_records_each_end_with_1000_rows(tmp_path):
-    _write_many(tmp_path / "a", 500, "sweep_a")
-    _write_many(tmp_path / "b", 500, "sweep_b")
-    db = tmp_path / "shared.sqlite"
-    command = [
-        sys.executable,
-        "-c",
-        "import sys; from bench.analysis.store import ResultStore; "
-        "from bench.analysis import store; store.BATCH_SIZE = 25; "  # many small transactions: real interleaving
-        "r = ResultStore(sys.argv[1]).ingest_paths(sys.argv[2]); print(r.added, len(r.problems))",
-    ]
-    procs = [
-        subprocess.Popen([*command, str(db), str(tmp_path / part)], stdout=subprocess.PIPE, text=True)
-        for part in ("a", "b")
-    ]
-    outputs = [proc.communicate(timeout=120)[0].split() for proc in procs]
-    assert [proc.returncode for proc in procs] == [0, 0]
-    assert outputs == [["500", "0"], ["500", "0"]]
-    store = ResultStore(db)
-    assert store.count() == 1000
-    assert store.count(sweep="sweep_a") == 500 and store.count(sweep="sweep_b") == 500
-    with sqlite3.connect(db) as conn:
-        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
-
-
 def test_rebuild_from_json_records(tmp_path):
     results = tmp_path / "results"
     for record in sample_sweep():
@@ -141,53 +108,47 @@ def test_export_csv_and_parquet(tmp_path):
         export(db, tmp_path / "out.xlsx")
 
 
-def test_store_command_add_rebuild_export_stats(tmp_path, capsys):
+def test_store_command_add_rebuild_export_stats(tmp_path):
     """`fsdp-bench store`, the one store CLI: each action's line and exit code."""
-    from bench.cli.main import main
-
     results = tmp_path / "results"
     write_record(make_record(), results / "unit" / "p" / "result.json")
     db = tmp_path / "s.sqlite"
-    assert main(["store", "add", str(results), "--store", str(db)]) == 0
-    assert capsys.readouterr().out == f"store {db}: 1 added, 0 already stored, 0 refused; 1 records in all\n"
+    run = in_process("store", "add", results, "--store", db)
+    assert (run.rc, run.stdout) == (0, f"store {db}: 1 added, 0 already stored, 0 refused; 1 records in all\n")
     (results / "unit" / "bad").mkdir()
     (results / "unit" / "bad" / "result.json").write_text("{")
-    assert main(["store", "add", str(results), "--store", str(db)]) == 1  # one record refused
-    out, err = capsys.readouterr()
+    code, out, err, _ = in_process("store", "add", results, "--store", db)
+    assert code == 1  # one record refused
     assert out == f"store {db}: 0 added, 1 already stored, 1 refused; 1 records in all\n"
     assert "store add: skipped " in err and "bad/result.json: unreadable JSON" in err
-    assert main(["store", "rebuild", str(results), "--store", str(db)]) == 1
-    assert capsys.readouterr().out == f"store {db}: 1 added, 0 already stored, 1 refused; 1 records in all\n"
-    assert main(["store", "stats", "--store", str(db)]) == 0
-    assert capsys.readouterr().out == f"store {db}: 1 records, 0 preflights (schema 4)\n"
-    assert main(["store", "export", str(tmp_path / "t.csv"), "--store", str(db)]) == 0
-    assert capsys.readouterr().out == f"store {db}: wrote {tmp_path / 't.csv'}\n"
+    run = in_process("store", "rebuild", results, "--store", db)
+    assert (run.rc, run.stdout) == (1, f"store {db}: 1 added, 0 already stored, 1 refused; 1 records in all\n")
+    run = in_process("store", "stats", "--store", db)
+    assert (run.rc, run.stdout) == (0, f"store {db}: 1 records, 0 preflights (schema 4)\n")
+    run = in_process("store", "export", tmp_path / "t.csv", "--store", db)
+    assert (run.rc, run.stdout) == (0, f"store {db}: wrote {tmp_path / 't.csv'}\n")
     assert len(pd.read_csv(tmp_path / "t.csv")) == 1
-    assert main(["store", "export", str(tmp_path / "t.xlsx"), "--store", str(db)]) == 2
-    assert (
-        capsys.readouterr().err
-        == f"error: OUT: {tmp_path / 't.xlsx'}: unknown format '.xlsx'; allowed: .csv, .parquet\n"
+    run = in_process("store", "export", tmp_path / "t.xlsx", "--store", db)
+    assert (run.rc, run.stderr) == (
+        2,
+        f"error: OUT: {tmp_path / 't.xlsx'}: unknown format '.xlsx'; allowed: .csv, .parquet\n",
     )
     assert not (tmp_path / "t.xlsx").exists()
 
 
-def test_store_rebuild_never_deletes_a_file_that_is_not_a_store(tmp_path, capsys):
-    from bench.cli.main import main
-
+def test_store_rebuild_never_deletes_a_file_that_is_not_a_store(tmp_path):
     notes = tmp_path / "notes.txt"
     notes.write_text("mine")
-    assert main(["store", "rebuild", str(tmp_path), "--store", str(notes)]) == 2
-    assert capsys.readouterr().err == f"error: --store: {notes} exists and is not an SQLite store\n"
+    run = in_process("store", "rebuild", tmp_path, "--store", notes)
+    assert (run.rc, run.stderr) == (2, f"error: --store: {notes} exists and is not an SQLite store\n")
     assert notes.read_text() == "mine"
-    assert main(["store", "stats", "--store", str(tmp_path / "none.sqlite")]) == 2
-    assert capsys.readouterr().err == f"error: --store: {tmp_path / 'none.sqlite'} does not exist\n"
+    run = in_process("store", "stats", "--store", tmp_path / "none.sqlite")
+    assert (run.rc, run.stderr) == (2, f"error: --store: {tmp_path / 'none.sqlite'} does not exist\n")
     assert not (tmp_path / "none.sqlite").exists()
 
 
-def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp_path, capsys):
+def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp_path):
     """A newer store, or a foreign SQLite file, given to any command that reads or adds to a store."""
-    from bench.cli.main import main
-
     results, out = tmp_path / "results", tmp_path / "out"
     write_record(make_record(), results / "unit" / "p" / "result.json")
     newer, foreign = tmp_path / "v9.sqlite", tmp_path / "foreign.sqlite"
@@ -203,9 +164,8 @@ def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp
         ]  # fmt: skip
         commands.append(["store", "add", results, "--store", store])
         for argv in commands:
-            capsys.readouterr()
-            assert main([str(a) for a in argv]) == 2, argv
-            err = capsys.readouterr().err
+            code, _, err, _ = in_process(*argv)
+            assert code == 2, argv
             assert err.count("\n") == 1 and reason in err and "Traceback" not in err, (argv, err)
     assert not out.exists() and not (tmp_path / "t.csv").exists()
     with sqlite3.connect(foreign) as conn:

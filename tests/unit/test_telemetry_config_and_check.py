@@ -6,12 +6,12 @@ from __future__ import annotations
 import sys
 
 import pytest
+from bench_cli import in_process
 
 from bench.analysis.check.compare import compare
 from bench.analysis.check.points import points_from_records
 from bench.analysis.check.synthetic import make_record, step_times
 from bench.analysis.check.thresholds import ThresholdError, Thresholds, parse_threshold
-from bench.cli.main import main as cli_main
 from bench.config.compose import load_point
 from bench.config.problems import ConfigError
 from bench.run.ab import run_rounds
@@ -46,9 +46,9 @@ def test_bad_telemetry_settings_are_one_line_errors(override, message):
     assert info.value.lines == [message]
 
 
-def test_bad_telemetry_settings_exit_2_before_anything_launches(tmp_path, capsys):
-    assert cli_main(["run", *DEBUG, "telemetry.interval_ms=9", f"results_dir={tmp_path}"]) == 2
-    err = capsys.readouterr().err
+def test_bad_telemetry_settings_exit_2_before_anything_launches(tmp_path):
+    code, _, err, _ = in_process("run", *DEBUG, "telemetry.interval_ms=9", f"results_dir={tmp_path}")
+    assert code == 2
     assert err == "error: telemetry.interval_ms: must be an integer number of milliseconds, at least 10; got 9\n"
     assert not any(tmp_path.iterdir())
 
@@ -155,9 +155,11 @@ def test_ab_gives_each_side_its_own_overrides(tmp_path):
     assert logs["B"] == f"run model=debug telemetry.enabled=false results_dir={tmp_path / 'B' / 'round00'}"
 
 
-def test_ab_refuses_side_overrides_that_change_the_point(tmp_path, capsys):
-    assert cli_main(["ab", "--b-overrides", "train.seq_len=16", "-o", str(tmp_path / "ab"), *DEBUG]) == 2
-    assert capsys.readouterr().err.startswith("error: --b-overrides: train.seq_len=16 changes what the point measures")
-    assert cli_main(["ab", "--a-overrides", "telemetry.interval_ms=1", "-o", str(tmp_path / "ab"), *DEBUG]) == 2
-    assert "error: --a-overrides: telemetry.interval_ms: must be an integer" in capsys.readouterr().err
+def test_ab_refuses_side_overrides_that_change_the_point(tmp_path):
+    run = in_process("ab", "--b-overrides", "train.seq_len=16", "-o", tmp_path / "ab", *DEBUG)
+    assert run.rc == 2
+    assert run.stderr.startswith("error: --b-overrides: train.seq_len=16 changes what the point measures")
+    run = in_process("ab", "--a-overrides", "telemetry.interval_ms=1", "-o", tmp_path / "ab", *DEBUG)
+    assert run.rc == 2
+    assert "error: --a-overrides: telemetry.interval_ms: must be an integer" in run.stderr
     assert not (tmp_path / "ab").exists()

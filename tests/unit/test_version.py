@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 import tomllib
+from bench_cli import in_process
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
 
 from bench.analysis.report.frame import records_to_frame  # noqa: E402
-from bench.cli.main import main as cli_main  # noqa: E402
 from bench.config import version  # noqa: E402
 from bench.config.compose import spec_from_fields  # noqa: E402
 from bench.present.report.environment import environment_lines  # noqa: E402
@@ -78,11 +78,9 @@ def test_an_installed_copy_inside_another_repository_reports_no_commit(tmp_path,
     assert version.harness_version() == f"{PYPROJECT_VERSION}+g0123456789ab"
 
 
-def test_cli_version_prints_the_harness_version(capsys):
-    with pytest.raises(SystemExit) as exit_info:
-        cli_main(["--version"])
-    assert exit_info.value.code == 0
-    assert capsys.readouterr().out == f"fsdp-bench {version.harness_version()}\n"
+def test_cli_version_prints_the_harness_version():
+    run = in_process("--version")  # argparse's exit 0 after printing
+    assert (run.rc, run.stdout) == (0, f"fsdp-bench {version.harness_version()}\n")
 
 
 def test_the_launch_file_carries_the_harness_and_commit(tmp_path):
