@@ -19,6 +19,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from bench.schema.protocol import GitInfo
+
 DIST_NAME = "fsdp-bench"
 # The folder holding the bench package: a checkout's root, or site-packages for an installed copy.
 PACKAGE_ROOT = Path(__file__).resolve().parents[2]
@@ -46,8 +48,8 @@ def _checkout_version() -> str | None:
     return project.get("version") if project.get("name") == DIST_NAME else None
 
 
-def git_info() -> dict:
-    """{"sha", "dirty"} of the checkout this package runs from; both None when it is not one.
+def git_info() -> GitInfo:
+    """The commit ("sha") and "dirty" flag of the checkout this package runs from; both None when it is not one.
 
     Outside a checkout, FSDP_BENCH_GIT_SHA (set when an image was built) gives the commit, its
     dirty flag unknown.
@@ -62,16 +64,16 @@ def git_info() -> dict:
 
     top = git("rev-parse", "--show-toplevel")
     if top is None or Path(top).resolve() != PACKAGE_ROOT:
-        return {"sha": os.environ.get(GIT_SHA_ENV) or None, "dirty": None}
+        return GitInfo(sha=os.environ.get(GIT_SHA_ENV) or None, dirty=None)
     status = git("status", "--porcelain", "--untracked-files=no")
-    return {"sha": git("rev-parse", "HEAD"), "dirty": bool(status) if status is not None else None}
+    return GitInfo(sha=git("rev-parse", "HEAD"), dirty=bool(status) if status is not None else None)
 
 
-def harness_version(git: dict | None = None) -> str:
+def harness_version(git: GitInfo | None = None) -> str:
     """The package version with the commit as a local version label when known (module docstring)."""
     git = git_info() if git is None else git
     version = package_version()
-    if not git.get("sha"):
+    if not git.sha:
         return version
-    local = f"g{git['sha'][:SHA_DIGITS]}" + (".dirty" if git.get("dirty") else "")
+    local = f"g{git.sha[:SHA_DIGITS]}" + (".dirty" if git.dirty else "")
     return f"{version}+{local}"

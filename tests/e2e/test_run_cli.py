@@ -18,6 +18,7 @@ from bench_cli import in_process
 from bench.analysis.records import read_record
 from bench.config.compose import flavors
 from bench.config.version import harness_version
+from bench.schema.protocol import GitInfo
 
 SHORT = ["model=debug", "train.steps=4", "train.warmup_steps=1", "train.seq_len=32"]
 HANG_TIMEOUT_S = 10
@@ -93,7 +94,7 @@ def test_ok_record_environment(ok_run):
     assert env.cuda is None and env.nccl is None
     assert env.device_name.startswith("cpu")
     assert len(env.hostnames) == 1 and env.hostnames[0]
-    assert env.harness == harness_version({"sha": env.git_sha, "dirty": env.git_dirty})  # from the launch file
+    assert env.harness == harness_version(GitInfo(sha=env.git_sha, dirty=env.git_dirty))  # from the launch file
     assert re.fullmatch(r"[0-9a-f]{40}", env.git_sha) and env.git_dirty in (True, False)
     assert env.python.count(".") == 2 and env.platform.startswith("Linux")
     # Each rank's thread pool is sized so the 2 ranks on this host never oversubscribe its cores.

@@ -13,6 +13,8 @@ import pytest
 import tomllib
 from bench_cli import in_process
 
+from bench.schema.protocol import GitInfo
+
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record  # noqa: E402
 
@@ -46,9 +48,9 @@ def test_an_uninstalled_checkout_reads_its_pyproject(monkeypatch):
 
 def test_harness_version_appends_the_commit_and_the_dirty_flag():
     sha = "65c1c7b91250" + "ab" * 14
-    assert version.harness_version({"sha": sha, "dirty": False}) == f"{PYPROJECT_VERSION}+g65c1c7b91250"
-    assert version.harness_version({"sha": sha, "dirty": True}) == f"{PYPROJECT_VERSION}+g65c1c7b91250.dirty"
-    assert version.harness_version({"sha": None, "dirty": None}) == PYPROJECT_VERSION
+    assert version.harness_version(GitInfo(sha=sha, dirty=False)) == f"{PYPROJECT_VERSION}+g65c1c7b91250"
+    assert version.harness_version(GitInfo(sha=sha, dirty=True)) == f"{PYPROJECT_VERSION}+g65c1c7b91250.dirty"
+    assert version.harness_version(GitInfo()) == PYPROJECT_VERSION
 
 
 @needs_git
@@ -56,8 +58,8 @@ def test_git_info_of_this_checkout_names_its_head():
     if not (ROOT / ".git").exists():
         pytest.skip("not a git checkout")
     info = version.git_info()
-    assert info["sha"] == git(ROOT, "rev-parse", "HEAD")
-    assert info["dirty"] == bool(git(ROOT, "status", "--porcelain", "--untracked-files=no"))
+    assert info.sha == git(ROOT, "rev-parse", "HEAD")
+    assert info.dirty == bool(git(ROOT, "status", "--porcelain", "--untracked-files=no"))
 
 
 @needs_git
@@ -70,11 +72,11 @@ def test_an_installed_copy_inside_another_repository_reports_no_commit(tmp_path,
     git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "theirs")
     monkeypatch.setattr(version, "PACKAGE_ROOT", site)
     monkeypatch.delenv(version.GIT_SHA_ENV, raising=False)
-    assert version.git_info() == {"sha": None, "dirty": None}
+    assert version.git_info() == GitInfo()
     assert version.harness_version() == PYPROJECT_VERSION
     # An image built with GIT_SHA carries its commit in the environment instead.
     monkeypatch.setenv(version.GIT_SHA_ENV, "0123456789abcdef0123")
-    assert version.git_info() == {"sha": "0123456789abcdef0123", "dirty": None}
+    assert version.git_info() == GitInfo(sha="0123456789abcdef0123")
     assert version.harness_version() == f"{PYPROJECT_VERSION}+g0123456789ab"
 
 
