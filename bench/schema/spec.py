@@ -340,6 +340,11 @@ class RunSpec(Strict):
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> RunSpec:
         """The spec of a composed config: the tree's sections as they are, `sweep` reduced to the point's part."""
+        return cls.model_validate(cls.config_fields(cfg))
+
+    @classmethod
+    def config_fields(cls, cfg: dict[str, Any]) -> dict[str, Any]:
+        """What `from_config` validates: the spec's fields of a composed config (its section nodes as they are)."""
         sweep = cfg.get("sweep") or {}
         fields = {
             key: cfg[key]
@@ -351,7 +356,7 @@ class RunSpec(Strict):
             "name": sweep.get("name") or "adhoc",
             **({"point_timeout_s": sweep["point_timeout_s"]} if sweep.get("point_timeout_s") is not None else {}),
         }
-        return cls.model_validate(fields)
+        return fields
 
     @property
     def device_type(self) -> str:
