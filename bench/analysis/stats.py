@@ -28,11 +28,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from bench.schema.identity import without
 from bench.schema.spec import SERIES_DROPPED
+
+# numpy is imported inside the functions that compute with it: `plan` reads only scaling_key and
+# scaling_efficiency from here, and importing numpy is a quarter of a second of its start-up.
+if TYPE_CHECKING:
+    import numpy as np
 
 N_BOOT = 2000  # the 2.5 % and 97.5 % percentiles move by well under 1 % of the width between seeds
 CONFIDENCE = 0.95
@@ -49,11 +53,15 @@ Runs = Sequence[Sequence[float]]
 
 def clean_runs(runs: Runs) -> list[np.ndarray]:
     """Runs as float arrays, empty runs dropped."""
+    import numpy as np
+
     return [np.asarray(r, dtype=float) for r in runs if len(r)]
 
 
 def pooled_median(runs: Runs) -> float:
     """The center of a set of runs: the median of all their steps pooled (NaN when empty)."""
+    import numpy as np
+
     arrays = clean_runs(runs)
     return float(np.median(np.concatenate(arrays))) if arrays else float("nan")
 
@@ -65,6 +73,8 @@ def _resample_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> tuple[
     Depends only on the run lengths and the stream: every item with these lengths is resampled
     the same way, whatever else is in the batch.
     """
+    import numpy as np
+
     rng = np.random.default_rng([SEED, stream, *lengths])
     lens = np.asarray(lengths)
     offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
@@ -81,6 +91,8 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
 
     Items with the same run lengths share one resampling plan and are computed together.
     """
+    import numpy as np
+
     out = np.full((len(items), n_boot), np.nan)
     groups: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
     for position, runs in enumerate(items):
@@ -105,6 +117,8 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
 
 def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise percentile interval of a (rows, n_boot) array (NaN rows give NaN bounds)."""
+    import numpy as np
+
     boot = np.atleast_2d(boot)
     tail = (1.0 - confidence) / 2 * 100
     with np.errstate(all="ignore"):
@@ -143,11 +157,14 @@ def ratio_ci(
 
 def ratio_interval(numerator_boot: np.ndarray, denominator_boot: np.ndarray, scale) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise interval of precomputed bootstrap medians' ratios (the vectorised ratio_ci)."""
+    import numpy as np
+
     return percentile_interval(numerator_boot / denominator_boot / np.asarray(scale, dtype=float).reshape(-1, 1))
 
 
 def shift_p_values(baseline: Runs, current: Runs) -> tuple[float, float]:
     """One-sided Mann-Whitney U p-values on the pooled steps: (current tends greater, current tends less)."""
+    import numpy as np
     from scipy.stats import mannwhitneyu
 
     base, cur = np.concatenate(clean_runs(baseline)), np.concatenate(clean_runs(current))
@@ -245,6 +262,7 @@ def rank_correlation(predicted: Sequence[float], measured: Sequence[float]) -> f
     """Spearman's rank correlation between predicted and measured values of the same items (ties
     share their mean rank); NaN with fewer than 3 items or when either side is constant. Used by
     the report's autotune section and the planner's compare."""
+    import numpy as np
     from scipy.stats import spearmanr
 
     x, y = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
@@ -260,6 +278,8 @@ def stragglers(values: dict, k: float = 3.0, floor: float = 0.10) -> dict:
     With two values the median absolute deviation cannot tell which one is off, so the floor alone
     decides; with one there is nothing to compare.
     """
+    import numpy as np
+
     if len(values) < 2:
         return {}
     data = np.asarray(list(values.values()), dtype=float)
