@@ -47,7 +47,7 @@ def predict_workload(w: Workload) -> dict[str, Any]:
     tokens_per_step = w.world_size * w.micro_batch * w.grad_accum * w.seq_len
     per_device = tokens_per_step / times["total"] / w.world_size
     return {
-        "model_info": w.shape.info().model_dump(),
+        "model_info": w.shape.info_dict(),
         "memory_bytes_per_device": memory_breakdown(w),
         "peak_memory_bytes": peak_memory(w),
         "device_memory_bytes": device_memory_bytes(w),
