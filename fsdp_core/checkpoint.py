@@ -41,7 +41,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.metadata import Metadata, TensorStorageMetadata
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave
+from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave, write_bandwidth
 from bench.schema.files import write_text_atomic
 from bench.schema.protocol import (
     CHECKPOINT_MARKER,
@@ -483,6 +483,7 @@ class Checkpointer:
             saves=saves,
             blocked_s=sum(s.blocked_s for s in saves),
             bookkeeping_s=sum(s.bookkeeping_s for s in saves),
+            write_bytes_per_s=write_bandwidth((s.bytes, s.durable_s) for s in saves),
             load=_load_section(self.load, load_s),
             resumed=_load_section(self.resumed, resume_s),
         )

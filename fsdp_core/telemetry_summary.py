@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from bench.schema.metrics import get
 from bench.schema.telemetry import HostTelemetry, RankTelemetry, SignalSummary, Telemetry
 
 
@@ -76,8 +77,11 @@ THROTTLE_BITS = {
     0x40: "hw_thermal",
     0x80: "hw_power_brake",
 }
-# A sample with utilization below this counts as idle (a device idle in most samples is flagged).
-IDLE_UTIL_PCT = 10.0
+# A sample with utilization below IDLE_UTIL_PCT counts as idle; a device idle in more than IDLE_SHARE
+# of its samples is mostly idle (`idle_devices`). Utilization's flags in the metric catalogue, which the
+# report's page quotes.
+IDLE_UTIL_PCT = get("utilization").flag("idle_util_pct")
+IDLE_SHARE = get("utilization").flag("idle_share")
 
 
 def signal_info(name: str) -> Signal | None:
@@ -305,7 +309,7 @@ def summarize(
         sampler_cpu_s=_sum_known([r.sampler_cpu_s for r in ranks]),
         sidecar=sidecar,
         util_pct=sum(utils) / len(utils) if utils else None,
-        idle_devices=sum(1 for r in ranks if (r.idle_fraction or 0.0) > 0.5),
+        idle_devices=sum(1 for r in ranks if (r.idle_fraction or 0.0) > IDLE_SHARE),
         throttle_fraction=throttle,
         throttle_reasons=reasons,
         energy_source=energy_source,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import torch
 import torch.distributed as dist
@@ -49,6 +49,10 @@ class LoopResult:
     telemetry: dict | None = None  # this rank's sampled series over the timed window
     busy_s: list[float] = field(default_factory=list)  # this rank's own part of each timed step
     load: tuple[float, float] = (0.0, 0.0)  # the host's 1-minute load average when the window opened, closed
+    # Fields of the record's `metrics` the loop measures itself, the same on every rank (rank 0's go
+    # into the record as they are): a new loop metric needs its schema field and catalogue entry, not
+    # the worker.
+    metrics: dict[str, Any] = field(default_factory=dict)
 
 
 def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
@@ -107,6 +111,7 @@ def run_loop(
     rank = dist.get_rank()
     window_start, load_before = None, 0.0
     sampler = telemetry_sampler(spec.telemetry, device, rank)
+    skipped = None  # fp16: timed steps the gradient scaler skipped, counted on its device
     for step in range(start_step, train.steps):
         if start_step == 0:
             inject_fault(spec.debug, step, rank)
@@ -117,6 +122,7 @@ def run_loop(
             window_start = start_timed_window(device, sampler)
         if timed:
             timer.start()
+        scale_before = scaler_scale(scaler) if timed and scaler is not None else None
         if counted:
             # Eager for this one step: torch.compile refuses to trace under a dispatch mode, and
             # FSDP2's collectives (in hooks around the blocks) are the same compiled or not.
@@ -127,6 +133,11 @@ def run_loop(
         if timed:
             _slow_down(spec.debug, timer, rank)
             timer.stop()
+        if scale_before is not None:
+            # The scaler backs its scale off exactly when it skips the optimizer step (inf/NaN gradients on
+            # any rank: ShardedGradScaler agrees across ranks); compared on the device, read after the loop.
+            skip = (scaler_scale(scaler) < scale_before).long()
+            skipped = skip if skipped is None else skipped + skip
         if hook is not None:
             hook.after_step(step)
     if hook is not None:
@@ -144,7 +155,15 @@ def run_loop(
         telemetry=telemetry,
         busy_s=timer.busy_s(),
         load=(load_before, os.getloadavg()[0]),
+        metrics={} if scaler is None else {"scaler_skipped_steps": int(skipped) if skipped is not None else 0},
     )
+
+
+def scaler_scale(scaler) -> torch.Tensor:
+    """The gradient scaler's scale as a tensor on its device, without the host sync get_scale() makes;
+    before its first step, its initial scale (get_scale() then reads no tensor)."""
+    scale = scaler._get_scale_async()  # GradScaler's own accessor of the scale tensor (None before the first step)
+    return scale.detach().clone() if scale is not None else torch.tensor(scaler.get_scale())
 
 
 def start_timed_window(device: torch.device, sampler: Sampler | None = None) -> float:

@@ -192,6 +192,7 @@ def assemble_record(
         loss_last=losses[-1],
         losses=losses,
         timed_window_s=loop.timed_window_s,
+        **loop.metrics,
     )
     notes["peak_mem_bytes"] = PEAK_MEM_NOTES["cuda" if device.type == "cuda" else "cpu"]
     if loop.telemetry is not None:

@@ -579,15 +579,21 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    return write_or_check(argv, render, OUTPUT, COMMAND, __doc__.splitlines()[0])
+
+
+def write_or_check(argv: list[str] | None, render_text, output: Path, command: str, description: str) -> int:
+    """A generated page's command line (also scripts/gen_metrics_reference.py's): write it, or with
+    --check exit 1 when the file is not what would be written."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--check", action="store_true", help="exit 1 if the file is not what would be written")
-    parser.add_argument("-o", "--output", type=Path, default=OUTPUT, help=f"default: {OUTPUT.relative_to(ROOT)}")
+    parser.add_argument("-o", "--output", type=Path, default=output, help=f"default: {output.relative_to(ROOT)}")
     args = parser.parse_args(argv)
-    text = render()
+    text = render_text()
     if args.check:
         current = args.output.read_text() if args.output.exists() else None
         if current != text:
-            print(f"{args.output}: stale; regenerate with `{COMMAND}`", file=sys.stderr)
+            print(f"{args.output}: stale; regenerate with `{command}`", file=sys.stderr)
             return 1
         print(f"{args.output}: up to date")
         return 0

@@ -36,25 +36,15 @@ from typing import Any
 # The checkout's own packages, as `python3 -m bench` run from the repository root imports them.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.schema.metrics import shown_in  # noqa: E402
+from bench.schema.units import GIB  # noqa: E402
+
 SWEEP = "gpu_check"  # sweep.name of the check's points: records live at RESULTS/gpu_check/<point_id>/
-GIB = 2**30
-COLUMNS = (
-    "point",
-    "status",
-    "tokens/s",
-    "step median ms",
-    "MFU %",
-    "HFU %",
-    "peak alloc GiB",
-    "peak reserved GiB",
-    "planned alloc GiB",
-    "planned reserved GiB",
-    "util %",
-    "W/GPU",
-    "J/token",
-    "device",
-    "note",
-)
+# The measured columns are the catalogue's (bench/schema/metrics.py: views "gpu"), each headed by its
+# heading and display unit; the planner's peak memory follows them.
+METRICS = shown_in("gpu")
+PLANNED = ("planned alloc GiB", "planned reserved GiB")
+COLUMNS = ("point", "status", *(m.unit_heading for m in METRICS), *PLANNED, "device", "note")
 
 
 def read_tsv(path: str | Path) -> list[list[str]]:
@@ -200,25 +190,15 @@ def planned_peak(record: dict) -> dict[str, Any]:
 
 
 def record_row(label: str, record: dict) -> dict[str, str]:
-    metrics = record.get("metrics") or {}
-    peak = metrics.get("peak_mem_bytes") or {}
     planned = planned_peak(record)
     note = record.get("error") or get(record, "notes", "mfu") or record.get("_problem")
     return {
         "point": label,
         "status": record.get("status") or "-",
-        "tokens/s": _num(metrics.get("tokens_per_s"), ",.0f"),
-        "step median ms": _num(get(metrics, "step_time_s", "median"), ".1f", 1e3),
-        "MFU %": _num(metrics.get("mfu"), ".1f", 100),
-        "HFU %": _num(metrics.get("hfu"), ".1f", 100),
-        "peak alloc GiB": _num(peak.get("max"), ".2f", 1 / GIB),
-        "peak reserved GiB": _num(peak.get("reserved_max"), ".2f", 1 / GIB),
+        # The catalogue reads its paths in the record's JSON as it does in a RunResult.
+        **{m.unit_heading: m.display.number(m.value(record)) for m in METRICS},
         "planned alloc GiB": _num(planned.get("allocated"), ".2f", 1 / GIB),
         "planned reserved GiB": _num(planned.get("reserved"), ".2f", 1 / GIB),
-        # Telemetry (docs/telemetry.md): mean GPU utilization, board power, energy per token.
-        "util %": _num(get(metrics, "telemetry", "util_pct"), ".0f"),
-        "W/GPU": _num(get(metrics, "telemetry", "avg_power_w_per_device"), ".0f"),
-        "J/token": _num(get(metrics, "telemetry", "energy_per_token_j"), ".4g"),
         "device": get(record, "env", "device_name") or "-",
         "note": note or "",
     }

@@ -40,6 +40,8 @@ from pathlib import Path
 from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
 from bench.config.paths import nearest_existing, read_only_error
 from bench.schema.files import Versioned, VersionError
+from bench.schema.metrics import shown_in
+from bench.schema.metrics import values as metric_values
 from bench.schema.migrations import PREFLIGHT
 from bench.schema.preflight import PreflightResult
 from bench.schema.protocol import PREFLIGHT_RECORD
@@ -60,19 +62,25 @@ NEARLY_FULL_BYTES = 1 << 20
 # What `export` writes, by the file's suffix.
 EXPORT_FORMATS = (".csv", ".parquet")
 
+# The metric columns (bench/schema/metrics.py: the metrics whose views include "store"). A metric added
+# to them changes the table: it needs a STORE_MIGRATIONS step that adds and fills its column.
+_METRICS = shown_in("store")
 _COLUMNS = [
     "point_id", "content_hash", "sweep", "status", "error", "model", "strategy", "precision", "cluster",
     "launcher", "nodes", "gpus_per_node", "world_size", "micro_batch", "grad_accum", "seq_len", "repeat",
-    "tokens_per_s", "tokens_per_s_per_device", "mfu", "peak_mem_bytes", "env_fingerprint", "started_at",
-    "finished_at", "source", "ingested_at", "record", "git_sha",
+    *(m.key for m in _METRICS), "env_fingerprint", "started_at", "finished_at", "source", "ingested_at", "record",
+    "git_sha",
 ]  # fmt: skip
 
-_SCHEMA = """
+_SCHEMA = (
+    """
 CREATE TABLE IF NOT EXISTS results (
     point_id TEXT NOT NULL, content_hash TEXT NOT NULL, sweep TEXT NOT NULL, status TEXT NOT NULL, error TEXT,
     model TEXT, strategy TEXT, precision TEXT, cluster TEXT, launcher TEXT, nodes INTEGER, gpus_per_node INTEGER,
     world_size INTEGER, micro_batch INTEGER, grad_accum INTEGER, seq_len INTEGER, repeat INTEGER,
-    tokens_per_s REAL, tokens_per_s_per_device REAL, mfu REAL, peak_mem_bytes INTEGER, env_fingerprint TEXT,
+    """
+    + "".join(f"{m.key} {m.store_type}, " for m in _METRICS)
+    + """env_fingerprint TEXT,
     started_at TEXT, finished_at TEXT, source TEXT, ingested_at TEXT NOT NULL, record TEXT NOT NULL,
     git_sha TEXT,
     PRIMARY KEY (point_id, content_hash)
@@ -82,8 +90,9 @@ CREATE INDEX IF NOT EXISTS results_status ON results (status);
 CREATE INDEX IF NOT EXISTS results_config ON results (model, strategy, precision, cluster, nodes);
 CREATE INDEX IF NOT EXISTS results_env ON results (env_fingerprint);
 CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
-""" + (
-    _PREFLIGHTS := """
+"""
+    + (
+        _PREFLIGHTS := """
 CREATE TABLE IF NOT EXISTS preflights (
     sweep TEXT NOT NULL, shape TEXT NOT NULL, content_hash TEXT NOT NULL, status TEXT NOT NULL, cluster TEXT,
     nodes INTEGER, gpus_per_node INTEGER, started_at TEXT, source TEXT, ingested_at TEXT NOT NULL,
@@ -92,6 +101,7 @@ CREATE TABLE IF NOT EXISTS preflights (
 );
 CREATE INDEX IF NOT EXISTS preflights_time ON preflights (started_at);
 """
+    )
 )
 
 
@@ -430,16 +440,14 @@ def _where(filters: dict[str, object]) -> tuple[str, list[object]]:
 
 
 def _row(record: RunResult, source: str | None) -> tuple:
-    spec, metrics = record.spec, record.metrics
-    peak = metrics.peak_mem_bytes.max if metrics.peak_mem_bytes else None
+    spec = record.spec
     values = {
         "point_id": record.point_id, "content_hash": content_hash(record), "sweep": record.sweep,
         "status": record.status, "error": record.error, "model": spec.model.name, "strategy": spec.strategy,
         "precision": spec.precision, "cluster": spec.cluster.name, "launcher": spec.launcher, "nodes": spec.nodes,
         "gpus_per_node": spec.gpus_per_node, "world_size": spec.world_size, "micro_batch": spec.train.micro_batch,
         "grad_accum": spec.train.grad_accum, "seq_len": spec.train.seq_len, "repeat": spec.repeat,
-        "tokens_per_s": metrics.tokens_per_s, "tokens_per_s_per_device": metrics.tokens_per_s_per_device,
-        "mfu": metrics.mfu, "peak_mem_bytes": peak, "env_fingerprint": env_fingerprint(record),
+        **metric_values(record, "store"), "env_fingerprint": env_fingerprint(record),
         "started_at": record.started_at, "finished_at": record.finished_at, "source": source,
         "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
         "git_sha": record.env.git_sha,

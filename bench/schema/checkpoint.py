@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
+from collections.abc import Iterable
+
 from pydantic import ConfigDict, Field
 
 from bench.schema.base import Strict
@@ -46,6 +49,11 @@ class CheckpointMetrics(Strict):
     saves: list[CheckpointSave] = Field(default_factory=list)
     blocked_s: float = 0.0
     bookkeeping_s: float | None = Field(None, description="the saves' bookkeeping_s, summed")
+    write_bytes_per_s: float | None = Field(
+        None,
+        description="aggregate write bandwidth: the median over the saves with durable_s > 0 of "
+        "bytes / durable_s (write_bandwidth); null when no save took time",
+    )
     load: CheckpointLoad | None = Field(None, description="a load of the latest checkpoint after the timed window")
     resumed: CheckpointLoad | None = Field(None, description="the load a resumed run started from")
     tokens_per_s_with_checkpoints: float | None = Field(None, description="over the timed window, saves included")
@@ -53,3 +61,12 @@ class CheckpointMetrics(Strict):
     blocked_fraction: float | None = Field(
         None, description="(blocked_s + bookkeeping_s) / the timed window: what the saves took from it"
     )
+
+
+def write_bandwidth(saves: Iterable[tuple[int, float]]) -> float | None:
+    """A point's aggregate write bandwidth from its saves' (bytes, durable_s): the median of bytes /
+    durable_s over the saves that took time (durable_s > 0), None when none did. The one rule: the
+    ranks store it (`CheckpointMetrics.write_bytes_per_s`), the record's migration to version 3
+    computes it for older records, and the report, the console and the GPU table read the stored value."""
+    rates = [size / seconds for size, seconds in saves if seconds > 0]
+    return statistics.median(rates) if rates else None

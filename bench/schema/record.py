@@ -17,7 +17,9 @@ from bench.schema.telemetry import Telemetry
 
 # The record's shape, the one home of its version: rank 0 writes it, bench.analysis.records reads it
 # (older versions are migrated on read, bench/schema/migrations).
-SCHEMA_VERSION = 2
+# 3: derived values stored where the record is made (metrics.checkpoint.write_bytes_per_s):
+#    bench/schema/migrations/v2.py; metrics.scaler_skipped_steps (null in older records: not counted).
+SCHEMA_VERSION = 3
 
 
 class StepTimeStats(Strict):
@@ -87,6 +89,9 @@ class Metrics(Strict):
     rank_step_time_medians_s: list[float] = Field(default_factory=list)
     slowest_rank: int | None = None
     host_load: list[HostLoad] = Field(default_factory=list)
+    # fp16: timed steps whose optimizer step the gradient scaler skipped (inf/NaN gradients on some
+    # rank); null without a scaler (and in records from before it was counted).
+    scaler_skipped_steps: int | None = None
 
 
 class Recipe(Strict):
@@ -99,7 +104,7 @@ class Recipe(Strict):
 class RunResult(Strict):
     """One point's record: `RESULTS/<sweep>/<point_id>/result.json` (bench/analysis/records.py reads older versions)."""
 
-    schema_version: Literal[2] = SCHEMA_VERSION
+    schema_version: Literal[3] = SCHEMA_VERSION
     point_id: str
     sweep: str
     status: Status

@@ -11,13 +11,17 @@ import math
 import torch
 import torch.distributed as dist
 import torch.distributed._functional_collectives as funcol
-from rank_checks import build, local, loss_of
+from rank_checks import ARGS, CPU, build, build_point, local, loss_of, point
 from torch import nn
 from torch.distributed.device_mesh import init_device_mesh
+from torch.distributed.fsdp.sharded_grad_scaler import ShardedGradScaler
 from torch.distributed.tensor import Replicate, Shard, distribute_tensor
 
+from bench.schema.metrics import get
 from fsdp_core.comm_counter import CommCounter
+from fsdp_core.data import SyntheticTokens
 from fsdp_core.precision import build_grad_scaler
+from fsdp_core.train import run_loop
 
 
 def _dtype(tensor: torch.Tensor) -> str:
@@ -70,6 +74,26 @@ def fp16_overflow_report(fused: bool) -> dict:
         "optimizer_handles_scaling": bool(getattr(optimizer, "_step_supports_amp_scaling", False)),
         "clean": _scaled_step(model, optimizer, scaler, inject_on_rank=None),
         "overflow_on_rank0": _scaled_step(model, optimizer, scaler, inject_on_rank=0),
+    }
+
+
+def scaler_skip_report(init_scale: float | None, steps: int = 5, warmup_steps: int = 2) -> dict:
+    """The engine's timed loop (fsdp_core.train.run_loop) in fp16 with the engine's scaler class, its
+    scale started at `init_scale` (None: fp32, no scaler): the skipped timed steps the loop counted,
+    the scale after, and how many parameter shards moved over the whole run."""
+    spec = point("full_shard", "fp16" if init_scale else "fp32", steps=steps, warmup_steps=warmup_steps)
+    model = build_point(spec)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.1, foreach=True)
+    scaler = ShardedGradScaler(device="cpu", init_scale=init_scale) if init_scale else None
+    before = [local(p).detach().clone() for p in model.parameters()]
+    loop = run_loop(model, optimizer, scaler, SyntheticTokens(ARGS.vocab_size, seed=0), spec, CPU)
+    field = get("scaler_skipped_steps").field
+    return {
+        "has_count": field in loop.metrics,
+        "skipped": loop.metrics.get(field),
+        "timed": len(loop.step_times_s),
+        "scale_after": float(scaler.get_scale()) if scaler else None,
+        "params_changed": sum(not torch.equal(b, local(p)) for b, p in zip(before, model.parameters())),
     }
 
 

@@ -179,6 +179,8 @@ def test_engine_saves_record_the_closed_form_bytes_load_and_goodput(engine, labe
             assert save.staging_s is not None and save.staging_s <= save.blocked_s
         else:
             assert save.staging_s is None and save.durable_s <= save.blocked_s
+    # The point's write bandwidth, stored by the ranks: the median of the saves' rates (each took time).
+    assert ckpt.write_bytes_per_s == pytest.approx(statistics.median(s.write_bytes_per_s for s in ckpt.saves))
     assert ckpt.load.step == spec.train.steps - 1 and ckpt.load.bytes == ckpt.saves[-1].bytes
     window_tokens_per_s = rec.metrics.tokens_per_step * timed / rec.metrics.timed_window_s
     assert ckpt.tokens_per_s_with_checkpoints == pytest.approx(window_tokens_per_s)

@@ -29,6 +29,11 @@ def reports(tmp_path_factory) -> list[dict]:
             {"precision": "bf16", "activation_checkpointing": "full"},
         ),
         "comm": ("numerics_checks:functional_comm_report", {}),
+        # 2**40: every step's fp16 gradients overflow (5 halvings leave the scale far above what fits);
+        # 1.0: none does; None: fp32, no scaler.
+        "skips/overflow": ("numerics_checks:scaler_skip_report", {"init_scale": 2.0**40}),
+        "skips/clean": ("numerics_checks:scaler_skip_report", {"init_scale": 1.0}),
+        "skips/fp32": ("numerics_checks:scaler_skip_report", {"init_scale": None}),
     }
     return run_ranks(WORLD, jobs, tmp_path_factory.mktemp("gpu_path"))
 
@@ -70,6 +75,19 @@ def test_fp16_found_inf_agreement_collectives(reports):
             assert fused["step_comm_calls"] == {"all_reduce": 1}
             assert foreach["step_comm_bytes"] == {"all_gather": 0, "reduce_scatter": 0, "all_reduce": 2 * F32}
             assert foreach["step_comm_calls"] == {"all_reduce": 2}
+
+
+def test_the_timed_loop_counts_the_steps_the_scaler_skipped(reports):
+    """metrics.scaler_skipped_steps as the engine's loop counts it: every timed step of an overflowing
+    run (its scale backed off each step, no parameter moved), none of a clean run, no count without a
+    scaler; the same count on every rank."""
+    for report in reports:
+        overflow, clean, fp32 = report["skips/overflow"], report["skips/clean"], report["skips/fp32"]
+        assert overflow["timed"] == clean["timed"] == 3
+        assert (overflow["skipped"], overflow["params_changed"]) == (3, 0)
+        assert overflow["scale_after"] == 2.0**40 / 2**5  # 2 warm-up + 3 timed steps, each skipped
+        assert clean["skipped"] == 0 and clean["params_changed"] > 0 and clean["scale_after"] == 1.0
+        assert (fp32["has_count"], fp32["skipped"], fp32["scale_after"]) == (False, None, None)
 
 
 # 2. RoPE stays fp32 -------------------------------------------------------------------------------

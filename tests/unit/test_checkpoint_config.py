@@ -13,7 +13,7 @@ from bench.analysis.planner.workload import workload_from_spec
 from bench.config.compose import spec_from_fields
 from bench.config.problems import ConfigError
 from bench.run.launch.local import LocalLauncher
-from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave
+from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave, write_bandwidth
 from bench.schema.protocol import CheckpointMarker, checkpoint_location, default_checkpoint_dir
 from bench.schema.spec import TrainSpec
 
@@ -123,6 +123,7 @@ def checkpointed_record(nodes: int, durable: list[float], prediction: dict | Non
                             state_bytes_per_rank=[1_877_844], write_bytes_per_s=2_000_000 / d)
              for i, d in enumerate(durable)]  # fmt: skip
     section = CheckpointMetrics(mode="sync", every=1, dir="/ckpt", saves=saves, blocked_s=sum(s.blocked_s for s in saves),
+                                write_bytes_per_s=write_bandwidth((s.bytes, s.durable_s) for s in saves),  # as the ranks
                                 load=CheckpointLoad(step=3, load_s=0.5, bytes=2_000_000, read_bytes_per_s=4e6),
                                 tokens_per_s_with_checkpoints=800.0, goodput=0.8, blocked_fraction=0.1)  # fmt: skip
     record.metrics.checkpoint = section

@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 README = ROOT / "README.md"
 GENERATOR = ROOT / "scripts" / "gen_config_reference.py"
+METRICS_GENERATOR = ROOT / "scripts" / "gen_metrics_reference.py"
 MAX_README_LINES = 200
 
 TEXT_SUFFIXES = {".py", ".md", ".yaml", ".yml", ".sh", ".toml"}
@@ -42,8 +43,8 @@ FENCE = re.compile(r"^\s*(```|~~~)")
 INLINE_CODE = re.compile(r"`[^`]*`")
 
 
-def load_generator():
-    spec = importlib.util.spec_from_file_location("gen_config_reference", GENERATOR)
+def load_generator(path: Path = GENERATOR):
+    spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
@@ -114,6 +115,12 @@ def test_the_configuration_reference_is_current():
     expected = generator.render()
     current = (DOCS / "configuration.md").read_text() if (DOCS / "configuration.md").exists() else ""
     assert current == expected, "docs/configuration.md is stale: run `python scripts/gen_config_reference.py`"
+
+
+def test_the_metric_reference_is_current():
+    expected = load_generator(METRICS_GENERATOR).render()
+    current = (DOCS / "metrics.md").read_text() if (DOCS / "metrics.md").exists() else ""
+    assert current == expected, "docs/metrics.md is stale: run `python scripts/gen_metrics_reference.py`"
 
 
 def test_the_generator_is_deterministic_and_its_check_mode_reports_a_stale_file(tmp_path, capsys):

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.analysis.check.thresholds import METRICS
 from bench.schema.identity import without
 from bench.schema.labels import point_label as short_label
 from bench.schema.record import RunResult
@@ -64,21 +65,12 @@ def point_label(identity: dict[str, Any], key: str) -> str:
 
 
 def record_counters(record: RunResult) -> dict[str, float]:
-    """The deterministic counters a record measured (skipping nulls).
-
-    Peak memory counts only on CUDA, where the caching allocator's peak is reproducible for a
-    fixed config; on CPU it is the process's max RSS, which is not.
-    """
-    metrics = record.metrics
-    counters: dict[str, float] = {"params": record.model_info.params}
-    if metrics.flops_per_token is not None:
-        counters["flops_per_token"] = metrics.flops_per_token
-    if metrics.comm_bytes_per_step is not None:
-        for name, value in metrics.comm_bytes_per_step.model_dump().items():
-            counters[f"comm_bytes_per_step.{name}"] = value
-    if record.spec.device_type == "cuda" and metrics.peak_mem_bytes is not None:
-        counters["peak_mem_bytes"] = metrics.peak_mem_bytes.max
-    return counters
+    """The deterministic counters a record measured (skipping nulls), as the catalogue lists them
+    (bench/schema/metrics.py): peak memory counts only on CUDA, where the caching allocator's peak is
+    reproducible for a fixed config; on CPU it is the process's max RSS, which is not."""
+    device = record.spec.device_type
+    counters = ((name, m.value(record)) for name, m in METRICS.items() if m.kind == "counter" and device in m.exact_on)
+    return {name: value for name, value in counters if value is not None}
 
 
 def record_steps(record: RunResult) -> list[float]:
@@ -88,11 +80,8 @@ def record_steps(record: RunResult) -> list[float]:
 
 def record_run_values(record: RunResult) -> dict[str, float]:
     """The run-level metrics a record measured (telemetry; skipping nulls)."""
-    telemetry = record.metrics.telemetry
-    if telemetry is None:
-        return {}
-    values = {"energy_per_token": telemetry.energy_per_token_j, "utilization": telemetry.util_pct}
-    return {name: value for name, value in values.items() if value is not None}
+    values = ((name, m.value(record)) for name, m in METRICS.items() if m.kind == "timing" and m.per == "run")
+    return {name: value for name, value in values if value is not None}
 
 
 def mfu_per_token_rate(record: RunResult) -> float | None:

@@ -10,44 +10,18 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Literal
 
-Better = Literal["higher", "lower", "equal"]
-Kind = Literal["timing", "counter"]
-Per = Literal["step", "run"]
+from bench.schema.metrics import Metric, find, shown_in
 
-
-@dataclass(frozen=True)
-class MetricDef:
-    """What a metric is: a noisy measurement ("timing": compared with the statistics engine) or a
-    deterministic counter, which way is better, and whether a run gives one sample per timed step
-    (step times and what derives from them) or one per run (telemetry: energy per token, utilization)."""
-
-    name: str
-    kind: Kind
-    better: Better
-    per: Per = "step"
-
-
-METRICS: dict[str, MetricDef] = {
-    m.name: m
-    for m in (
-        MetricDef("tokens_per_s", "timing", "higher"),
-        MetricDef("step_time_s", "timing", "lower"),
-        MetricDef("mfu", "timing", "higher"),
-        MetricDef("energy_per_token", "timing", "lower", per="run"),
-        MetricDef("utilization", "timing", "higher", per="run"),
-        MetricDef("comm_bytes_per_step.all_gather", "counter", "lower"),
-        MetricDef("comm_bytes_per_step.reduce_scatter", "counter", "lower"),
-        MetricDef("comm_bytes_per_step.all_reduce", "counter", "lower"),
-        MetricDef("params", "counter", "equal"),
-        MetricDef("flops_per_token", "counter", "equal"),
-        MetricDef("peak_mem_bytes", "counter", "lower"),
-    )
-}
+# What `check` compares, generated from the metric catalogue (bench/schema/metrics.py: views "check"):
+# timings with the statistics engine (per step: every timed step is a sample; per run: one value per
+# run, e.g. energy per token), counters exactly.
+METRICS: dict[str, Metric] = {m.name: m for m in shown_in("check")}
 TIMINGS = tuple(name for name, m in METRICS.items() if m.kind == "timing")
 COUNTERS = tuple(name for name, m in METRICS.items() if m.kind == "counter")
 STEP_TIMINGS = tuple(name for name in TIMINGS if METRICS[name].per == "step")  # what history can follow
+# Dotted names form groups (comm_bytes_per_step.all_gather, ...): a threshold on the group sets every member.
+GROUPS = tuple(dict.fromkeys(name.rsplit(".", 1)[0] for name in METRICS if "." in name))
 
 # 5%: the project's CI default; scripts/validate_checks.py measures its false-alarm and
 # detection rates on this machine. Smaller changes need many more samples to tell apart from noise.
@@ -70,7 +44,7 @@ class Threshold:
     pct: float
 
     @property
-    def definition(self) -> MetricDef:
+    def definition(self) -> Metric:
         return METRICS[self.metric]
 
     def worsening_pct(self, baseline: float, current: float) -> float:
@@ -100,9 +74,11 @@ def parse_threshold(text: str) -> list[Threshold]:
             f"--threshold {text!r}: expected METRIC:[+-]N%, e.g. tokens_per_s:-5% or peak_mem_bytes:+0%"
         )
     name, sign, pct = match["metric"], match["sign"], float(match["pct"])
-    members = [m for m in METRICS if m == name or m.startswith(name + ".")]
+    known = find(name)  # a metric's name, or an alias the catalogue declares (its results.csv column)
+    members = [known.name] if known is not None and known.name in METRICS else []
+    members = members or [m for m in METRICS if m.startswith(name + ".")]
     if not members:
-        allowed = ", ".join([*METRICS, "comm_bytes_per_step"])
+        allowed = ", ".join([*METRICS, *GROUPS])
         raise ThresholdError(f"--threshold {text!r}: unknown metric {name!r}; allowed: {allowed}")
     better = METRICS[members[0]].better
     wrong_sign = (better == "higher" and sign == "+") or (better == "lower" and sign == "-")

@@ -28,10 +28,11 @@ from bench.analysis.check.thresholds import METRICS, STEP_TIMINGS
 from bench.analysis.check.timings import TimingComparison, compare_timing_metric
 from bench.analysis.stats import compare_runs, pooled_median, scaling_efficiency, series_key
 from bench.schema.labels import point_label
+from bench.schema.metrics import get
 from bench.schema.preflight import PreflightResult
 from bench.schema.record import RunResult
 
-EFFICIENCY = "scaling_efficiency"
+EFFICIENCY = get("scaling_efficiency").name
 # What `--metric` may name: the timings `check` knows (one definition of which way is better).
 HISTORY_METRICS = STEP_TIMINGS
 
@@ -65,7 +66,7 @@ class Series:
 
     @property
     def higher_is_better(self) -> bool:
-        return self.metric == EFFICIENCY or METRICS[self.metric].better == "higher"
+        return get(self.metric).better == "higher"
 
     @property
     def values(self) -> list[float]:
@@ -110,14 +111,9 @@ def run_time(record: RunResult | PreflightResult) -> datetime | None:
 
 def metric_value(record: RunResult, metric: str) -> float | None:
     """The record's value of a history metric (None where it did not measure it, e.g. MFU on CPU)."""
-    metrics = record.metrics
-    if metric == "tokens_per_s":
-        return metrics.tokens_per_s
-    if metric == "step_time_s":
-        return metrics.step_time_s.median if metrics.step_time_s else None
-    if metric == "mfu":
-        return metrics.mfu
-    raise ValueError(f"unknown history metric {metric!r}; allowed: {', '.join(HISTORY_METRICS)}")
+    if metric not in HISTORY_METRICS:
+        raise ValueError(f"unknown history metric {metric!r}; allowed: {', '.join(HISTORY_METRICS)}")
+    return METRICS[metric].value(record)
 
 
 def _short(key: str) -> str:

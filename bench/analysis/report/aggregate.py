@@ -30,6 +30,7 @@ from bench.analysis.stats import (
     ratio_interval,
     scaling_efficiency,
 )
+from bench.schema.metrics import shown_in
 
 # The configuration columns that name a series in legends and tables (bench/present/report/labels.py); which
 # points form a series is bench.analysis.stats.scaling_key's decision (the weak_key/strong_key columns),
@@ -47,13 +48,17 @@ STRONG_KEYS = [*GROUP_KEYS, "global_batch", "strong_key"]
 # (a fraction: 0.10 = 10 percentage points; the threshold itself lives in bench/analysis/report/diagnosis.py).
 PREDICTION_TOLERANCE = FLAG_POINTS / 100
 
+# Repeats pool as the catalogue says (bench/schema/metrics.py `repeats`): the run-level metrics by the
+# median of their runs, peak memory by the largest run; tokens/s, step time and MFU by the pooled median
+# of every run's steps (below). The planner's predictions are the same for every repeat.
 _MEDIAN_COLUMNS = ["pred_tokens_per_s_per_device", "pred_scaling_efficiency", "pred_step_time_s", "pred_memory_bytes",
                    "pred_autotune_rank", "pred_autotune_value",
-                   "energy_per_token_j", "util_pct"]  # fmt: skip
+                   *(m.key for m in shown_in("frame") if m.repeats == "median")]  # fmt: skip
+_MAX_COLUMNS = [*(m.key for m in shown_in("frame") if m.repeats == "max"), "device_memory_bytes"]
 _CELL_COLUMNS = [
     *CELL_KEYS, "per_device_batch", "global_batch", "world_size", "tokens_per_step", "repeats", "point_ids", "step_runs", "step_boot",
     "tokens_per_s", "tps_ci_low", "tps_ci_high", "tokens_per_s_per_device", "tpsd_ci_low", "tpsd_ci_high",
-    "step_time_median_s", "mfu", *_MEDIAN_COLUMNS, "peak_mem_bytes", "device_memory_bytes", "loaded_host",
+    "step_time_median_s", "mfu", *_MEDIAN_COLUMNS, *_MAX_COLUMNS, "loaded_host",
     "shared_host",
 ]  # fmt: skip
 _SCALING_COLUMNS = [*_CELL_COLUMNS, "cell", "series", "mode", "baseline_nodes", "speedup", "scaling_efficiency",
@@ -79,7 +84,7 @@ def build_cells(frame: pd.DataFrame) -> pd.DataFrame:
     grouped = ok.groupby(CELL_KEYS, sort=True, dropna=False)
     firsts = {c: (c, "first") for c in ("per_device_batch", "global_batch", "world_size", "tokens_per_step")}
     medians = {c: (c, "median") for c in _MEDIAN_COLUMNS}
-    maxima = {c: (c, "max") for c in ("peak_mem_bytes", "device_memory_bytes")}
+    maxima = {c: (c, "max") for c in _MAX_COLUMNS}
     cells = grouped.agg(repeats=("point_id", "size"), **firsts, **medians, **maxima).reset_index()
     positions = _group_positions(grouped.ngroup().to_numpy(), len(cells))
     point_ids = ok["point_id"].to_numpy(object)

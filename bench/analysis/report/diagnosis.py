@@ -17,12 +17,15 @@ from __future__ import annotations
 
 from typing import Any
 
-# A measured scaling efficiency more than this many percentage points below the prediction
-# earns a flag: beyond the run-to-run noise of a healthy cluster.
-FLAG_POINTS = 10.0
-# A point whose predicted communication (exposed plus overlapped) takes at least this share of
-# the predicted step would lose efficiency first to the network; below it, to compute.
-COMM_BOUND_SHARE = 0.2
+from bench.schema.metrics import get
+
+# The thresholds are scaling efficiency's flags in the metric catalogue (bench/schema/metrics.py):
+# a measured efficiency more than FLAG_POINTS percentage points below the prediction earns a flag
+# (beyond the run-to-run noise of a healthy cluster); a point whose predicted communication (exposed
+# plus overlapped) takes at least COMM_BOUND_SHARE of the predicted step would lose efficiency first
+# to the network, below it to compute.
+FLAG_POINTS = get("scaling_efficiency").flag("below_prediction_points")
+COMM_BOUND_SHARE = get("scaling_efficiency").flag("comm_bound_share")
 
 COMM_CAUSE = "exposed communication: check the network (EFA/InfiniBand) and NCCL settings"
 COMPUTE_CAUSE = "compute: check kernels, compile and the micro-batch size"

@@ -8,7 +8,6 @@ a failed point keeps its row (status, error) with empty numbers.
 from __future__ import annotations
 
 import json
-import statistics
 from collections.abc import Iterable
 from typing import Any
 
@@ -16,6 +15,8 @@ import pandas as pd
 
 from bench.analysis.planner.plan_object import value_at
 from bench.analysis.stats import scaling_key
+from bench.schema.metrics import get, shown_in
+from bench.schema.metrics import values as metric_values
 from bench.schema.record import RunResult
 from bench.schema.spec import DebugKnobs
 from bench.schema.units import GIB
@@ -45,11 +46,9 @@ PREDICTION_KEYS = {
     "checkpoint.storage_gbps": "pred_ckpt_storage_gbps",
     "checkpoint.goodput": "pred_ckpt_goodput",
 }
-# metrics.checkpoint as columns (the medians over the point's saves; bench/present/report/checkpoint.py reads them).
-CHECKPOINT_COLUMNS = [
-    "ckpt_mode", "ckpt_every", "ckpt_saves", "ckpt_state_bytes", "ckpt_bytes", "ckpt_blocked_s", "ckpt_durable_s",
-    "ckpt_write_bytes_per_s", "ckpt_load_s", "ckpt_read_bytes_per_s", "ckpt_goodput", "ckpt_blocked_fraction",
-]  # fmt: skip
+ENERGY = get("energy_per_token")
+# Every metric column, in catalogue order (bench/schema/metrics.py: the metrics whose views include "frame").
+METRIC_COLUMNS = [metric.key for metric in shown_in("frame")]
 
 
 def records_to_frame(records: Iterable[RunResult]) -> pd.DataFrame:
@@ -77,18 +76,15 @@ def _row(record: RunResult) -> dict[str, Any]:
         "compile": train.compile, "cpu_offload": train.cpu_offload, "repeat": spec.repeat, "steps": train.steps,
         "warmup_steps": train.warmup_steps, "params": record.model_info.params,
         "weak_key": scaling_key(identity, "weak"), "strong_key": scaling_key(identity, "strong"),
-        "tokens_per_s": metrics.tokens_per_s, "tokens_per_s_per_device": metrics.tokens_per_s_per_device,
-        "tokens_per_step": metrics.tokens_per_step or spec.tokens_per_step,
-        "mfu": metrics.mfu, "hfu": metrics.hfu, "tflops_per_device": metrics.tflops_per_device,
-        "loss_first": metrics.loss_first, "loss_last": metrics.loss_last, "wall_s": record.wall_s,
+        "tokens_per_step": metrics.tokens_per_step or spec.tokens_per_step, "wall_s": record.wall_s,
         "started_at": record.started_at, "finished_at": record.finished_at,
         "step_times_s": list(metrics.step_times_s),
         # Why MFU is null (e.g. a device without a published peak), for the report's plot notes.
         "mfu_note": record.notes.get("mfu"),
+        # The device's capacity, as the record's cluster says (it carries its facts).
+        "device_memory_bytes": record.spec.cluster.device_memory_gib * GIB,
     }  # fmt: skip
-    row.update(_step_time(record))
-    row.update(_memory(record))
-    row.update(_comm(record))
+    row.update(metric_values(record, "frame"))
     row.update(_env(record))
     row.update(_checkpoint(record))
     row.update(prediction_values(record.prediction))
@@ -133,73 +129,22 @@ def _host_load(record: RunResult) -> dict[str, Any]:
 
 
 def _telemetry(record: RunResult) -> dict[str, Any]:
-    """What the devices did (metrics.telemetry): utilization, power, energy per token, throttling."""
+    """What the telemetry says beside its metrics: the energy source, the series' file, why energy is missing."""
     telemetry = record.metrics.telemetry
     if telemetry is None:
         return {}
     return {
-        "util_pct": telemetry.util_pct,
-        "avg_power_w": telemetry.avg_power_w_per_device,
-        "energy_per_token_j": telemetry.energy_per_token_j,
         "energy_source": telemetry.energy_source,
-        "throttle_fraction": telemetry.throttle_fraction,
-        "idle_devices": telemetry.idle_devices,
         "telemetry_sidecar": telemetry.sidecar,
         # Why energy per token is null (no GPU counter, no readable RAPL), for the report's notes.
-        "energy_note": telemetry.missing.get("energy_per_token_j"),
-    }
-
-
-def _step_time(record: RunResult) -> dict[str, Any]:
-    stats = record.metrics.step_time_s
-    if stats is None:
-        return {}
-    return {
-        "step_time_median_s": stats.median,
-        "step_time_p10_s": stats.p10,
-        "step_time_p90_s": stats.p90,
-        "step_time_cv": stats.cv,
-    }
-
-
-def _memory(record: RunResult) -> dict[str, Any]:
-    """The peak and the device's capacity, as the record's cluster says (it carries its facts)."""
-    peak = record.metrics.peak_mem_bytes
-    return {
-        "peak_mem_bytes": peak.max if peak else None,
-        "device_memory_bytes": record.spec.cluster.device_memory_gib * GIB,
-    }
-
-
-def _comm(record: RunResult) -> dict[str, Any]:
-    comm = record.metrics.comm_bytes_per_step
-    if comm is None:
-        return {}
-    return {
-        "comm_all_gather_bytes": comm.all_gather,
-        "comm_reduce_scatter_bytes": comm.reduce_scatter,
-        "comm_all_reduce_bytes": comm.all_reduce,
+        "energy_note": telemetry.missing.get(ENERGY.field),
     }
 
 
 def _checkpoint(record: RunResult) -> dict[str, Any]:
+    """How the point checkpointed (its metrics are catalogue columns)."""
     ckpt = record.metrics.checkpoint
-    if ckpt is None:
-        return {}
-    saves, load = ckpt.saves, ckpt.load
-    row: dict[str, Any] = {"ckpt_mode": ckpt.mode, "ckpt_every": ckpt.every, "ckpt_saves": len(saves),
-                           "ckpt_goodput": ckpt.goodput, "ckpt_blocked_fraction": ckpt.blocked_fraction}  # fmt: skip
-    if saves:
-        row.update(
-            ckpt_state_bytes=sum(saves[-1].state_bytes_per_rank),
-            ckpt_bytes=saves[-1].bytes,
-            ckpt_blocked_s=statistics.median(s.blocked_s for s in saves),
-            ckpt_durable_s=statistics.median(s.durable_s for s in saves),
-            ckpt_write_bytes_per_s=statistics.median(s.bytes / s.durable_s for s in saves if s.durable_s > 0),
-        )
-    if load is not None:
-        row.update(ckpt_load_s=load.load_s, ckpt_read_bytes_per_s=load.read_bytes_per_s)
-    return row
+    return {} if ckpt is None else {"ckpt_mode": ckpt.mode, "ckpt_every": ckpt.every}
 
 
 def _env(record: RunResult) -> dict[str, Any]:
@@ -255,15 +200,9 @@ def _number(value: Any) -> float | None:
 
 SORT_KEYS = ["sweep", "model", "strategy", "precision", "nodes", "gpus_per_node", "per_device_batch", "repeat"]
 
-TELEMETRY_NUMERIC = ["util_pct", "avg_power_w", "energy_per_token_j", "throttle_fraction", "idle_devices"]
-TELEMETRY_COLUMNS = [*TELEMETRY_NUMERIC, "energy_source", "telemetry_sidecar", "energy_note"]
-
 NUMERIC_COLUMNS = [
-    "tokens_per_s", "tokens_per_s_per_device", "tokens_per_step", "mfu", "hfu", "tflops_per_device", "loss_first",
-    "loss_last", "wall_s", "step_time_median_s", "step_time_p10_s", "step_time_p90_s", "step_time_cv", "peak_mem_bytes",
-    "device_memory_bytes", "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes",
-    *CHECKPOINT_COLUMNS[1:], *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps",
-    "preflight_matmul_tflops", "peak_tflops", "host_load_max", *TELEMETRY_NUMERIC,
+    *METRIC_COLUMNS, "tokens_per_step", "wall_s", "device_memory_bytes", "ckpt_every", *PREDICTION_KEYS.values(),
+    "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "host_load_max",
 ]  # fmt: skip
 
 
@@ -271,12 +210,9 @@ COLUMNS = [
     "sweep", "point_id", "status", "error", "model", "variant", "strategy", "precision", "cluster", "launcher",
     "nodes", "gpus_per_node", "world_size", "micro_batch", "grad_accum", "per_device_batch", "global_batch",
     "seq_len", "activation_checkpointing", "compile", "cpu_offload", "repeat", "steps", "warmup_steps", "params",
-    "tokens_per_s", "tokens_per_s_per_device", "tokens_per_step", "step_time_median_s", "step_time_p10_s",
-    "step_time_p90_s",
-    "step_time_cv", "mfu", "hfu", "tflops_per_device", "peak_mem_bytes", "device_memory_bytes",
-    "comm_all_gather_bytes", "comm_reduce_scatter_bytes", "comm_all_reduce_bytes", "loss_first", "loss_last",
-    "wall_s", "started_at", "finished_at", "torch", "cuda", "nccl", "device_name", "device_count", "hostnames",
-    "git_sha", "harness", "exclusive_host", "mfu_note", *CHECKPOINT_COLUMNS, *PREDICTION_KEYS.values(), "preflight_link_gbps",
-    "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers", "host_load_max",
-    "loaded_host", *TELEMETRY_COLUMNS, "step_times_s", "weak_key", "strong_key",
+    "tokens_per_step", *METRIC_COLUMNS, "device_memory_bytes", "wall_s", "started_at", "finished_at", "torch",
+    "cuda", "nccl", "device_name", "device_count", "hostnames", "git_sha", "harness", "exclusive_host", "mfu_note",
+    "ckpt_mode", "ckpt_every", *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps",
+    "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers", "host_load_max", "loaded_host",
+    "energy_source", "telemetry_sidecar", "energy_note", "step_times_s", "weak_key", "strong_key",
 ]  # fmt: skip

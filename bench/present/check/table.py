@@ -6,25 +6,22 @@ Shared by the console output and the markdown summary so both show the same numb
 from __future__ import annotations
 
 from bench.analysis.check.compare import CheckReport, Finding
-from bench.analysis.check.thresholds import METRICS
+from bench.schema.metrics import find
 
 HEADERS = ("point", "metric", "baseline", "current", "change", "verdict", "confidence")
 
 
 def format_value(metric: str, value: float | str | None) -> str:
-    """Counters as integers with separators, tokens/s to 0.1, other timings to 4 significant digits."""
+    """A metric's value in the catalogue's format (bench/schema/metrics.py: counters as integers with
+    separators, tokens/s to 0.1, other timings to 4 significant digits); a loss to 6 digits."""
     if value is None:
         return "-"
     if isinstance(value, str):
         return value
-    definition = METRICS.get(metric)
-    if definition is not None and definition.kind == "counter":
-        return f"{value:,.0f}" if float(value).is_integer() else f"{value:,.6g}"
-    if metric == "tokens_per_s":
-        return f"{value:,.1f}"
-    if metric == "loss_curve":
-        return f"{value:.6g}"
-    return f"{value:.4g}"
+    definition = find(metric)
+    if definition is not None:
+        return definition.text(value)
+    return f"{value:.6g}" if metric == "loss_curve" else f"{value:.4g}"
 
 
 def format_verdict(finding: Finding) -> str:

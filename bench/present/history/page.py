@@ -27,6 +27,7 @@ from bench.present.history.table import (
     series_rows,
     verdict_line,
 )
+from bench.present.report.flag_rules import flag_rules
 from bench.present.report.html import render_figure, render_html
 from bench.present.report.tables import Table
 from bench.schema.files import write_bytes_atomic, write_text_atomic
@@ -85,6 +86,7 @@ def write_history(history: History, out: Path, *, store: str, command: str) -> P
         "links": _table(LINK_HEADERS, history.links),
         "too_short": [f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short],
         "command": command,
+        "rules": flag_rules(),
     }
     page = out / "history.html"
     write_text_atomic(page, render_html(context, "history.html.j2"))

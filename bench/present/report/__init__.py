@@ -5,5 +5,6 @@ Modules: build.py (records in, the report's files out), plots.py, render.py (PNG
 processes for large reports), html.py (Jinja2, templates/), tables.py, summary_md.py, formatting.py,
 labels.py, environment.py (the header's environment lines), reproduce.py (the commands that reproduce
 the points), telemetry.py, checkpoint.py, cluster_health.py (preflights against the cluster's facts),
-autotune.py (the planner's ranking next to the measured one).
+autotune.py (the planner's ranking next to the measured one), flag_rules.py (the flags' thresholds the
+pages quote, from the metric catalogue).
 """

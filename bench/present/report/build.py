@@ -15,7 +15,6 @@ from pathlib import Path
 import pandas as pd
 
 from bench.analysis.records import RecordProblem
-from bench.analysis.report.contention import SUPERLINEAR_MARGIN
 from bench.analysis.report.export import write_csv
 from bench.analysis.report.views import analyse
 from bench.present.report import tables
@@ -24,6 +23,7 @@ from bench.present.report.autotune import autotune_section
 from bench.present.report.checkpoint import checkpoint_table
 from bench.present.report.cluster_health import cluster_health
 from bench.present.report.environment import environment_lines
+from bench.present.report.flag_rules import flag_rules
 from bench.present.report.html import RenderedFigure, render_figure, render_html
 from bench.present.report.render import render_figures
 from bench.present.report.reproduce import default_commands
@@ -99,7 +99,7 @@ def _build(
         "headline": headline,
         "scaling": scaling,
         "contention": contention,
-        "contention_margin": f"{SUPERLINEAR_MARGIN * 100:.0f}",
+        "rules": flag_rules(preflights),
         "figures": figures,
         "plot_notes": _plot_notes(figures, points),
         "telemetry": telemetry_view.telemetry_table(points),

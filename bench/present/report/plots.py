@@ -40,6 +40,7 @@ from bench.present.style import (  # noqa: E402
     single_axes,
     value_axis,
 )
+from bench.schema.metrics import get  # noqa: E402
 from bench.schema.units import GIB  # noqa: E402
 
 MAX_PANELS = 12
@@ -93,7 +94,8 @@ def mfu_figure(scaling: pd.DataFrame) -> Figure | None:
 
 def energy_figure(scaling: pd.DataFrame) -> Figure | None:
     """Energy per token (J) vs nodes, repeats' median: the cost of scaling out. None when no point has it."""
-    return _line_figure(scaling, "energy_per_token_j", "energy per token (J)", None)
+    energy = get("energy_per_token")
+    return _line_figure(scaling, energy.key, f"{energy.label} ({energy.unit.split('/')[0]})", None)
 
 
 def _throughput_ideal(series: pd.DataFrame) -> np.ndarray:

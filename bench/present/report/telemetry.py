@@ -22,11 +22,14 @@ from bench.present.report import formatting as fmt
 from bench.present.report.labels import config_label
 from bench.present.report.tables import Table
 from bench.present.style import PALETTE
+from bench.schema.metrics import get
 from bench.schema.units import GIB
 
-# A point throttled when at least this share of its GPU samples had a throttling reason
-# (power cap, thermal, hardware slowdown): below it, a few samples at a clock transition.
-THROTTLE_FLAG = 0.05
+UTIL, POWER, ENERGY, THROTTLED, IDLE = (
+    get(name) for name in ("utilization", "power_per_device", "energy_per_token", "throttle_fraction", "idle_devices")
+)
+# A point throttled when at least this share of its GPU samples had a throttling reason (the catalogue's flag).
+THROTTLE_FLAG = THROTTLED.flag("throttled")
 # At most this many points get a timeline row (flagged points first); the table lists every point.
 MAX_TIMELINES = 8
 # Lines per panel before ranks or hosts collapse into their mean and a min-max band.
@@ -61,7 +64,7 @@ def load_timelines(points: pd.DataFrame, point_dirs: Mapping[tuple[str, str], Pa
 def flags(row: Mapping) -> list[str]:
     """Why a point's telemetry stands out: it throttled, or a device sat mostly idle."""
     out = []
-    throttle, idle = row.get("throttle_fraction"), row.get("idle_devices")
+    throttle, idle = row.get(THROTTLED.key), row.get(IDLE.key)
     if not fmt.is_missing(throttle) and throttle >= THROTTLE_FLAG:
         out.append(f"throttled in {fmt.percent(throttle, 0)} of samples")
     if not fmt.is_missing(idle) and idle > 0:
@@ -70,13 +73,13 @@ def flags(row: Mapping) -> list[str]:
 
 
 def has_telemetry(points: pd.DataFrame) -> pd.Series:
-    if "util_pct" not in points:
+    if UTIL.key not in points:
         return pd.Series(False, index=points.index)
-    return (points["status"] == "ok") & (points["util_pct"].notna() | points["telemetry_sidecar"].notna())
+    return (points["status"] == "ok") & (points[UTIL.key].notna() | points["telemetry_sidecar"].notna())
 
 
-TABLE_COLUMNS = ["sweep", "point", "model", "configuration", "nodes", "utilization", "power/device (W)",
-                 "energy/token (J)", "energy source", "throttled", "flag"]  # fmt: skip
+TABLE_COLUMNS = ["sweep", "point", "model", "configuration", "nodes", UTIL.label, f"{POWER.label} ({POWER.unit})",
+                 f"{ENERGY.label} ({ENERGY.unit})", "energy source", THROTTLED.label, "flag"]  # fmt: skip
 
 
 def telemetry_table(points: pd.DataFrame, only_flagged: bool = False) -> Table:
@@ -87,9 +90,9 @@ def telemetry_table(points: pd.DataFrame, only_flagged: bool = False) -> Table:
         if only_flagged and not notes:
             continue
         cells = [str(row["sweep"]), str(row["point_id"]), str(row["model"]), config_label(row), str(row["nodes"]),
-                 fmt.percent(row["util_pct"] / 100), fmt.number(row["avg_power_w"], 1),
-                 fmt.significant(row["energy_per_token_j"]), str(row["energy_source"] or fmt.MISSING),
-                 fmt.percent(row["throttle_fraction"], 0), "; ".join(notes)]  # fmt: skip
+                 fmt.percent(row[UTIL.key] / 100), fmt.number(row[POWER.key], 1),
+                 fmt.significant(row[ENERGY.key]), str(row["energy_source"] or fmt.MISSING),
+                 fmt.percent(row[THROTTLED.key], 0), "; ".join(notes)]  # fmt: skip
         table.add(cells, "flag" if notes else "")
     return table
 
@@ -98,7 +101,7 @@ def energy_notes(points: pd.DataFrame) -> list[str]:
     """Why energy per token is missing, where records say so (CPU without readable RAPL, ...)."""
     if "energy_note" not in points:
         return []
-    return sorted(set(points.loc[points["energy_per_token_j"].isna(), "energy_note"].dropna()))[:3]
+    return sorted(set(points.loc[points[ENERGY.key].isna(), "energy_note"].dropna()))[:3]
 
 
 # --- timelines ------------------------------------------------------------------------------
@@ -132,7 +135,7 @@ def _rate(times: np.ndarray, counter: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def utilization_lines(series: pd.DataFrame) -> Lines:
-    return _per_rank(series, "util_pct")
+    return _per_rank(series, "util_pct")  # the sidecar's signal (fsdp_core/telemetry_summary.py SIGNALS)
 
 
 def power_lines(series: pd.DataFrame) -> Lines:
