@@ -47,6 +47,20 @@ def _is_group_choice(override) -> bool:
     return key in GROUPS or key.startswith("hydra")
 
 
+@lru_cache(maxsize=65536)
+def _classified(item: str) -> tuple[Any, bool]:
+    """(the parsed override, whether it is a group choice), cached like `parse_one`: a grid's points
+    repeat the same strings, and each point is classified twice (`_choices`, `_compose`)."""
+    override = parse_one(item)
+    return override, _is_group_choice(override)
+
+
+def _split(overrides: Sequence[str]) -> tuple[tuple[str, ...], list]:
+    """A point's (group choices as written, parsed scalar overrides), in their order."""
+    classified = [_classified(item) for item in overrides]
+    return tuple(o.input_line for o, choice in classified if choice), [o for o, choice in classified if not choice]
+
+
 def compose(overrides: Sequence[str]) -> dict[str, Any]:
     """One point's config as a plain dict; unknown group options and keys raise ConfigError."""
     return _compose(overrides, search_dirs())
@@ -55,9 +69,7 @@ def compose(overrides: Sequence[str]) -> dict[str, Any]:
 def _compose(overrides: Sequence[str], dirs: tuple[Path, ...]) -> dict[str, Any]:
     # Before parsing: a value with shell syntax is an unknown option, not a grammar error.
     _check_group_options(overrides, dirs)
-    parsed = parse(overrides)
-    choices = tuple(o.input_line for o in parsed if _is_group_choice(o))
-    scalars = [o for o in parsed if not _is_group_choice(o)]
+    choices, scalars = _split(overrides)
     groups = _groups(choices, dirs)
     plain = None if groups.interpolates else groups.with_values(scalars)
     if plain is not None:
@@ -319,7 +331,7 @@ def _choices(overrides: Sequence[str], dirs: tuple[Path, ...]) -> tuple[str, ...
     """A point's group choices, None where composing it will say what is wrong."""
     try:
         _check_group_options(overrides, dirs)
-        return tuple(o.input_line for o in parse(overrides) if _is_group_choice(o))
+        return _split(overrides)[0]
     except ConfigError:
         return None
 
