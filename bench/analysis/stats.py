@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from bench.schema.identity import without
+from bench.schema.identity import canonical_json, without
 from bench.schema.spec import SERIES_DROPPED
 
 # numpy is imported inside the functions that compute with it: `plan` reads only scaling_key and
@@ -233,20 +233,16 @@ def series_key(identity: dict, *, across_nodes: bool = False) -> str:
     series, and a slowdown injected with `debug.slow_fraction` stays in it (history shows changed knobs
     like an environment change). `across_nodes`: also without what scales (the scaling_key rule), the
     family whose efficiency at its largest node count history follows."""
-    import json
-
     key = without(identity, SERIES_DROPPED)
     if across_nodes:
         return scaling_key(key)
-    return json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return canonical_json(key)
 
 
 def scaling_key(identity: dict, mode: str = "weak") -> str:
     """The key of a scaling series: a point's identity without what scales (nodes, world size) and
     its repeat index. Weak scaling keeps the per-device batch (micro-batch, accumulation); strong
     scaling keeps the global batch instead. Used by the report and the planner alike."""
-    import json
-
     key = {k: v for k, v in identity.items() if k not in ("nodes", "world_size", "repeat")}
     if mode == "strong":
         train = dict(key.get("train") or {})
@@ -255,7 +251,7 @@ def scaling_key(identity: dict, mode: str = "weak") -> str:
         key["train"] = train
     elif mode != "weak":
         raise ValueError(f"scaling mode: {mode!r}; allowed: weak, strong")
-    return json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return canonical_json(key)
 
 
 def rank_correlation(predicted: Sequence[float], measured: Sequence[float]) -> float:
