@@ -9,7 +9,7 @@ directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from functools import cached_property, lru_cache
+from functools import lru_cache
 
 from bench.analysis.planner.shapes import ModelShape, llama_shape
 from bench.schema.ac_modes import DEFAULT_AC_EVERY, NONE
@@ -41,14 +41,11 @@ class Workload:
     # A CPU host's compute calibration replacing `fsdp-bench calibrate`'s (a preflight's matmul rate).
     cpu: object | None = field(default=None, hash=False, compare=False)
 
-    # Cached per workload (a frozen dataclass keeps a __dict__, which cached_property writes without
-    # __setattr__; it is no field, so equality and hashing ignore it): the memory and communication
-    # models read the recipes a hundred times per point.
-    @cached_property
+    @property
     def strategy_recipe(self) -> StrategyRecipe:
         return strategy(self.strategy)
 
-    @cached_property
+    @property
     def precision_recipe(self) -> PrecisionRecipe:
         return precision(self.precision)
 
