@@ -19,7 +19,7 @@ import torch
 import torch.distributed as dist
 
 from bench.schema.env import EnvInfo, HostLoad
-from bench.schema.protocol import NODE_NAME_ENV
+from bench.schema.protocol import NODE_NAME_ENV, Conditions, GitInfo
 from bench.schema.record import PeakMemory, StepTimeStats
 
 # Variables that change collective or kernel behaviour: recorded so two results can be told apart.
@@ -209,7 +209,7 @@ def nvidia_driver_version(path: str = NVIDIA_DRIVER_FILE) -> str | None:
 
 
 def capture_env(
-    device: torch.device, git: dict | None = None, harness: str | None = None, conditions: dict | None = None
+    device: torch.device, git: GitInfo | None = None, harness: str | None = None, conditions: Conditions | None = None
 ) -> EnvInfo:
     """Versions (the harness's from the launching parent), devices, hosts, communication-relevant
     variables; `conditions` (the launch file's): whether the parent held the host lock."""
@@ -232,13 +232,13 @@ def capture_env(
         rank_hosts=hostnames,
         python=sys.version.split()[0],
         platform=platform.platform(),
-        git_sha=(git or {}).get("sha"),
-        git_dirty=(git or {}).get("dirty"),
+        git_sha=git.sha if git else None,
+        git_dirty=git.dirty if git else None,
         harness=harness,
         env_vars={k: v for k, v in sorted(os.environ.items()) if k.startswith(ENV_PREFIXES)},
     )
     if conditions is not None:
-        env.exclusive_host = conditions.get("exclusive_host")
+        env.exclusive_host = conditions.exclusive_host
     return env
 
 

@@ -29,7 +29,8 @@ from bench.schema import recipes
 from bench.schema.files import write_json_atomic
 from bench.schema.model import ModelSpec
 from bench.schema.options import PreflightSettings
-from bench.schema.protocol import PREFLIGHT_MEASUREMENTS, STARTED_MARK, PreflightTask
+from bench.schema.preflight import CollectiveTiming, MatmulTiming, PreflightMeasurements, RankMeasurements
+from bench.schema.protocol import PREFLIGHT_MEASUREMENTS, STARTED_MARK, GitInfo, PreflightTask
 from fsdp_core.lifeline import check_owned
 from fsdp_core.metrics import capture_env, host_loads, node_name
 from fsdp_core.parallelize import build_mesh
@@ -120,7 +121,9 @@ def device_turns(device: torch.device) -> tuple[int, int]:
     return (1, -1) if device.type == "cuda" else (dist.get_world_size(), dist.get_rank())
 
 
-def time_matmuls(model: ModelSpec, tokens: int, dtype: torch.dtype, device, iters: int, slow: float) -> dict:
+def time_matmuls(
+    model: ModelSpec, tokens: int, dtype: torch.dtype, device, iters: int, slow: float
+) -> dict[str, MatmulTiming]:
     """Each GEMM shape's time per repetition. Repetitions are the outer loop, each one taken in turns
     (on CPU): a load that comes and goes on a shared host falls on every rank alike instead of on
     whichever rank's turn it was, so it cannot make one rank look slow."""
@@ -132,14 +135,14 @@ def time_matmuls(model: ModelSpec, tokens: int, dtype: torch.dtype, device, iter
         a = torch.randn(m, k, dtype=dtype, device=device)
         b = torch.randn(k, n, dtype=dtype, device=device)
         operands[name] = (a, b, 2.0 * m * k * n, [m, k, n])
-    out = {name: {"seconds": [], "flops": flops, "shape": shape} for name, (_, _, flops, shape) in operands.items()}
+    out = {name: MatmulTiming(flops=flops, shape=shape) for name, (_, _, flops, shape) in operands.items()}
 
     def one_pass(warm_up: bool = False) -> None:
         for name, (a, b, _, _) in operands.items():
             with _Timer(device) as timer:
                 torch.mm(a, b)
             if not warm_up:
-                out[name]["seconds"].append(_slowed(timer.seconds, slow))
+                out[name].seconds.append(_slowed(timer.seconds, slow))
 
     in_turns(*turns, lambda: one_pass(warm_up=True))  # allocator, kernels, thread pool
     for _ in range(iters):
@@ -232,7 +235,7 @@ def time_group(
             for _ in range(settings.iters):
                 in_turns(*turns, once)
             samples.append(
-                {"op": op, "group": kind, "group_size": n, "bytes": numel * element, "node": node, "seconds": seconds}
+                CollectiveTiming(op=op, group=kind, group_size=n, bytes=numel * element, node=node, seconds=seconds)
             )
     return samples
 
@@ -252,7 +255,7 @@ def _collective(op: str, numel: int, n: int, dtype, device, group):
 
 
 def run_preflight(
-    task: PreflightTask, device: torch.device, timeout: dt.timedelta, git: dict, harness: str | None
+    task: PreflightTask, device: torch.device, timeout: dt.timedelta, git: GitInfo, harness: str | None
 ) -> None:
     """Measure, gather on rank 0 and have it write the raw measurements next to the preflight's marks."""
     spec, settings = task.spec, task.settings
@@ -272,30 +275,23 @@ def run_preflight(
     sizes = message_sizes(min(settings.min_bytes, max_bytes), max_bytes)
     collectives = time_collectives(task, process_groups(task, device, timeout), sizes, device)
     loads = host_loads((load_before, os.getloadavg()[0]), spec.device_type)
-    mine = {
-        "rank": dist.get_rank(),
-        "host": node_name(),
-        "local_rank": int(os.environ.get("LOCAL_RANK", 0)),
-        "node": dist.get_rank() // spec.gpus_per_node,
-        "matmul": matmuls,
-        "memory_gbps": bandwidth,
-        "collectives": collectives,
-    }
-    everyone: list = [None] * dist.get_world_size()
+    mine = RankMeasurements(
+        rank=dist.get_rank(),
+        host=node_name(),
+        local_rank=int(os.environ.get("LOCAL_RANK", 0)),
+        node=dist.get_rank() // spec.gpus_per_node,
+        matmul=matmuls,
+        memory_gbps=bandwidth,
+        collectives=collectives,
+    )
+    everyone: list[RankMeasurements | None] = [None] * dist.get_world_size()
     dist.all_gather_object(everyone, mine)
     env = capture_env(device, git, harness)
     if dist.get_rank() == 0:
         check_owned()
         finished = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
-        write_json_atomic(
-            point_dir / PREFLIGHT_MEASUREMENTS,
-            {
-                "started_at": started,
-                "finished_at": finished,
-                "sizes": sizes,
-                "ranks": everyone,
-                "env": env.model_dump(mode="json"),
-                "host_load": [load.model_dump(mode="json") for load in loads],
-            },  # fmt: skip
+        measurements = PreflightMeasurements(
+            started_at=started, finished_at=finished, sizes=sizes, ranks=everyone, env=env, host_load=loads
         )
+        write_json_atomic(point_dir / PREFLIGHT_MEASUREMENTS, measurements.model_dump(mode="json"))
     dist.barrier()

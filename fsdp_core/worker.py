@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from bench.schema.devices import PeakEntry, peak_tflops
 from bench.schema.files import write_json_atomic
 from bench.schema.protocol import (
     RANKS_PER_HOST_ENV,
@@ -87,18 +88,6 @@ def init_distributed(device: torch.device, timeout: dt.timedelta, cpu_offload: b
         backend = "cpu:gloo,cuda:nccl" if cpu_offload else "nccl"
     kwargs = {"device_id": device} if device.type == "cuda" else {}
     dist.init_process_group(backend=backend, timeout=timeout, **kwargs)
-
-
-def lookup_peak_tflops(peak_table: list[dict], device_name: str, dtype: str) -> tuple[float | None, str | None]:
-    """(peak TFLOP/s, None) for a known device, or (None, reason): never another device's peak."""
-    name = device_name.strip().removeprefix("NVIDIA ").strip()  # exact: "H200 NVL" is not an "H200"
-    for entry in peak_table:
-        if name in entry["match"]:
-            peak = entry["peak_tflops"].get(dtype)
-            if peak is None:
-                return None, f"no {dtype} peak for {entry['device']} in the device table"
-            return float(peak), None
-    return None, f"device '{device_name}' is not in the peak-FLOPs table (sweeps/device/*.yaml)"
 
 
 def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
@@ -231,7 +220,7 @@ def throughput_metrics(
     step_times: list[float],
     device_name: str,
     point: LaunchPoint,
-    peak_table: list[dict],
+    peak_table: list[PeakEntry],
     **measured,
 ) -> tuple[Metrics, dict[str, str]]:
     """tokens/s, step-time distribution, achieved TFLOP/s, MFU and HFU (null with a reason when
@@ -241,12 +230,12 @@ def throughput_metrics(
     tokens_per_s = tokens_per_step / stats.median
     per_device = tokens_per_s / world
     model_flops, hw_flops = spec.flops_per_token, spec.hardware_flops_per_token
-    peak, reason = lookup_peak_tflops(peak_table, device_name, point.mfu_peak_dtype)
+    peak, reason = peak_tflops(peak_table, device_name, point.mfu_peak_dtype)
     notes = {"mfu": reason, "hfu": reason} if reason else {}
     if point.fp8_peak_dtype:
         # fp8 runs: MFU above divides by the bf16 peak (torchtitan's and most published tables'
         # convention: attention, norms and the output layer stay bf16); this one by the fp8 peak.
-        fp8_peak, _ = lookup_peak_tflops(peak_table, device_name, point.fp8_peak_dtype)
+        fp8_peak, _ = peak_tflops(peak_table, device_name, point.fp8_peak_dtype)
         measured["mfu_fp8_peak"] = per_device * model_flops / (fp8_peak * 1e12) if fp8_peak else None
         notes["mfu"] = (
             reason or "fp8: MFU against the bf16 peak (torchtitan's convention); mfu_fp8_peak against the fp8 peak"

@@ -25,6 +25,7 @@ from bench.analysis.planner.predict import predict  # noqa: E402
 from bench.analysis.preflight import bus_factor, from_measurements  # noqa: E402
 from bench.config.compose import spec_from_fields  # noqa: E402
 from bench.schema.options import PreflightSettings  # noqa: E402
+from bench.schema.preflight import PreflightMeasurements  # noqa: E402
 
 SMALL, LARGE = 1024, 2**30
 NVLINK_BUSBW_GBPS = 360.0  # one H100 node's all-reduce bus bandwidth inside the node, GB/s (stated input)
@@ -64,7 +65,9 @@ def preflight_record(world_busbw_gbps: float):
             "matmul": {"mlp_up": {"seconds": [flops / (MATMUL_TFLOPS * 1e12)] * 3, "flops": flops}},
             "memory_gbps": 3000.0, "collectives": collectives,
         })  # fmt: skip
-    return from_measurements({"ranks": ranks}, spec, PreflightSettings(), ["full_shard"])
+    return from_measurements(
+        PreflightMeasurements.model_validate({"ranks": ranks}), spec, PreflightSettings(), ["full_shard"]
+    )
 
 
 def main() -> None:

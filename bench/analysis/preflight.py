@@ -10,18 +10,23 @@ cluster's nominal ones.
 from __future__ import annotations
 
 import datetime as dt
-import json
 import statistics
 from collections import defaultdict
 from pathlib import Path
 
 from bench.analysis.planner.comm import RING_PASSES, network_share, replica_ring_gbps, spanning_ring_gbps
 from bench.analysis.stats import stragglers
-from bench.schema.env import EnvInfo
 from bench.schema.files import write_json_atomic
 from bench.schema.migrations import PREFLIGHT
 from bench.schema.options import PreflightSettings
-from bench.schema.preflight import CollectiveSample, PreflightResult, RankDevice, Straggler
+from bench.schema.preflight import (
+    CollectiveSample,
+    PreflightMeasurements,
+    PreflightResult,
+    RankDevice,
+    RankMeasurements,
+    Straggler,
+)
 from bench.schema.protocol import (
     PREFLIGHT_MEASUREMENTS,
     PREFLIGHT_RECORD,
@@ -42,7 +47,8 @@ def collect(task: PreflightTask, status_if_missing: str, reason: str) -> Preflig
     spec, settings = task.spec, task.settings
     raw_path = directory / PREFLIGHT_MEASUREMENTS
     if raw_path.exists():
-        record = from_measurements(json.loads(raw_path.read_text()), spec, settings, task.strategies)
+        raw = PreflightMeasurements.model_validate_json(raw_path.read_text())
+        record = from_measurements(raw, spec, settings, task.strategies)
     else:
         errors = read_errors(directory)
         error = f"rank {errors[0].rank}: {errors[0].message}" if errors else reason
@@ -55,21 +61,23 @@ def collect(task: PreflightTask, status_if_missing: str, reason: str) -> Preflig
     return record
 
 
-def from_measurements(raw: dict, spec: RunSpec, settings: PreflightSettings, strategies: list[str]) -> PreflightResult:
-    ranks = [_rank_device(r) for r in raw["ranks"]]
-    samples = _collective_samples(raw["ranks"])
+def from_measurements(
+    raw: PreflightMeasurements, spec: RunSpec, settings: PreflightSettings, strategies: list[str]
+) -> PreflightResult:
+    ranks = [_rank_device(r) for r in raw.ranks]
+    samples = _collective_samples(raw.ranks)
     record = PreflightResult(
         sweep=spec.sweep.name,
         status="ok",
-        started_at=raw.get("started_at"),
-        finished_at=raw.get("finished_at"),
+        started_at=raw.started_at,
+        finished_at=raw.finished_at,
         spec=spec,
         settings=settings,
         strategies=strategies,
         ranks=ranks,
         collectives=samples,
-        host_load=raw.get("host_load", []),
-        env=EnvInfo(**raw.get("env", {})),
+        host_load=raw.host_load,
+        env=raw.env,
     )
     record.stragglers = find_stragglers(record)
     record.measured_links = measured_links(record)
@@ -82,30 +90,30 @@ def _median(values: list[float]) -> float:
     return float(statistics.median(values))
 
 
-def _rank_device(raw: dict) -> RankDevice:
-    seconds = {name: _median(m["seconds"]) for name, m in raw["matmul"].items()}
-    flops = {name: m["flops"] for name, m in raw["matmul"].items()}
+def _rank_device(raw: RankMeasurements) -> RankDevice:
+    seconds = {name: _median(m.seconds) for name, m in raw.matmul.items()}
+    flops = {name: m.flops for name, m in raw.matmul.items()}
     total_s = sum(seconds.values())
     return RankDevice(
-        rank=raw["rank"],
-        host=raw["host"],
-        local_rank=raw["local_rank"],
-        node=raw["node"],
+        rank=raw.rank,
+        host=raw.host,
+        local_rank=raw.local_rank,
+        node=raw.node,
         matmul_s=total_s,
-        matmul_best_s=sum(min(m["seconds"]) for m in raw["matmul"].values()),
+        matmul_best_s=sum(min(m.seconds) for m in raw.matmul.values()),
         matmul_tflops=sum(flops.values()) / total_s / 1e12,
         matmul_tflops_by_shape={name: flops[name] / seconds[name] / 1e12 for name in seconds},
-        memory_gbps=raw.get("memory_gbps"),
+        memory_gbps=raw.memory_gbps,
     )
 
 
-def _collective_samples(ranks: list[dict]) -> list[CollectiveSample]:
+def _collective_samples(ranks: list[RankMeasurements]) -> list[CollectiveSample]:
     """One sample per (op, group, size[, node]): per repetition the slowest rank, then the median."""
     runs: dict[tuple, list[list[float]]] = defaultdict(list)
     for rank in ranks:
-        for c in rank["collectives"]:
-            key = (c["op"], c["group"], c["group_size"], c["bytes"], c["node"] if c["group"] == "node" else None)
-            runs[key].append(c["seconds"])
+        for c in rank.collectives:
+            key = (c.op, c.group, c.group_size, c.bytes, c.node if c.group == "node" else None)
+            runs[key].append(c.seconds)
     samples = []
     for (op, group, n, size, node), per_rank in runs.items():
         slowest = [max(times) for times in zip(*per_rank)]

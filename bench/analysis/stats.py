@@ -40,6 +40,8 @@ if TYPE_CHECKING:
 
 N_BOOT = 2000  # the 2.5 % and 97.5 % percentiles move by well under 1 % of the width between seeds
 CONFIDENCE = 0.95
+# The level as printed ("95"): every "95% CI" in a table or a message is formatted from CONFIDENCE.
+CONFIDENCE_PCT = f"{CONFIDENCE * 100:g}"
 SEED = 0
 MIN_RUNS = 2
 # The two sides of a ratio use independent streams: NUMERATOR for the current / scaled side,

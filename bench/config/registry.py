@@ -18,6 +18,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from bench.schema.devices import PeakEntry, match_peak
+
 SHIPPED = Path(__file__).resolve().parents[2] / "sweeps"
 CONFIG_DIR_ENV = "FSDP_BENCH_CONFIG_DIR"
 # Groups a point selects from (one option each); `device` is selected by a cluster's defaults.
@@ -99,22 +101,18 @@ def load_device(name: str) -> dict[str, Any]:
     return load_plain("device", name)
 
 
-def peak_table() -> list[dict[str, Any]]:
+def peak_table() -> list[PeakEntry]:
     """Every known device's runtime names and peaks: ranks match the device torch reports against
     it (MFU), whatever the cluster preset says."""
     return [
-        {"device": d["name"], "match": list(d.get("match") or []), "peak_tflops": dict(d.get("peak_tflops") or {})}
+        PeakEntry(device=d["name"], match=list(d.get("match") or []), peak_tflops=dict(d.get("peak_tflops") or {}))
         for d in map(load_device, group_options("device"))
     ]
 
 
-def match_device(device_name: str) -> dict[str, Any] | None:
+def match_device(device_name: str) -> PeakEntry | None:
     """The device entry for a runtime name (torch.cuda.get_device_name()), matched exactly, or None."""
-    name = device_name.strip().removeprefix("NVIDIA ").strip()
-    for entry in peak_table():
-        if name in entry["match"]:
-            return entry
-    return None
+    return match_peak(peak_table(), device_name)
 
 
 def load_plain(group: str, name: str) -> dict[str, Any]:

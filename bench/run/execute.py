@@ -33,6 +33,7 @@ from bench.schema.protocol import (
     RESULT_FILE,
     STARTED_MARK,
     TELEMETRY_SIDECARS,
+    Conditions,
     LaunchFile,
     LaunchPoint,
     PreflightTask,
@@ -86,7 +87,7 @@ def launch_file(
     git = git_info()
     return LaunchFile(
         points=points, peak_table=peak_table(), git=git, harness=harness_version(git), preflight=preflight,
-        conditions=dict(conditions or {}), owner=owner,
+        conditions=Conditions(**(conditions or {})), owner=owner,
     )  # fmt: skip
 
 
@@ -206,7 +207,7 @@ def launched_by(request: LaunchRequest) -> EnvInfo:
         launch = LaunchFile.read(request.launch_file)
     except (OSError, ValueError, KeyError, TypeError):
         return EnvInfo()
-    return EnvInfo(harness=launch.harness, git_sha=launch.git.get("sha"), git_dirty=launch.git.get("dirty"))
+    return EnvInfo(harness=launch.harness, git_sha=launch.git.sha, git_dirty=launch.git.dirty)
 
 
 def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:

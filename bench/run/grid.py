@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from bench.config import toplevel
 from bench.config.compose import is_grid_override, load_grid, preflight_settings, sweep_options
 from bench.config.problems import ConfigError
 from bench.run.autotune import Autotuned, autotune_count, choose
@@ -109,7 +110,7 @@ def launchable_sweep(overrides: list[str]) -> LaunchableSweep:
     launcher = get_launcher(points[0].spec.launcher, cfg.get("launcher"))
     for spec in {p.spec.launcher: p.spec for p in points}.values():
         launcher.check_available(spec)
-    results_dir = Path(cfg.get("results_dir") or "results")
+    results_dir = toplevel.results_dir(cfg)
     if problem := output_problem("results_dir", results_dir, "folder"):  # one line for the whole grid
         raise ConfigError([problem])
     problems = [

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.config import toplevel
+
 
 @dataclass
 class LaunchablePoint:
@@ -91,7 +93,7 @@ def launchable_point(overrides: list[str], keep: Callable[[str], bool] = lambda 
     options = sweep_options(point.config)
     launcher = get_launcher(point.spec.launcher, point.config.get("launcher"))
     launcher.check_available(point.spec)
-    results_dir = Path(point.config.get("results_dir") or "results")
+    results_dir = toplevel.results_dir(point.config)
     if problems := [p for p in launcher.check_point(point.spec, results_dir) if keep(p)]:
         raise ConfigError(problems)
     return LaunchablePoint(point, options, launcher, results_dir)

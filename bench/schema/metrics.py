@@ -326,7 +326,8 @@ CATALOGUE: tuple[Metric, ...] = (
        "median", "tokens/s over the timed window, saves included, over tokens/s from the step-time median",
        {"frame", "console"}, display=_PCT, group=_CKPT),
     _m("ckpt_blocked_fraction", "metrics.checkpoint.blocked_fraction", "fraction", "lower", "timing", "run",
-       "blocked share", "slowest rank", "median", "the saves' blocked time over the timed window",
+       "blocked share", "slowest rank", "median",
+       "(blocked_s + bookkeeping_s) / the timed window: what the saves took from it",
        {"frame", "console"}, display=_PCT, group=_CKPT),
     # Numerics of the run.
     _m("scaler_skipped_steps", "metrics.scaler_skipped_steps", "steps", "lower", "counter", "run", "skipped steps",

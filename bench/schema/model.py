@@ -16,7 +16,34 @@ from bench.schema.base import Strict
 from bench.schema.identity import DESCRIBES, IN
 
 
-class ModelSpec(Strict):
+class ModelDimensions(Strict):
+    """The six numbers a Llama-shaped (decoder-only) model's tensors follow: declared once here. The
+    spec's model (ModelSpec), the record's `model_info` (ModelInfo) and the planner's shapes
+    (bench/analysis/planner/shapes.py `ModelShape.dims`) are this type with more around it."""
+
+    dim: Annotated[int, IN] = Field(ge=1, strict=True)
+    n_layers: Annotated[int, IN] = Field(ge=1, strict=True)
+    n_heads: Annotated[int, IN] = Field(ge=1, strict=True)
+    n_kv_heads: Annotated[int, IN] = Field(ge=1, strict=True)
+    ffn_dim: Annotated[int, IN] = Field(ge=1, strict=True)
+    vocab_size: Annotated[int, IN] = Field(ge=1, strict=True)
+
+    @property
+    def head_dim(self) -> int:
+        return self.dim // self.n_heads
+
+    @property
+    def dimensions(self) -> tuple[int, ...]:
+        """What the model's shapes depend on (dim, n_layers, n_heads, n_kv_heads, ffn_dim, vocab_size):
+        a hashable key for caches (a pydantic model is not hashable, and a spec's `overrides` never is)."""
+        return (self.dim, self.n_layers, self.n_heads, self.n_kv_heads, self.ffn_dim, self.vocab_size)
+
+    def dimensions_only(self) -> ModelDimensions:
+        """These six numbers alone (a ModelSpec's or a ModelInfo's)."""
+        return ModelDimensions.model_construct(**{name: getattr(self, name) for name in DIMENSION_FIELDS})
+
+
+class ModelSpec(ModelDimensions):
     """A Llama-architecture model, fully resolved (sweeps/model/<name>.yaml, with any overrides).
 
     A point's identity holds its name and shape; its sequence limits and source only describe it.
@@ -24,12 +51,6 @@ class ModelSpec(Strict):
     shape stays as it was) and always follow the dimensions, also on a `model_copy(update=...)`."""
 
     name: Annotated[str, IN]
-    dim: Annotated[int, IN] = Field(ge=1, strict=True)
-    n_layers: Annotated[int, IN] = Field(ge=1, strict=True)
-    n_heads: Annotated[int, IN] = Field(ge=1, strict=True)
-    n_kv_heads: Annotated[int, IN] = Field(ge=1, strict=True)
-    ffn_dim: Annotated[int, IN] = Field(ge=1, strict=True)
-    vocab_size: Annotated[int, IN] = Field(ge=1, strict=True)
     max_seq_len: Annotated[int, DESCRIBES] = Field(ge=1, strict=True)
     default_seq_len: Annotated[int | None, DESCRIBES] = Field(None, ge=1, strict=True, description="null: max_seq_len")
     # 1e-5 is Meta's Llama-2 RMSNorm epsilon (params.json "norm_eps").
@@ -50,16 +71,6 @@ class ModelSpec(Strict):
         if self.default_seq_len is None:
             self.default_seq_len = self.max_seq_len
         return self
-
-    @property
-    def head_dim(self) -> int:
-        return self.dim // self.n_heads
-
-    @property
-    def dimensions(self) -> tuple[int, ...]:
-        """What the model's shapes depend on (dim, n_layers, n_heads, n_kv_heads, ffn_dim, vocab_size):
-        a hashable key for caches (a pydantic model is not hashable, and its `overrides` never is)."""
-        return (self.dim, self.n_layers, self.n_heads, self.n_kv_heads, self.ffn_dim, self.vocab_size)
 
     # Parameter counts in closed form: they must agree with the meta-device count (a unit test checks).
     @property
@@ -100,20 +111,17 @@ class ModelSpec(Strict):
         return ModelInfo.of(self)
 
 
-class ModelInfo(Strict):
-    """A record's `model_info`: the trained model's size and dimensions (ModelSpec.info(), or the
+class ModelInfo(ModelDimensions):
+    """A record's `model_info`: the trained model's dimensions and size (ModelSpec.info(), or the
     planner's ModelShape.info() for shapes the engine cannot train)."""
 
     params: int
     non_embedding_params: int
-    dim: int
-    n_layers: int
-    n_heads: int
-    n_kv_heads: int
-    ffn_dim: int
-    vocab_size: int
 
     @classmethod
     def of(cls, model: Any) -> ModelInfo:
         """The model_info of a model with these attributes (a ModelSpec, or the planner's ModelShape)."""
         return cls(**{name: getattr(model, name) for name in cls.model_fields})
+
+
+DIMENSION_FIELDS: tuple[str, ...] = tuple(ModelDimensions.model_fields)

@@ -16,6 +16,53 @@ PREFLIGHT_KIND = "preflight"  # the `kind` every preflight record carries
 PREFLIGHT_SCHEMA_VERSION = 1  # migrations on read: bench/schema/migrations `PREFLIGHT`
 
 
+# What the ranks measure (fsdp_core/preflight.py), written by rank 0 as the preflight's
+# measurements file (bench/schema/protocol.py PREFLIGHT_MEASUREMENTS) and read by the parent
+# (bench/analysis/preflight.py), which reduces it into the record below.
+
+
+class MatmulTiming(Strict):
+    """One GEMM shape's time per repetition on one rank."""
+
+    seconds: list[float] = Field(default_factory=list)
+    flops: float
+    shape: list[int] = Field(default_factory=list)  # m, k, n
+
+
+class CollectiveTiming(Strict):
+    """One collective at one size on one process group: this rank's time per repetition."""
+
+    op: Collective
+    group: ProcessGroupKind
+    group_size: int
+    bytes: int
+    node: int | None = None
+    seconds: list[float]
+
+
+class RankMeasurements(Strict):
+    """Everything one rank measured."""
+
+    rank: int
+    host: str
+    local_rank: int
+    node: int
+    matmul: dict[str, MatmulTiming]
+    memory_gbps: float | None = None
+    collectives: list[CollectiveTiming] = Field(default_factory=list)
+
+
+class PreflightMeasurements(Strict):
+    """The measurements file: every rank's measurements, gathered on rank 0."""
+
+    started_at: str | None = None
+    finished_at: str | None = None
+    sizes: list[int] = Field(default_factory=list)
+    ranks: list[RankMeasurements]
+    env: EnvInfo = Field(default_factory=EnvInfo)
+    host_load: list[HostLoad] = Field(default_factory=list)
+
+
 class RankDevice(Strict):
     """One rank's own device: matmul throughput at the model's GEMM shapes and memory bandwidth."""
 

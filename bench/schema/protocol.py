@@ -24,11 +24,11 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
 from bench.schema.base import Strict
+from bench.schema.devices import PeakEntry
 from bench.schema.files import write_json_atomic, write_text_atomic
 from bench.schema.options import PreflightSettings
 from bench.schema.record import Recipe
@@ -88,17 +88,31 @@ class PreflightTask(Strict):
     strategies: list[str] = Field(default_factory=list)  # whose process groups to measure
 
 
+class GitInfo(Strict):
+    """The launching checkout's commit (bench/config/version.py `git_info`); None where unknown."""
+
+    sha: str | None = None
+    dirty: bool | None = None
+
+
+class Conditions(Strict):
+    """What the parent knows about a measurement's conditions: whether it held this host alone
+    (bench/run/ownership/locks.py; None when the ranks run elsewhere)."""
+
+    exclusive_host: bool | None = None
+
+
 class LaunchFile(Strict):
     """launch.json: points of one world shape, run in turn by the same ranks (a preflight first, if any)."""
 
     points: list[LaunchPoint]
-    peak_table: list[dict[str, Any]] = Field(default_factory=list)  # every known device's runtime names and peaks
-    git: dict[str, Any] = Field(default_factory=dict)  # the parent checkout's commit, for the record
+    peak_table: list[PeakEntry] = Field(default_factory=list)  # every known device's runtime names and peaks
+    git: GitInfo = Field(default_factory=lambda: GitInfo())  # the parent checkout's commit, for the record
     harness: str | None = None  # the launching fsdp-bench's version (bench/config/version.py), for the record
     preflight: PreflightTask | None = None
     # What the parent knows about the measurement's conditions, for the record (e.g. whether it held
     # the host lock: bench/run/ownership/locks.py).
-    conditions: dict[str, Any] = Field(default_factory=dict)
+    conditions: Conditions = Field(default_factory=lambda: Conditions())
     # The token of the sweep lock whose holder launched it: ranks write only while the lock still
     # names it (fsdp_core/lifeline.py). None: no owner to check (ranks started without a sweep lock).
     owner: str | None = None

@@ -3,7 +3,7 @@
 import pytest
 
 from bench.config.registry import match_device, peak_table
-from fsdp_core.worker import lookup_peak_tflops
+from bench.schema.devices import peak_tflops
 
 
 @pytest.mark.parametrize(
@@ -16,19 +16,19 @@ from fsdp_core.worker import lookup_peak_tflops
     ],
 )
 def test_known_devices_get_their_own_peak(runtime_name, device, bf16_tflops):
-    assert match_device(runtime_name)["device"] == device
-    assert lookup_peak_tflops(peak_table(), runtime_name, "bf16") == (bf16_tflops, None)
+    assert match_device(runtime_name).device == device
+    assert peak_tflops(peak_table(), runtime_name, "bf16") == (bf16_tflops, None)
 
 
 @pytest.mark.parametrize("runtime_name", ["NVIDIA H200 NVL", "NVIDIA H100 PCIe", "NVIDIA L40S", "cpu (x86_64)"])
 def test_other_devices_get_no_peak_and_a_reason(runtime_name):
     assert match_device(runtime_name) is None
-    peak, reason = lookup_peak_tflops(peak_table(), runtime_name, "bf16")
+    peak, reason = peak_tflops(peak_table(), runtime_name, "bf16")
     assert peak is None and runtime_name in reason and "not in the peak-FLOPs table" in reason
 
 
 def test_a_dtype_the_device_lacks_is_null_with_a_reason():
-    assert lookup_peak_tflops(peak_table(), "NVIDIA A100-SXM4-80GB", "fp8") == (
+    assert peak_tflops(peak_table(), "NVIDIA A100-SXM4-80GB", "fp8") == (
         None,
         "no fp8 peak for a100-80gb in the device table",
     )

@@ -48,7 +48,7 @@ def test_a_local_world_larger_than_the_hosts_gpus_is_refused_in_one_line():
 )
 def test_new_devices_have_their_peaks(runtime_name, device):
     facts = match_device(runtime_name)
-    assert facts["device"] == device and facts["peak_tflops"]["bf16"] in (312, 989.4)
+    assert facts.device == device and facts.peak_tflops["bf16"] in (312, 989.4)
 
 
 def _metrics(precision: str, device_name: str):

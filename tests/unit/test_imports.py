@@ -47,6 +47,7 @@ def test_the_contracts_cover_every_layer_and_the_ranks():
     layers = [p.name for p in (ROOT / "bench").iterdir() if p.is_dir() and (p / "__init__.py").exists()]
     assert sorted(layers) == sorted(["schema", "config", "analysis", "run", "present", "cli"])
     assert "exhaustive = True" in text and "type = acyclic_siblings" in text and "fsdp_core" in text
+    assert "type = independence" in text and "bench.cli.commands.*" in text
 
 
 def private_imports(path: Path) -> list[str]:

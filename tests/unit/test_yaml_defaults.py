@@ -1,7 +1,7 @@
 """Every default written in sweeps/ equals the default of the schema field it feeds.
 
 sweeps/config.yaml writes each section's keys (so `train.seed=1` overrides an existing key) and the
-group files' `_base` files the fields every option of the group shares; the schema (bench/schema)
+group files' `_base` files (and each launcher's file) the fields every option of the group shares; the schema (bench/schema, the launchers' options)
 declares the same fields with their defaults. The two must say the same thing, or a default would
 depend on whether a point was composed from the YAML or built in Python (a test, the planner, a
 record read back). Where the YAML deliberately says something else, DIFFERENT says why.
@@ -17,6 +17,8 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from bench.config.registry import SHIPPED
+from bench.run.launch import LAUNCHER_CLASSES, get_launcher
+from bench.run.launch.options import ConfiguredLauncher
 from bench.schema.options import PreflightSettings, SearchOptions, SweepOptions
 from bench.schema.spec import ClusterSpec, DebugKnobs, PointSweep, RunSpec, TelemetrySpec, TrainSpec
 
@@ -34,6 +36,12 @@ SECTIONS: dict[str, tuple[type[BaseModel], ...]] = {
 TOP_LEVEL = ("nodes", "gpus_per_node")
 # <group>/_base.yaml -> the type its options validate into.
 BASES: dict[str, type[BaseModel]] = {"cluster": ClusterSpec}
+# launcher/<name>.yaml -> the launcher's typed options (every launcher with fields of its own).
+LAUNCHERS: dict[str, type[BaseModel]] = {
+    name: type(launcher).options_class
+    for name in LAUNCHER_CLASSES
+    if isinstance(launcher := get_launcher(name), ConfiguredLauncher)
+}
 
 # (file, key, schema type) -> why the YAML's value differs from that type's default.
 DIFFERENT: dict[tuple[str, str, str], str] = {
@@ -68,6 +76,9 @@ def yaml_defaults() -> list[tuple[str, str, Any, type[BaseModel]]]:
             rows += [("config.yaml", f"{section}.{key}", value, m) for m in models if key in m.model_fields]
     for group, model in BASES.items():
         rows += [(f"{group}/_base.yaml", key, value, model) for key, value in load(f"{group}/_base.yaml").items()]
+    for name, model in LAUNCHERS.items():
+        options = load(f"launcher/{name}.yaml")
+        rows += [(f"launcher/{name}.yaml", key, value, model) for key, value in options.items() if key != "name"]
     return rows
 
 
@@ -98,8 +109,15 @@ def test_every_key_sweeps_writes_feeds_a_schema_field_and_every_field_has_its_ke
                 assert set(model.model_fields) <= set(config[section]), f"{section}: fields config.yaml lacks"
     for group, model in BASES.items():
         assert set(load(f"{group}/_base.yaml")) <= set(model.model_fields)
+    for name, model in LAUNCHERS.items():
+        assert set(load(f"launcher/{name}.yaml")) - {"name"} == set(model.model_fields), f"launcher/{name}.yaml"
     written = {(file, key, model.__name__) for file, key, _, model in ROWS}
     assert written >= set(DIFFERENT), "DIFFERENT names a key sweeps/ no longer writes"
+
+
+def test_every_launcher_with_options_is_compared():
+    assert set(LAUNCHERS) == {"slurm", "kubeflow", "ray"}
+    assert sum(1 for r in ROWS if r[0].startswith("launcher/")) >= 52
 
 
 def test_the_comparison_fails_when_one_side_changes(monkeypatch):
@@ -111,3 +129,14 @@ def test_the_comparison_fails_when_one_side_changes(monkeypatch):
     lr = next(r for r in ROWS if r[1] == "train.lr")
     with pytest.raises(AssertionError, match="train.lr is 0.0003, TrainSpec's default is 0.001"):
         test_a_yaml_default_equals_the_schema_default(*lr)
+
+
+def test_the_sweep_commands_top_level_defaults_are_the_yamls():
+    """results_dir and report configure the sweep command, not a point: bench/config/toplevel.py holds
+    their defaults, and an absent or null key reads as them."""
+    from bench.config import toplevel
+
+    config = load("config.yaml")
+    assert (config["results_dir"], config["report"]) == (toplevel.RESULTS_DIR, toplevel.REPORT)
+    assert str(toplevel.results_dir({"results_dir": None})) == "results"
+    assert toplevel.wants_report({}) is True and toplevel.wants_report({"report": False}) is False

@@ -19,7 +19,7 @@ from bench.analysis.check.numerics import LOSS_RTOL, compare_curves, exact_rule
 from bench.analysis.check.points import PointData
 from bench.analysis.check.thresholds import COUNTERS, METRICS, TIMINGS, Threshold, Thresholds
 from bench.analysis.check.timings import TimingComparison, compare_timing_metric, has_timing, timing_runs
-from bench.analysis.stats import MIN_RUNS
+from bench.analysis.stats import CONFIDENCE_PCT, MIN_RUNS
 
 # Floats such as flops_per_token are products of integers: a relative 1e-9 absorbs rounding
 # in the JSON round trip and nothing else.
@@ -260,7 +260,7 @@ def tests_disagree(result: TimingComparison, p: float, alpha: float, runs: str =
     other; the interval resamples `runs` first, so it carries their spread. `p` is timing_verdict's."""
     excludes_one = result.ci_low > 1.0 or result.ci_high < 1.0
     if p < alpha and not excludes_one:
-        return f"p < {alpha:g} counts steps as independent, but the {runs}' 95% CI spans 1"
+        return f"p < {alpha:g} counts steps as independent, but the {runs}' {CONFIDENCE_PCT}% CI spans 1"
     if p >= alpha and excludes_one:
-        return f"the {runs}' 95% CI excludes 1, but p >= {alpha:g}"
+        return f"the {runs}' {CONFIDENCE_PCT}% CI excludes 1, but p >= {alpha:g}"
     return ""

@@ -54,7 +54,8 @@ def _flops_split(
 ) -> dict[str, float]:
     # Cached on what the formula reads: a grid's points share a few shapes, sequences and modes.
     total = flops_per_token(s, seq_len)
-    root = flops_per_token(replace(s, n_layers=0), seq_len)
+    # The root's share: the same shape with no blocks (model_copy: 0 layers is no valid model, only a formula input).
+    root = flops_per_token(replace(s, dims=s.dims.model_copy(update={"n_layers": 0})), seq_len)
     return {
         "block": (total - root) / s.n_layers,
         "root": root,

@@ -14,10 +14,11 @@ MPT shapes exist only to compare with the published llm-foundry figures
 from __future__ import annotations
 
 import math
+import operator
 from dataclasses import dataclass, fields
 from functools import cached_property, lru_cache
 
-from bench.schema.model import ModelInfo, ModelSpec
+from bench.schema.model import DIMENSION_FIELDS, ModelDimensions, ModelInfo, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -25,12 +26,8 @@ class ModelShape:
     """Per-parameter shapes of one decoder-only model, split into the blocks and the root."""
 
     name: str
-    dim: int
-    n_layers: int
-    n_heads: int
-    n_kv_heads: int
-    ffn_dim: int
-    vocab_size: int
+    # The model's dimensions, the one type the spec and the record use too; read as shape.dim etc.
+    dims: ModelDimensions
     # (dim0, numel) of each parameter of one transformer block and of the root module.
     block_shapes: tuple[tuple[int, int], ...]
     root_shapes: tuple[tuple[int, int], ...]
@@ -50,7 +47,8 @@ class ModelShape:
 
     @cached_property
     def _hash(self) -> int:
-        return hash(tuple(getattr(self, f.name) for f in fields(self)))
+        # The dimensions by their tuple: a pydantic model is not hashable.
+        return hash(tuple(self.dims.dimensions if f.name == "dims" else getattr(self, f.name) for f in fields(self)))
 
     @cached_property
     def block_params(self) -> int:
@@ -70,7 +68,7 @@ class ModelShape:
 
     @property
     def kv_dim(self) -> int:
-        return self.n_kv_heads * (self.dim // self.n_heads)
+        return self.n_kv_heads * self.dims.head_dim
 
     def info(self) -> ModelInfo:
         """The record's `model_info` (for a Llama shape, what its ModelSpec.info() says): a copy of the
@@ -89,6 +87,12 @@ class ModelShape:
     @cached_property
     def _info_dump(self) -> dict[str, int]:
         return self._info.model_dump()
+
+
+# shape.dim, shape.n_layers, ...: the dimensions read through, so `bench.schema.flops` and ModelInfo.of
+# see the attributes a ModelSpec has.
+for _name in DIMENSION_FIELDS:
+    setattr(ModelShape, _name, property(operator.attrgetter(f"dims.{_name}")))
 
 
 # Llama shapes by (name, dimensions): a grid asks for the same few models thousands of times. Keyed on
@@ -121,12 +125,7 @@ def _build_llama_shape(model: ModelSpec) -> ModelShape:
     root = ((v, v * d), (d, d), (v, v * d))  # tok_embeddings, norm, output
     return ModelShape(
         name=model.name,
-        dim=d,
-        n_layers=model.n_layers,
-        n_heads=model.n_heads,
-        n_kv_heads=model.n_kv_heads,
-        ffn_dim=f,
-        vocab_size=v,
+        dims=model.dimensions_only(),
         block_shapes=block,
         root_shapes=root,
         lookup_params=v * d,
@@ -174,12 +173,7 @@ def mpt_shape(name: str, seq_len: int) -> ModelShape:
     root = ((MPT_VOCAB, MPT_VOCAB * d), (seq_len, seq_len * d), (d, d), (d, d))
     return ModelShape(
         name=name,
-        dim=d,
-        n_layers=layers,
-        n_heads=heads,
-        n_kv_heads=heads,
-        ffn_dim=f,
-        vocab_size=MPT_VOCAB,
+        dims=ModelDimensions(dim=d, n_layers=layers, n_heads=heads, n_kv_heads=heads, ffn_dim=f, vocab_size=MPT_VOCAB),
         block_shapes=block,
         root_shapes=root,
         lookup_params=seq_len * d,

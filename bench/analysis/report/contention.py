@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import math
 
+from bench.analysis.stats import CONFIDENCE_PCT
+
 # Efficiency above 100 % by more than this (a fraction: 0.15 = 15 points) is beyond what run-to-run
 # noise gives one run a side: on the shared 2-core VM two clean sweeps of one point 20 s apart
 # differed by -12.9 % to +12.8 % (standard deviation 7.6 %, docs/results/checks.md); 15 points is
@@ -52,7 +54,7 @@ def suspect_efficiency(
         )
     elif not _missing(ci_low) and ci_low > 1.0:
         reasons.append(
-            f"efficiency {efficiency * 100:,.0f} % with its 95 % interval above 100 % (from {ci_low * 100:.1f} %)"
+            f"efficiency {efficiency * 100:,.0f} % with its {CONFIDENCE_PCT} % interval above 100 % (from {ci_low * 100:.1f} %)"
         )
     if loaded_host:
         reasons.append(f"measured on a loaded host ({loaded_host})")

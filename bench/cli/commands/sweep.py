@@ -17,6 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.config import toplevel
     from bench.present.progress import SweepProgress
     from bench.present.sweep import heading_lines, outcome_lines, ranked_lines, summary_lines, write_sweep_report
     from bench.run.grid import launchable_sweep
@@ -28,7 +29,7 @@ def main(args: argparse.Namespace) -> int:
     if refused is not None:
         return refused
     say(outcome_lines(outcome))
-    if not outcome.interrupted and sweep.points[0].config.get("report", True) and outcome.records:
+    if not outcome.interrupted and toplevel.wants_report(sweep.points[0].config) and outcome.records:
         print(f"report: {write_sweep_report(outcome.records, sweep.settings.results_dir, sweep.name, sweep.overrides)}")
     say(summary_lines(outcome, sweep.name))
     return 0 if outcome.all_ok else 1

@@ -7,6 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from bench.analysis.check.abtest import AbRow
+from bench.analysis.stats import CONFIDENCE_PCT
 from bench.run.ab import RunOutcome
 from bench.schema.files import write_text_atomic
 
@@ -28,7 +29,7 @@ def ab_table(rows: list[AbRow]) -> list[list[str]]:
     ]
 
 
-AB_HEADERS = ("point", "rounds A/B", "A tokens/s", "B tokens/s", "B/A", "95% CI", "p (one-sided)", "verdict")
+AB_HEADERS = ("point", "rounds A/B", "A tokens/s", "B tokens/s", "B/A", f"{CONFIDENCE_PCT}% CI", "p (one-sided)", "verdict")  # fmt: skip
 
 
 def write_summary(

@@ -9,11 +9,12 @@ from bench.analysis.history.analyse import ChangePoint, History, NumericsIssue, 
 from bench.analysis.history.detect import MIN_SERIES_RUNS
 from bench.analysis.history.links import LINK_HEADERS
 from bench.analysis.history.series import EFFICIENCY
+from bench.analysis.stats import CONFIDENCE_PCT
 from bench.present.check.table import format_value, text_table
 
 SERIES_HEADERS = ("series", "metric", "runs", "first run", "latest run", "latest", "change points", "status")
 CHANGE_HEADERS = (
-    "first run after", "series", "metric", "before -> after", "change [95% CI]", "p", "runs before/after",
+    "first run after", "series", "metric", "before -> after", f"change [{CONFIDENCE_PCT}% CI]", "p", "runs before/after",
     "direction", "environment change",
 )  # fmt: skip
 NUMERICS_HEADERS = ("run", "series", "loss curve vs the run before")

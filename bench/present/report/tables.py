@@ -13,6 +13,7 @@ import pandas as pd
 
 from bench.analysis.report.contention import CONTENTION
 from bench.analysis.report.diagnosis import likely_cause, measured_evidence
+from bench.analysis.stats import CONFIDENCE_PCT
 from bench.present.report import formatting as fmt
 from bench.present.report.labels import config_label, series_labels
 from bench.present.report.reproduce import run_command
@@ -95,12 +96,12 @@ SCALING_COLUMNS = [
     "tokens/s at baseline",
     "tokens/s at largest",
     "speedup",
-    "efficiency [95 % CI]",
+    f"efficiency [{CONFIDENCE_PCT} % CI]",
 ]
 
 
 def scaling_table(scaling: pd.DataFrame) -> Table:
-    """One row per scaling series: baseline, largest node count, speedup and efficiency (95 % CI)."""
+    """One row per scaling series: baseline, largest node count, speedup and efficiency (its CONFIDENCE interval)."""
     scaled = scaling[scaling["mode"] != "single"]
     predicted = bool(scaled["pred_scaling_efficiency"].notna().any())
     table = Table(SCALING_COLUMNS + ["predicted efficiency"] * predicted)
