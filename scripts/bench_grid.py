@@ -98,9 +98,13 @@ except ImportError:  # older trees print json.dumps(indent=2)
 text = plan_json(predictions)
 t4 = clock()
 assert len(predictions) == len(points)
+try:
+    from bench.config.groups import compose_groups
+except ImportError:  # older trees compose in bench/config/compose.py
+    compose_groups = config.compose_groups
 print(json.dumps({
     "points": len(points),
-    "composes": config.compose_groups.cache_info().misses,
+    "composes": compose_groups.cache_info().misses,
     "import": [t1[0] - t0[0], t1[1] - t0[1]],
     "validate": [t2[0] - t1[0], t2[1] - t1[1]],
     "plan": [t3[0] - t2[0], t3[1] - t2[1]],

@@ -28,11 +28,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-import numpy as np
-
-from bench.schema.identity import without
+from bench.schema.identity import canonical_json, without
 from bench.schema.spec import SERIES_DROPPED
+
+# numpy is imported inside the functions that compute with it: `plan` reads only scaling_key and
+# scaling_efficiency from here, and importing numpy is a quarter of a second of its start-up.
+if TYPE_CHECKING:
+    import numpy as np
 
 N_BOOT = 2000  # the 2.5 % and 97.5 % percentiles move by well under 1 % of the width between seeds
 CONFIDENCE = 0.95
@@ -51,11 +55,15 @@ Runs = Sequence[Sequence[float]]
 
 def clean_runs(runs: Runs) -> list[np.ndarray]:
     """Runs as float arrays, empty runs dropped."""
+    import numpy as np
+
     return [np.asarray(r, dtype=float) for r in runs if len(r)]
 
 
 def pooled_median(runs: Runs) -> float:
     """The center of a set of runs: the median of all their steps pooled (NaN when empty)."""
+    import numpy as np
+
     arrays = clean_runs(runs)
     return float(np.median(np.concatenate(arrays))) if arrays else float("nan")
 
@@ -67,6 +75,8 @@ def _resample_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> tuple[
     Depends only on the run lengths and the stream: every item with these lengths is resampled
     the same way, whatever else is in the batch.
     """
+    import numpy as np
+
     rng = np.random.default_rng([SEED, stream, *lengths])
     lens = np.asarray(lengths)
     offsets = np.concatenate([[0], np.cumsum(lens)[:-1]])
@@ -83,6 +93,8 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
 
     Items with the same run lengths share one resampling plan and are computed together.
     """
+    import numpy as np
+
     out = np.full((len(items), n_boot), np.nan)
     groups: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
     for position, runs in enumerate(items):
@@ -107,6 +119,8 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
 
 def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise percentile interval of a (rows, n_boot) array (NaN rows give NaN bounds)."""
+    import numpy as np
+
     boot = np.atleast_2d(boot)
     tail = (1.0 - confidence) / 2 * 100
     with np.errstate(all="ignore"):
@@ -145,11 +159,14 @@ def ratio_ci(
 
 def ratio_interval(numerator_boot: np.ndarray, denominator_boot: np.ndarray, scale) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise interval of precomputed bootstrap medians' ratios (the vectorised ratio_ci)."""
+    import numpy as np
+
     return percentile_interval(numerator_boot / denominator_boot / np.asarray(scale, dtype=float).reshape(-1, 1))
 
 
 def shift_p_values(baseline: Runs, current: Runs) -> tuple[float, float]:
     """One-sided Mann-Whitney U p-values on the pooled steps: (current tends greater, current tends less)."""
+    import numpy as np
     from scipy.stats import mannwhitneyu
 
     base, cur = np.concatenate(clean_runs(baseline)), np.concatenate(clean_runs(current))
@@ -218,20 +235,16 @@ def series_key(identity: dict, *, across_nodes: bool = False) -> str:
     series, and a slowdown injected with `debug.slow_fraction` stays in it (history shows changed knobs
     like an environment change). `across_nodes`: also without what scales (the scaling_key rule), the
     family whose efficiency at its largest node count history follows."""
-    import json
-
     key = without(identity, SERIES_DROPPED)
     if across_nodes:
         return scaling_key(key)
-    return json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return canonical_json(key)
 
 
 def scaling_key(identity: dict, mode: str = "weak") -> str:
     """The key of a scaling series: a point's identity without what scales (nodes, world size) and
     its repeat index. Weak scaling keeps the per-device batch (micro-batch, accumulation); strong
     scaling keeps the global batch instead. Used by the report and the planner alike."""
-    import json
-
     key = {k: v for k, v in identity.items() if k not in ("nodes", "world_size", "repeat")}
     if mode == "strong":
         train = dict(key.get("train") or {})
@@ -240,13 +253,14 @@ def scaling_key(identity: dict, mode: str = "weak") -> str:
         key["train"] = train
     elif mode != "weak":
         raise ValueError(f"scaling mode: {mode!r}; allowed: weak, strong")
-    return json.dumps(key, sort_keys=True, separators=(",", ":"))
+    return canonical_json(key)
 
 
 def rank_correlation(predicted: Sequence[float], measured: Sequence[float]) -> float:
     """Spearman's rank correlation between predicted and measured values of the same items (ties
     share their mean rank); NaN with fewer than 3 items or when either side is constant. Used by
     the report's autotune section and the planner's compare."""
+    import numpy as np
     from scipy.stats import spearmanr
 
     x, y = np.asarray(predicted, dtype=float), np.asarray(measured, dtype=float)
@@ -262,6 +276,8 @@ def stragglers(values: dict, k: float = 3.0, floor: float = 0.10) -> dict:
     With two values the median absolute deviation cannot tell which one is off, so the floor alone
     decides; with one there is nothing to compare.
     """
+    import numpy as np
+
     if len(values) < 2:
         return {}
     data = np.asarray(list(values.values()), dtype=float)

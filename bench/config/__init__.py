@@ -1,6 +1,7 @@
 """Layer 2, composing points: registry.py (sweeps/ plus the user's config folders), compose.py
-(Hydra -> validated RunSpecs), rules.py (what a new point must meet), paths.py (every path a user
-gives, checked before anything launches), toplevel.py (the sweep command's own keys: results_dir,
-report), problems.py (one line per problem, exit 2), version.py
-(the harness version).
+(overrides -> configs and validated RunSpecs, grids), groups.py (Hydra's composes of group choices,
+as few as a grid allows), validate.py (a config -> RunSpec; a grid's sections validated once),
+rules.py (what a new point must meet), paths.py (every path a user gives, checked before anything
+launches), toplevel.py (the sweep command's own keys: results_dir, report), problems.py (one line
+per problem, exit 2), version.py (the harness version).
 """

@@ -6,35 +6,28 @@ from the command line and from the experiment's `sweep.grid`.
 
 Composing is split in two, with the same result as one Hydra compose per point: Hydra composes
 each distinct combination of config-group choices (`model=`, `cluster=`, `experiment=`, ...)
-once, and each point's scalar overrides (`train.seq_len=128`, `model.n_layers=2`) are applied on
-top of a copy the way Hydra applies them (OmegaConf.update, merge=True; `+` adds, `~` deletes).
-A grid of thousands of points then costs one compose per group combination, not per point.
+once, from as few composes as the grid allows (bench/config/groups.py), and each point's scalar
+overrides (`train.seq_len=128`, `model.n_layers=2`) are applied on top of a copy the way Hydra
+applies them (OmegaConf.update, merge=True; `+` adds, `~` deletes). A grid of thousands of points
+then costs a few composes, not one per point; points whose overrides of a section are the same
+get the same section node, which the grid's validation (bench/config/validate.py) validates once.
 """
 
 from __future__ import annotations
 
 import re
-import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
-from bench.config.problems import ConfigError, describe_validation_error
-from bench.config.registry import (
-    GROUPS,
-    REGISTRY_GROUPS,
-    RegistryError,
-    describe_source,
-    group_options,
-    option_files,
-    search_dirs,
-)
-from bench.config.rules import launch_problems
-from bench.schema.ac_modes import ALIAS_NOTE, resolve_user_mode
+from bench.config.groups import combined_groups, copy_tree, parse, parse_one, parser, prime, to_plain
+from bench.config.problems import ConfigError, describe_validation_error, first_line
+from bench.config.registry import GROUPS, RegistryError, describe_source, group_options, search_dirs
+from bench.config.validate import GridValidator, resolved_preset, spec_from_config
 from bench.schema.model import ModelSpec
 from bench.schema.spec import ClusterSpec, RunSpec
 
@@ -48,98 +41,92 @@ class Point:
     spec: RunSpec
 
 
-@lru_cache(maxsize=1)
-def _parser():
-    from hydra.core.override_parser.overrides_parser import OverridesParser
-
-    return OverridesParser.create()
-
-
-def _parse(overrides: Sequence[str]) -> list:
-    return [_parse_one(item) for item in overrides]
-
-
-@lru_cache(maxsize=65536)
-def _parse_one(override: str):
-    """One override parsed by Hydra's grammar (cached: a grid repeats the same strings across its
-    points, and the parser costs about a millisecond each). Callers only read the result."""
-    try:
-        return _parser().parse_overrides([override])[0]
-    except Exception as exc:  # Hydra's grammar errors: one line
-        raise ConfigError([_first_line(exc)]) from None
-
-
 def _is_group_choice(override) -> bool:
     """`model=tiny`, `+experiment=x`: a config-group choice (composed by Hydra) rather than a value."""
     key = override.key_or_group
     return key in GROUPS or key.startswith("hydra")
 
 
+@lru_cache(maxsize=65536)
+def _classified(item: str) -> tuple[Any, bool]:
+    """(the parsed override, whether it is a group choice), cached like `parse_one`: a grid's points
+    repeat the same strings, and each point is classified twice (`_choices`, `_compose`)."""
+    override = parse_one(item)
+    return override, _is_group_choice(override)
+
+
+def _split(overrides: Sequence[str]) -> tuple[tuple[str, ...], list]:
+    """A point's (group choices as written, parsed scalar overrides), in their order."""
+    classified = [_classified(item) for item in overrides]
+    return tuple(o.input_line for o, choice in classified if choice), [o for o, choice in classified if not choice]
+
+
 def compose(overrides: Sequence[str]) -> dict[str, Any]:
     """One point's config as a plain dict; unknown group options and keys raise ConfigError."""
+    return _compose(overrides, search_dirs())
+
+
+def _compose(overrides: Sequence[str], dirs: tuple[Path, ...]) -> dict[str, Any]:
     # Before parsing: a value with shell syntax is an unknown option, not a grammar error.
-    _check_group_options(overrides)
-    parsed = _parse(overrides)
-    choices = tuple(o.input_line for o in parsed if _is_group_choice(o))
-    scalars = [o for o in parsed if not _is_group_choice(o)]
-    dirs = search_dirs()
-    groups, interpolates = _combined_groups(choices, dirs)
-    if not interpolates and all(_plain_settable(groups, o) for o in scalars):
-        # The common case (existing keys set to plain values, no interpolation to resolve), in
-        # plain Python: what OmegaConf.update followed by to_container gives, 50x cheaper.
-        return _with_values(groups, [(o.key_or_group, o.value()) for o in scalars])
+    _check_group_options(overrides, dirs)
+    choices, scalars = _split(overrides)
+    groups = _groups(choices, dirs)
+    plain = None if groups.interpolates else groups.with_values(scalars)
+    if plain is not None:
+        return plain
     from omegaconf import OmegaConf
 
-    cfg = OmegaConf.create(_copy_tree(groups))
+    cfg = OmegaConf.create(copy_tree(groups.config))
     OmegaConf.set_struct(cfg, True)
     for override in scalars:
         _apply(cfg, override)
-    return _to_dict(cfg)
+    return to_plain(cfg)
 
 
-# Groups whose choice can be composed apart from the others and combined (`_combined_groups`);
-# an experiment (which may set anything and override other groups' choices) is always composed whole.
-SEPARABLE_GROUPS = ("model", "strategy", "precision", "cluster", "launcher")
+@dataclass
+class _Groups:
+    """A combination of group choices composed (`config`, read-only), and the section nodes its
+    points' scalar overrides gave (`with_values`)."""
+
+    config: dict[str, Any]
+    interpolates: bool
+    sections: dict[tuple[str, tuple[str, ...]], Any] = field(default_factory=dict)
+
+    def with_values(self, scalars: Sequence) -> dict[str, Any] | None:
+        """The config with these scalar overrides, in plain Python, or None where one of them needs
+        OmegaConf (`_plain_settable`). What OmegaConf.update followed by to_container gives, 50x
+        cheaper; each top-level section with the same overrides is the same node for every point
+        (read-only, as is every cached composition)."""
+        by_section: dict[str, list] = {}
+        for override in scalars:
+            by_section.setdefault(override.key_or_group.partition(".")[0], []).append(override)
+        out = dict(self.config)
+        for top, overrides in by_section.items():
+            key = (top, tuple(o.input_line for o in overrides))
+            node = self.sections.get(key, _MISSING)
+            if node is _MISSING:
+                if len(self.sections) >= _SECTIONS_LIMIT:
+                    self.sections.clear()
+                node = self.sections[key] = self._section(top, overrides)
+            if node is _NOT_PLAIN:
+                return None
+            out[top] = node
+        return out
+
+    def _section(self, top: str, overrides: Sequence) -> Any:
+        if not all(_plain_settable(self.config, o) for o in overrides):
+            return _NOT_PLAIN
+        return _with_values({top: self.config[top]}, [(o.key_or_group, o.value()) for o in overrides])[top]
+
+
+_MISSING, _NOT_PLAIN = object(), object()
+_SECTIONS_LIMIT = 4096  # distinct section overrides kept per group combination
 
 
 @lru_cache(maxsize=4096)
-def _combined_groups(choices: tuple[str, ...], dirs: tuple[Path, ...]) -> tuple[dict[str, Any], bool]:
-    """(config, whether it holds an interpolation) for these group choices."""
-    config = _combine(choices, dirs)
-    return config, _has_interpolation(config)
-
-
-def _combine(choices: tuple[str, ...], dirs: tuple[Path, ...]) -> dict[str, Any]:
-    """The config Hydra composes for these group choices, built from fewer Hydra composes.
-
-    Hydra merges each selected option under its own package, in the defaults list's order. A
-    choice `model=X` is *separable* when composing it on top of the other (structural) choices
-    changes nothing but the `model` node. Then the full config is the structural compose with each
-    separable group's node taken from its own compose (which includes whatever the experiment
-    and the primary config merge into that node after the option). So a grid of 4 models x 5
-    strategies x 3 precisions costs 1 + 4 + 5 + 3 Hydra composes instead of 60. A choice that
-    changes other nodes too (a defaults list that reaches outside its package) makes the whole
-    combination a single Hydra compose.
-    """
-    parsed = _parse(choices)
-    separable = [
-        o for o in parsed
-        if o.key_or_group in SEPARABLE_GROUPS and not (o.is_add() or o.is_delete() or o.is_force_add())
-    ]  # fmt: skip
-    keys = [o.key_or_group for o in separable]
-    if len(separable) < 2 or len(set(keys)) < len(keys):
-        return compose_groups(choices, dirs)
-    structural = tuple(o.input_line for o in parsed if all(o is not s for s in separable))
-    base = compose_groups(structural, dirs)
-    combined = dict(base)
-    for override in separable:
-        group = override.key_or_group
-        alone = compose_groups((*structural, override.input_line), dirs)
-        others_changed = {k: v for k, v in alone.items() if k != group} != {k: v for k, v in base.items() if k != group}
-        if others_changed or group not in alone:
-            return compose_groups(choices, dirs)
-        combined[group] = alone[group]
-    return combined
+def _groups(choices: tuple[str, ...], dirs: tuple[Path, ...]) -> _Groups:
+    config = combined_groups(choices, dirs)
+    return _Groups(config, _has_interpolation(config))
 
 
 def _has_interpolation(node: Any) -> bool:
@@ -152,8 +139,7 @@ def _has_interpolation(node: Any) -> bool:
 
 def _with_values(cfg: dict[str, Any], values: Sequence[tuple[str, Any]]) -> dict[str, Any]:
     """A copy of `cfg` with dotted keys set: the mappings on each key's path are copied, the
-    untouched sections are shared with `cfg` (so a point's config is read-only, as is every
-    cached composition)."""
+    untouched sections are shared with `cfg`."""
     out = dict(cfg)
     copied: set[tuple[str, ...]] = {()}
     for key, value in values:
@@ -166,15 +152,6 @@ def _with_values(cfg: dict[str, Any], values: Sequence[tuple[str, Any]]) -> dict
             node = node[part]
         node[leaf] = value
     return out
-
-
-def _copy_tree(node: Any) -> Any:
-    """A deep copy of plain dicts and lists (copy.deepcopy's generality costs 10x)."""
-    if isinstance(node, dict):
-        return {k: _copy_tree(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_copy_tree(v) for v in node]
-    return node
 
 
 _PLAIN_VALUES = (int, float, bool, type(None))
@@ -195,28 +172,6 @@ def _plain_settable(cfg: dict[str, Any], override) -> bool:
             return False
         node = node[part]
     return not isinstance(node, dict | list)
-
-
-@lru_cache(maxsize=512)
-def compose_groups(choices: tuple[str, ...], dirs: tuple[Path, ...]) -> dict[str, Any]:
-    """Hydra's compose of the group choices alone, as plain containers (interpolations unresolved),
-    without Hydra's own node; cached: the expensive part of composing. Callers never modify it."""
-    from hydra import compose as hydra_compose
-    from hydra import initialize_config_dir
-    from hydra.errors import HydraException
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    searchpath = [f"hydra.searchpath=[{','.join(f'file://{d}' for d in dirs[1:])}]"] if len(dirs) > 1 else []
-    try:
-        with initialize_config_dir(config_dir=str(dirs[0]), version_base="1.3"):
-            cfg = hydra_compose(config_name="config", overrides=[*choices, *searchpath])
-    except (HydraException, OmegaConfBaseException, ValueError) as exc:
-        # ValueError: Hydra's own complaint about malformed overrides such as `experiment=null`.
-        raise ConfigError([_explain_group_error(exc)]) from None
-    with_hydra = OmegaConf.to_container(cfg, resolve=False)
-    with_hydra.pop("hydra", None)
-    return with_hydra
 
 
 def _apply(cfg, override) -> None:
@@ -249,7 +204,7 @@ def _apply(cfg, override) -> None:
                 raise ConfigError([_unknown_key(cfg, key)])
             OmegaConf.update(cfg, key, value, merge=True)
     except OmegaConfBaseException as exc:
-        raise ConfigError([f"{key}: {_first_line(exc)}"]) from None
+        raise ConfigError([f"{key}: {first_line(exc)}"]) from None
 
 
 def _has_key(cfg, dotted: str) -> bool:
@@ -273,28 +228,8 @@ def _unknown_key(cfg, key: str) -> str:
     return f"{key}: unknown key"
 
 
-def _to_dict(cfg) -> dict[str, Any]:
-    from omegaconf import OmegaConf
-    from omegaconf.errors import OmegaConfBaseException
-
-    try:
-        return OmegaConf.to_container(cfg, resolve=True)  # type: ignore[return-value]
-    except OmegaConfBaseException as exc:
-        raise ConfigError([_first_line(exc)]) from None
-
-
-def _explain_group_error(exc: Exception) -> str:
-    """Hydra's first line, with a user file's unknown device named as such."""
-    message = _first_line(exc)
-    match = re.search(r"Could not (?:load|find) '(?:/)?device/([^']+)'", message)
-    if match:
-        return f"cluster: device: unknown device '{match.group(1)}'; allowed: {', '.join(group_options('device'))}"
-    return message
-
-
-def _check_group_options(choices: Sequence[str]) -> None:
+def _check_group_options(choices: Sequence[str], dirs: tuple[Path, ...]) -> None:
     """Name the field and the allowed values for an unknown group option (Hydra's own message does not)."""
-    dirs = search_dirs()
     problems = [line for item in choices for line in _group_option_problems(item, dirs)]
     if problems:
         raise ConfigError(problems)
@@ -314,67 +249,9 @@ def _group_option_problems(item: str, dirs: tuple[Path, ...]) -> tuple[str, ...]
     )
 
 
-def _first_line(exc: Exception) -> str:
-    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-
-
-def spec_from_config(cfg: dict[str, Any]) -> RunSpec:
-    """Validate a composed config into a RunSpec; problems raise ConfigError naming the key (and a user file)."""
-    cfg = {**cfg, **{group: _with_overrides(cfg, group) for group in ("model", "cluster") if group in cfg}}
-    cfg = _resolve_ac_alias(cfg)
-    try:
-        spec = RunSpec.from_config(cfg)
-    except ValidationError as exc:
-        raise ConfigError([_name_source(cfg, line) for line in describe_validation_error(exc)]) from None
-    problems = launch_problems(spec)
-    if problems:
-        raise ConfigError(problems)
-    return spec
-
-
-_alias_noted: set[str] = set()
-
-
-def _resolve_ac_alias(cfg: dict[str, Any]) -> dict[str, Any]:
-    """A user's `selective` is torchtitan's per-op policy (bench/schema/ac_modes.py); said once per process."""
-    train = cfg.get("train")
-    mode = train.get("activation_checkpointing") if isinstance(train, dict) else None
-    if not isinstance(mode, str) or resolve_user_mode(mode) == mode:
-        return cfg
-    if mode not in _alias_noted:
-        _alias_noted.add(mode)
-        print(ALIAS_NOTE, file=sys.stderr)
-    return {**cfg, "train": {**train, "activation_checkpointing": resolve_user_mode(mode)}}
-
-
-def _with_overrides(cfg: dict[str, Any], group: str) -> dict[str, Any]:
-    """The group's node with `overrides`: what differs from the named preset (for labels)."""
-    node = dict(cfg[group])
-    preset = _flat_preset(group, str(node.get("name")), search_dirs())
-    if preset is not None:
-        node["overrides"] = {k: v for k, v in _flatten(node).items() if preset.get(k, object()) != v}
-    return node
-
-
-@lru_cache(maxsize=128)
-def _flat_preset(group: str, name: str, dirs: tuple[Path, ...]) -> dict[str, Any] | None:
-    preset = _preset(group, name, dirs)
-    return None if preset is None else _flatten(preset)
-
-
-@lru_cache(maxsize=128)
-def _preset(group: str, name: str, dirs: tuple[Path, ...]) -> dict[str, Any] | None:
-    """A model or cluster option composed alone (its defaults list resolved), or None if unknown."""
-    if name not in option_files(group):
-        return None
-    from omegaconf import OmegaConf
-
-    return _to_dict(OmegaConf.create(_copy_tree(compose_groups((f"{group}={name}",), dirs))))[group]
-
-
 def load_preset(group: str, name: str):
     """A model or cluster preset of the registry, validated (ModelSpec or ClusterSpec)."""
-    node = _preset(group, name, search_dirs())
+    node = resolved_preset(group, name, search_dirs())
     if node is None:
         raise ConfigError([f"{group}: unknown {group} '{name}'; allowed: {', '.join(group_options(group))}"])
     model = {"model": ModelSpec, "cluster": ClusterSpec}[group]
@@ -382,28 +259,6 @@ def load_preset(group: str, name: str):
         return model.model_validate(node)
     except ValidationError as exc:
         raise ConfigError(describe_validation_error(exc, f"{describe_source(group, name)}: ")) from None
-
-
-def _flatten(node: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    out = {}
-    for key, value in node.items():
-        if key in ("overrides", "source", "name"):
-            continue
-        if isinstance(value, dict):
-            out.update(_flatten(value, f"{prefix}{key}."))
-        elif value is not None:
-            out[f"{prefix}{key}"] = value
-    return out
-
-
-def _name_source(cfg: dict[str, Any], line: str) -> str:
-    """Prefix a problem inside a user's model/cluster file with that file."""
-    group = line.split(".", 1)[0].split(":", 1)[0]
-    if group in REGISTRY_GROUPS and isinstance(cfg.get(group), dict):
-        where = describe_source(group, str(cfg[group].get("name")))
-        if "(" in where:
-            return f"{where}: {line}"
-    return line
 
 
 def load_point(overrides: Sequence[str]) -> Point:
@@ -416,7 +271,7 @@ def load_point(overrides: Sequence[str]) -> Point:
 
 def is_grid_override(override: str) -> bool:
     try:
-        return _parser().parse_override(override).is_sweep_override()
+        return parser().parse_override(override).is_sweep_override()
     except Exception:  # malformed: let compose report it
         return False
 
@@ -434,7 +289,7 @@ def grid_items(overrides: Sequence[str]) -> dict[str, str]:
 
 def sweep_values(override: str) -> list[str]:
     """The values a (possibly comma-separated) override gives, as strings: `a=1,2` -> ['1', '2']."""
-    parsed = _parse_one(override)
+    parsed = parse_one(override)
     return list(parsed.sweep_string_iterator()) if parsed.is_sweep_override() else [parsed.get_value_element_as_str()]
 
 
@@ -442,7 +297,7 @@ def expand_grid(overrides: Sequence[str]) -> list[list[str]]:
     """Every point's override list: the experiment's sweep.grid, then the command line's sweeps, crossed."""
     from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
 
-    return BasicSweeper.split_arguments(_parse(list(grid_items(overrides).values())), None)[0]
+    return BasicSweeper.split_arguments(parse(list(grid_items(overrides).values())), None)[0]
 
 
 def load_grid(overrides: Sequence[str]) -> list[Point]:
@@ -455,16 +310,30 @@ def load_grid(overrides: Sequence[str]) -> list[Point]:
 
 def load_points(grid: Sequence[Sequence[str]]) -> tuple[list[Point], list[tuple[tuple[str, ...], list[str]]]]:
     """Compose and validate each point's overrides: (valid points, [(overrides, problems)] of the
-    others, each problem prefixed with the point's overrides)."""
+    others, each problem prefixed with the point's overrides). The grid's group choices are
+    composed in batches first (bench/config/groups.py `prime`), and its sections validated once
+    each (bench/config/validate.py `GridValidator`): the same points as one by one."""
+    dirs = search_dirs()
+    prime((choices for point in grid if (choices := _choices(point, dirs)) is not None), dirs)
+    validator = GridValidator()
     points, invalid = [], []
     for point_overrides in grid:
         try:
-            cfg = compose(point_overrides)
-            points.append(Point(tuple(point_overrides), cfg, spec_from_config(cfg)))
+            cfg = _compose(point_overrides, dirs)
+            points.append(Point(tuple(point_overrides), cfg, validator.spec(cfg)))
         except ConfigError as exc:
             label = " ".join(o for o in point_overrides if o.partition("=")[0] != "experiment")
             invalid.append((tuple(point_overrides), [f"[{label}] {line}" for line in exc.lines]))
     return points, invalid
+
+
+def _choices(overrides: Sequence[str], dirs: tuple[Path, ...]) -> tuple[str, ...] | None:
+    """A point's group choices, None where composing it will say what is wrong."""
+    try:
+        _check_group_options(overrides, dirs)
+        return _split(overrides)[0]
+    except ConfigError:
+        return None
 
 
 def overrides_from_fields(fields: dict[str, Any]) -> list[str]:

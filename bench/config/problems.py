@@ -16,6 +16,11 @@ class ConfigError(ValueError):
         super().__init__("; ".join(self.lines))
 
 
+def first_line(exc: Exception) -> str:
+    """An exception's first line (its type where it says nothing): how a library's error becomes one line."""
+    return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+
+
 def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:
     """One line per problem, naming the field as a config key (`train.seq_len`), for exit-2 messages."""
     lines = []

@@ -61,9 +61,10 @@ def search_dirs() -> tuple[Path, ...]:
     return (SHIPPED, *user_dirs())
 
 
-def option_files(group: str) -> dict[str, Path]:
-    """name -> file of every selectable option of a group (files starting with `_` are not options)."""
-    return _option_files(group, search_dirs())
+def option_files(group: str, dirs: tuple[Path, ...] | None = None) -> dict[str, Path]:
+    """name -> file of every selectable option of a group (files starting with `_` are not options),
+    in `dirs` (default: `search_dirs()`)."""
+    return _option_files(group, search_dirs() if dirs is None else dirs)
 
 
 @lru_cache(maxsize=64)

@@ -24,6 +24,7 @@ and history's dropped fields) are `paths(...)` of these declarations.
 from __future__ import annotations
 
 import functools
+import json
 import typing
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -189,16 +190,17 @@ def _ruled(model: type[BaseModel]) -> tuple[_Entry, ...]:
     )
 
 
-def _apply_rules(model: type[BaseModel], node: dict[str, Any]) -> None:
-    """The rules beyond exclusion, on one dumped section (then on the sections below it): a knob
-    only under its mode, the legacy names, and a later field dropped at its default. The first two
-    read the section as dumped, before any rule changed it."""
+def _apply_rules(model: type[BaseModel], node: dict[str, Any], done: frozenset[str] = frozenset()) -> None:
+    """The rules beyond exclusion, on one dumped section (then on the sections below it, but those
+    in `done`, whose rules are applied already): a knob only under its mode, the legacy names, and a
+    later field dropped at its default. The first two read the section as dumped, before any rule
+    changed it."""
     as_dumped = dict(node)
     for entry in _ruled(model):
         name, role = entry.name, entry.role
         if name not in node:
             continue
-        if entry.section is not None and isinstance(node[name], dict):
+        if entry.section is not None and isinstance(node[name], dict) and name not in done:
             _apply_rules(entry.section, node[name])
         if role.only_under is not None:
             sibling, value = role.only_under
@@ -220,3 +222,45 @@ def identity_of(model: BaseModel) -> dict[str, Any]:
     node = model.model_dump(mode="json", exclude=_exclude(cls))
     _apply_rules(cls, node)
     return node
+
+
+def canonical_json(identity: dict[str, Any]) -> str:
+    """An identity's one text (sorted keys, no spaces): what a point id hashes and a series key is."""
+    return json.dumps(identity, sort_keys=True, separators=(",", ":"))
+
+
+class IdentityMemo:
+    """Identities of a batch of specs that share section objects (a grid's validated points share
+    their model, cluster and train sections, bench/config/validate.py): each shared section's
+    identity computed once, the same values as `identity_of` (key order aside; tests/unit/test_identity_memo.py
+    compares them on a grid and on every fixture record).
+
+    Why a section's identity can be reused: the rules of `_apply_rules` read a section and nothing
+    outside it (a field's `only_under` and `legacy` name its siblings), so it depends on the section
+    alone. The memo holds the sections it has seen, so an id stays theirs while it lives; use one per
+    batch, and change no spec while it lives (the specs of a plan are read, never changed)."""
+
+    def __init__(self) -> None:
+        self._sections: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
+
+    def identity(self, model: BaseModel) -> dict[str, Any]:
+        """`identity_of(model)`: the section fields' identities shared with every spec of the batch
+        that has the same section object (read them, never change them)."""
+        cls = type(model)
+        shared = {
+            e.name: value
+            for e in _entries(cls)
+            if e.section is not None and e.role.enters != "excluded"
+            and type(value := getattr(model, e.name)) is e.section
+        }  # fmt: skip
+        node = model.model_dump(mode="json", exclude={**_exclude(cls), **dict.fromkeys(shared, True)})
+        for name, section in shared.items():
+            node[name] = self._section(section)
+        _apply_rules(cls, node, frozenset(shared))
+        return node
+
+    def _section(self, section: BaseModel) -> dict[str, Any]:
+        entry = self._sections.get(id(section))
+        if entry is None:
+            entry = self._sections[id(section)] = (section, identity_of(section))
+        return entry[1]

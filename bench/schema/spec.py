@@ -15,7 +15,6 @@ stays readable.
 from __future__ import annotations
 
 import hashlib
-import json
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -33,6 +32,7 @@ from bench.schema.identity import (
     FieldPath,
     Legacy,
     Role,
+    canonical_json,
     identity_of,
     paths,
 )
@@ -300,8 +300,7 @@ _DEBUG = Role("in", series=False)
 def point_id_of(identity: dict[str, Any]) -> str:
     """The point id of an identity (`RunSpec.identity()`): sha256 of its sorted JSON, 12 hex digits.
     For callers that need the identity for something else too (the planner's scaling series)."""
-    blob = json.dumps(identity, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:12]
 
 
 class RunSpec(Strict):
@@ -340,6 +339,11 @@ class RunSpec(Strict):
     @classmethod
     def from_config(cls, cfg: dict[str, Any]) -> RunSpec:
         """The spec of a composed config: the tree's sections as they are, `sweep` reduced to the point's part."""
+        return cls.model_validate(cls.config_fields(cfg))
+
+    @classmethod
+    def config_fields(cls, cfg: dict[str, Any]) -> dict[str, Any]:
+        """What `from_config` validates: the spec's fields of a composed config (its section nodes as they are)."""
         sweep = cfg.get("sweep") or {}
         fields = {
             key: cfg[key]
@@ -351,7 +355,7 @@ class RunSpec(Strict):
             "name": sweep.get("name") or "adhoc",
             **({"point_timeout_s": sweep["point_timeout_s"]} if sweep.get("point_timeout_s") is not None else {}),
         }
-        return cls.model_validate(fields)
+        return fields
 
     @property
     def device_type(self) -> str:

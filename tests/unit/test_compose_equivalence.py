@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from bench.config import compose as config
+from bench.config import groups
 from bench.config.compose import compose, expand_grid, spec_from_config
 from bench.config.registry import CONFIG_DIR_ENV, SHIPPED
 
@@ -120,7 +121,7 @@ def assert_same_as_hydra(grid: list[str], user_dir: Path | None = None) -> int:
 
 
 def test_mixed_grid_of_group_choices_and_values():
-    before = config.compose_groups.cache_info().misses
+    before = groups.compose_groups.cache_info().misses
     n = assert_same_as_hydra(
         [
             "model=tiny,debug",
@@ -136,7 +137,7 @@ def test_mixed_grid_of_group_choices_and_values():
     )
     assert n == 16
     # 8 group combinations from at most 1 + 2 + 2 + 2 + 1 Hydra composes (fewer when cached).
-    assert config.compose_groups.cache_info().misses - before <= 8
+    assert groups.compose_groups.cache_info().misses - before <= 8
 
 
 def test_experiments_override_group_choices_and_values():

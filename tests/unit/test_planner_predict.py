@@ -160,6 +160,25 @@ def test_sweep_plan_skips_points_predicted_not_to_fit():
     assert record.error.startswith("planner: predicted not to fit (") and "no micro-batch fits" in record.error
 
 
+def assert_cache_key(key, value, clear, w: Workload, outside: list[Workload], inside: list[Workload]) -> None:
+    """A planner cache's key is right: every workload in `outside` has `w`'s key and, computed
+    afresh (`clear` first), `w`'s value; every one in `inside` has a key of its own; and with all of
+    them cached at once, `value` gives each what it gives computed afresh."""
+
+    def afresh(workload: Workload):
+        clear()
+        return value(workload)
+
+    expected = afresh(w)
+    for other in outside:
+        assert key(other) == key(w)
+        assert afresh(other) == expected
+    assert len({key(v) for v in [w, *inside]}) == len(inside) + 1
+    fresh = [afresh(v) for v in [w, *outside, *inside]]
+    clear()
+    assert [value(v) for v in [w, *outside, *inside]] == fresh
+
+
 def test_memory_never_reads_what_its_cache_key_leaves_out():
     """bench/analysis/planner/memory.py caches per `memory_key`: every input outside the key must
     leave memory unchanged (computed afresh), and every input in it must change the key."""
@@ -167,8 +186,7 @@ def test_memory_never_reads_what_its_cache_key_leaves_out():
 
     from bench.analysis.planner.memory import clear_caches, memory_key
 
-    def afresh(workload: Workload) -> tuple:
-        clear_caches()
+    def memory(workload: Workload) -> tuple:
         return memory_breakdown(workload), peak_memory(workload), max_micro_batch(workload)
 
     w = gpu_workload("llama2-13b", nodes=2, strategy="hybrid_shard", micro_batch=2)
@@ -180,10 +198,6 @@ def test_memory_never_reads_what_its_cache_key_leaves_out():
         replace(w, links={"all_gather_gbps": 1.0}),
         replace(w, cluster=faster),
     ]
-    expected = afresh(w)
-    for other in outside:
-        assert memory_key(other) == memory_key(w)
-        assert afresh(other) == expected
     inside = [
         replace(w, micro_batch=3),
         replace(w, nodes=4),
@@ -194,4 +208,38 @@ def test_memory_never_reads_what_its_cache_key_leaves_out():
         replace(w, cpu_offload=True),
         replace(w, cluster=P5.model_copy(update={"device_memory_gib": 40.0})),
     ]
-    assert len({memory_key(v) for v in [w, *inside]}) == len(inside) + 1
+    assert_cache_key(memory_key, memory, clear_caches, w, outside, inside)
+
+
+def test_collective_times_never_read_what_their_cache_key_leaves_out():
+    """bench/analysis/planner/comm.py caches collective times per `comm_key`: every input outside the
+    key must give the same times computed afresh, every input in it must change the key and the
+    times, and a cached time is the time computed afresh."""
+    from dataclasses import replace
+
+    from bench.analysis.planner.comm import clear_caches, collective_times, comm_key
+
+    w = gpu_workload("llama2-13b", nodes=2, strategy="hybrid_shard", micro_batch=2)
+    outside = [
+        replace(w, micro_batch=3),
+        replace(w, grad_accum=8),
+        replace(w, activation_checkpointing="none"),
+        replace(w, compile=True),
+        replace(w, threads_per_rank=3),
+        replace(w, cpu_offload=True),
+        replace(w, seq_len=2048),
+        replace(w, cluster=P5.model_copy(update={"device_memory_gib": 40.0})),
+    ]
+    inside = [
+        replace(w, nodes=4),
+        replace(w, gpus_per_node=4),
+        replace(w, strategy="full_shard"),
+        replace(w, precision="fp8"),
+        replace(w, shape=llama_shape(FLAVORS["llama2-7b"])),
+        replace(w, links={"all_gather_gbps": 1.0}),
+        replace(w, cluster=P5.model_copy(update={"inter_node_gbps": 100.0})),
+        replace(w, cluster=P5.model_copy(update={"intra_node_gbps": 50.0})),
+        replace(w, cluster=P5.model_copy(update={"link_latency_s": 1e-3})),
+    ]
+    assert_cache_key(comm_key, collective_times, clear_caches, w, outside, inside)
+    assert all(collective_times(other) != collective_times(w) for other in inside)

@@ -205,6 +205,34 @@ def module_times(comm: ModuleComm, w: Workload) -> ModuleTimes:
 
 
 def collective_times(w: Workload) -> tuple[ModuleTimes, ModuleTimes]:
-    """(one block, the root): seconds per micro-step of their gathers and reductions."""
-    block, root = block_and_root(w)
-    return module_times(block, w), module_times(root, w)
+    """(one block, the root): seconds per micro-step of their gathers and reductions, shared by
+    every workload of the same `comm_key` (a grid's points that differ only in micro-batch,
+    accumulation or checkpointing gather and reduce the same bytes over the same links)."""
+    key = comm_key(w)
+    times = _TIMES.get(key)
+    if times is None:
+        if len(_TIMES) >= CACHE_SIZE:
+            _TIMES.clear()
+        block, root = block_and_root(w)
+        times = _TIMES[key] = (module_times(block, w), module_times(root, w))
+    return times
+
+
+CACHE_SIZE = 65536
+_TIMES: dict[tuple, tuple[ModuleTimes, ModuleTimes]] = {}
+
+
+def comm_key(w: Workload) -> tuple:
+    """Everything `collective_times` reads: the shapes, the mesh, the dtypes, the cluster's links and
+    the fitted network efficiency at this node count (so a changed fit is a new key), the measured
+    links. Not micro-batch, accumulation, checkpointing, compile, threads or offload: tests/unit/
+    test_planner_predict.py changes each and finds the same times computed afresh."""
+    c = w.cluster
+    links = tuple(sorted(w.links.items()))
+    return (w.shape, w.strategy, w.nodes, w.gpus_per_node, w.precision, c.device_type, c.gpus_per_node,
+            c.intra_node_gbps, c.inter_node_gbps, c.link_latency_s, network_efficiency(w.nodes), links)  # fmt: skip
+
+
+def clear_caches() -> None:
+    """Forget every cached collective time (the next call computes afresh)."""
+    _TIMES.clear()

@@ -38,6 +38,7 @@ from bench.analysis.planner.step import step_time
 from bench.analysis.planner.workload import Workload, workload_from_spec
 from bench.analysis.stats import scaling_efficiency, scaling_key
 from bench.schema.flops import flops_per_token, hardware_flops_per_token
+from bench.schema.identity import IdentityMemo
 from bench.schema.spec import point_id_of
 
 
@@ -47,7 +48,7 @@ def predict_workload(w: Workload) -> dict[str, Any]:
     tokens_per_step = w.world_size * w.micro_batch * w.grad_accum * w.seq_len
     per_device = tokens_per_step / times["total"] / w.world_size
     return {
-        "model_info": w.shape.info().model_dump(),
+        "model_info": w.shape.info_dict(),
         "memory_bytes_per_device": memory_breakdown(w),
         "peak_memory_bytes": peak_memory(w),
         "device_memory_bytes": device_memory_bytes(w),
@@ -155,7 +156,9 @@ def _fill_scaling(predictions: Sequence[dict[str, Any]], keys: Sequence[str]) ->
 def predict_grid(specs: Sequence, preflight=None) -> list[dict[str, Any]]:
     """The plan object (bench/analysis/planner/plan_object.py) of every point of a grid, scaling
     efficiency filled within each weak-scaling series: what `plan` prints and `sweep.plan` stores.
-    Each spec's identity is computed once, for its point id and its series both."""
-    identities = [spec.identity() for spec in specs]
+    Each spec's identity is computed once, for its point id and its series both, and the sections
+    the grid's specs share once for all of them (an `IdentityMemo`: the same values, read only)."""
+    memo = IdentityMemo()
+    identities = [memo.identity(spec) for spec in specs]
     predictions = _fill_scaling([predict(spec, preflight) for spec in specs], [scaling_key(i) for i in identities])
     return [plan_object(point_id_of(i), p) for i, p in zip(identities, predictions)]

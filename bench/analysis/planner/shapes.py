@@ -79,6 +79,15 @@ class ModelShape:
     def _info(self) -> ModelInfo:
         return ModelInfo.of(self)
 
+    def info_dict(self) -> dict[str, int]:
+        """`info().model_dump()`, a fresh dict per call (its values are ints: a shallow copy of the
+        one dump this shape keeps is the whole dump), for a plan's thousands of `model_info`s."""
+        return dict(self._info_dump)
+
+    @cached_property
+    def _info_dump(self) -> dict[str, int]:
+        return self._info.model_dump()
+
 
 # shape.dim, shape.n_layers, ...: the dimensions read through, so `bench.schema.flops` and ModelInfo.of
 # see the attributes a ModelSpec has.

@@ -76,16 +76,18 @@ def main(args: argparse.Namespace) -> int:
     if args.best:
         return best(args)
     from bench.analysis.planner import predict_grid
-    from bench.analysis.planner.from_preflight import compatibility_problem
     from bench.analysis.planner.plan_object import parse_fields
-    from bench.analysis.preflight import read_preflight
     from bench.config.compose import load_grid
     from bench.config.problems import ConfigError
 
     try:
         points = load_grid(args.overrides)
-        preflight = read_preflight(args.preflight) if args.preflight else None
-        if preflight is not None:
+        preflight = None
+        if args.preflight:  # imported only here: the preflight modules are a tenth of plan's start-up
+            from bench.analysis.planner.from_preflight import compatibility_problem
+            from bench.analysis.preflight import read_preflight
+
+            preflight = read_preflight(args.preflight)
             problems = {p for point in points if (p := compatibility_problem(point.spec, preflight))}
             if problems:
                 raise ConfigError(sorted(problems))
