@@ -44,12 +44,16 @@ def finished_events(results: Path, sweep_name: str) -> list[dict]:
 @pytest.mark.ranks
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_processes):
-    expected = {p.spec.point_id for p in load_grid(SMALL_GRID)}
+    # The four points in one launch (one world shape), each timed step followed by a sleep of four
+    # times its own time: a point after the first takes about a second (sleeping, not computing),
+    # so the signal lands while the third or the fourth is in flight.
+    grid = [*SMALL_GRID, "debug.slow_fraction=4"]
+    expected = {p.spec.point_id for p in load_grid(grid)}
     assert len(expected) == 4
-    proc = start("sweep", *SMALL_GRID, "sweep.group_launches=false", f"results_dir={tmp_path}", merge_stderr=True)
+    proc = start("sweep", *grid, f"results_dir={tmp_path}", merge_stderr=True)
     deadline = time.time() + 180
     while len(ok_ids(tmp_path)) < 2 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert proc.poll() is None, "the sweep finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     rc, output, _ = finish(proc, timeout=60)
@@ -61,7 +65,7 @@ def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_p
     records, _ = load_records(tmp_path)
     assert {r.status for r in records} <= {"ok", "interrupted"}
 
-    second = sweep([*SMALL_GRID, "sweep.group_launches=false"], tmp_path)
+    second = sweep(grid, tmp_path)
     assert second.rc == 0, second.stdout + second.stderr
     events = finished_events(tmp_path, "cpu_smoke")
     rerun = {e["point_id"] for e in events[-(4 - len(done_first)) :]}
