@@ -9,7 +9,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from dist_helpers import ENGINE_POINTS, debug_spec, once_per_session, run_engine, run_ranks
+from dist_helpers import (
+    ENGINE_POINTS,
+    LOOP_POINTS_2X2,
+    debug_spec,
+    once_per_session,
+    run_engine,
+    run_ranks,
+    spec_jobs,
+)
 
 from bench.schema.record import RunResult
 
@@ -45,6 +53,7 @@ def ws4_reports(tmp_path_factory) -> list[dict]:
     jobs = {
         "hybrid": ("rank_checks:hybrid_report", {"nodes": 2}),
         "meshes": ("engine_checks:mesh_report", {"nodes": 2}),
+        "loop_comm": ("engine_checks:loop_comm_bytes_report", {"specs": spec_jobs(LOOP_POINTS_2X2)}),
     }
     return once_per_session(tmp_path_factory, "ws4_reports", lambda: run_ranks(4, jobs, tmp_path_factory.mktemp("ws4")))
 

@@ -142,3 +142,16 @@ ENGINE_POINTS = {
     "full_shard/ws2/bf16": {"strategy": "full_shard", "gpus_per_node": 2, "precision": "bf16"},
     "full_shard/ws2/bf16_pure": {"strategy": "full_shard", "gpus_per_node": 2, "precision": "bf16_pure"},
 }
+
+# Points whose counted bytes come from in-rank launches (engine_checks.loop_comm_bytes_report) rather
+# than engine launches of their own: hybrid_shard on a 2 x 2 mesh (shard within the "node", all-reduce
+# across) runs with ws4_reports' ranks.
+LOOP_POINTS_2X2 = {
+    "hybrid_shard/2x2": {"strategy": "hybrid_shard", "nodes": 2, "gpus_per_node": 2},
+    "hybrid_shard/2x2/bf16": {"strategy": "hybrid_shard", "nodes": 2, "gpus_per_node": 2, "precision": "bf16"},
+}
+
+
+def spec_jobs(points: dict[str, dict]) -> dict[str, str]:
+    """label -> the debug_spec of the point's fields as JSON (an in-rank job's argument)."""
+    return {label: debug_spec(**fields).model_dump_json() for label, fields in points.items()}
