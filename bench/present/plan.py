@@ -239,9 +239,8 @@ def write_plan_csv(plans: Sequence[dict[str, Any]], path: Path) -> None:
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["point", *CSV_FIELDS])
-        for p in plans:
-            row = pick(p, CSV_FIELDS)
-            out.writerow([point_label(p["spec"]), *("" if v is None else v for v in row.values())])
+        # A missing value (None) is an empty cell: the csv module writes None so.
+        out.writerows([point_label(p["spec"]), *pick(p, CSV_FIELDS).values()] for p in plans)
 
 
 def varying(plans: Sequence[dict[str, Any]]) -> dict[str, int]:

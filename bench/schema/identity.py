@@ -24,10 +24,12 @@ and history's dropped fields) are `paths(...)` of these declarations.
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
 import typing
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Container, Iterator
 from dataclasses import dataclass
+from json.encoder import encode_basestring_ascii
 from typing import Any, Literal
 
 from pydantic import BaseModel
@@ -229,6 +231,59 @@ def canonical_json(identity: dict[str, Any]) -> str:
     return json.dumps(identity, sort_keys=True, separators=(",", ":"))
 
 
+def id_of_text(text: str) -> str:
+    """The point id of an identity's `canonical_json`: sha256 of the text, 12 hex digits."""
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+# The types whose JSON form (`model_dump(mode="json")`) is the value itself.
+_PLAIN = frozenset((str, int, bool, type(None)))
+
+
+def plain_fields(model: BaseModel, skipped: Container[str]) -> dict[str, Any] | None:
+    """`model.model_dump(mode="json")` of the fields not in `skipped`, in their order, read directly
+    where every one holds a str, int, bool or None (each its own JSON form) and the model declares
+    no serializer; None otherwise (the caller dumps). Skips pydantic's per-call set-up, which is
+    most of a small dump's cost."""
+    cls = type(model)
+    if not _plainly_dumped(cls):
+        return None
+    values = model.__dict__
+    node = {}
+    for name in cls.model_fields:
+        if name not in skipped:
+            value = node[name] = values[name]
+            if type(value) not in _PLAIN:
+                return None
+    return node
+
+
+@functools.cache
+def _plainly_dumped(cls: type[BaseModel]) -> bool:
+    decorators = cls.__pydantic_decorators__
+    return not (decorators.field_serializers or decorators.model_serializers or cls.model_computed_fields)
+
+
+@functools.lru_cache(maxsize=1024)
+def _key_text(key: str) -> str:
+    return encode_basestring_ascii(key) + ":"
+
+
+def _value_text(value: Any) -> str:
+    """`canonical_json(value)`: the identity's scalars written directly (json.dumps spells a str, an
+    int, a bool and None so), anything else by json.dumps."""
+    kind = type(value)
+    if kind is str:
+        return encode_basestring_ascii(value)
+    if kind is int:
+        return int.__repr__(value)
+    if kind is bool:
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return canonical_json(value)
+
+
 class IdentityMemo:
     """Identities of a batch of specs that share section objects (a grid's validated points share
     their model, cluster and train sections, bench/config/validate.py): each shared section's
@@ -242,6 +297,8 @@ class IdentityMemo:
 
     def __init__(self) -> None:
         self._sections: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
+        # id of a shared section's identity (held in _sections, so the id stays its) -> its text
+        self._texts: dict[int, str] = {}
 
     def identity(self, model: BaseModel) -> dict[str, Any]:
         """`identity_of(model)`: the section fields' identities shared with every spec of the batch
@@ -253,14 +310,30 @@ class IdentityMemo:
             if e.section is not None and e.role.enters != "excluded"
             and type(value := getattr(model, e.name)) is e.section
         }  # fmt: skip
-        node = model.model_dump(mode="json", exclude={**_exclude(cls), **dict.fromkeys(shared, True)})
+        skipped = {**_exclude(cls), **dict.fromkeys(shared, True)}
+        node = plain_fields(model, {name for name, how in skipped.items() if how is True})
+        if node is None:
+            node = model.model_dump(mode="json", exclude=skipped)
         for name, section in shared.items():
             node[name] = self._section(section)
         _apply_rules(cls, node, frozenset(shared))
         return node
 
+    def canonical_json(self, identity: dict[str, Any]) -> str:
+        """`canonical_json(identity)` of an identity the memo gave, or of a copy of its top level (a
+        series key): the shared sections' texts written once. The same text: json.dumps with sorted
+        keys writes a dict as its sorted `"key":value` pairs, each value's text the value's own."""
+        texts = self._texts
+        parts = []
+        for key in sorted(identity):
+            value = identity[key]
+            text = texts.get(id(value)) if type(value) is dict else None
+            parts.append(_key_text(key) + (_value_text(value) if text is None else text))
+        return "{" + ",".join(parts) + "}"
+
     def _section(self, section: BaseModel) -> dict[str, Any]:
         entry = self._sections.get(id(section))
         if entry is None:
             entry = self._sections[id(section)] = (section, identity_of(section))
+            self._texts[id(entry[1])] = canonical_json(entry[1])
         return entry[1]

@@ -14,7 +14,6 @@ stays readable.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, field_validator, model_validator
@@ -33,6 +32,7 @@ from bench.schema.identity import (
     Legacy,
     Role,
     canonical_json,
+    id_of_text,
     identity_of,
     paths,
 )
@@ -300,7 +300,7 @@ _DEBUG = Role("in", series=False)
 def point_id_of(identity: dict[str, Any]) -> str:
     """The point id of an identity (`RunSpec.identity()`): sha256 of its sorted JSON, 12 hex digits.
     For callers that need the identity for something else too (the planner's scaling series)."""
-    return hashlib.sha256(canonical_json(identity).encode()).hexdigest()[:12]
+    return id_of_text(canonical_json(identity))
 
 
 class RunSpec(Strict):

@@ -1,4 +1,4 @@
-"""In-rank checks of the engine's process-level behaviour (meshes, the memory window).
+"""In-rank checks of the engine's process-level behaviour (meshes, the memory window, the counted bytes).
 
 Run through rank_entry.py like rank_checks.py: each returns JSON-able observations, the tests
 in this folder assert on them.
@@ -12,10 +12,11 @@ import torch
 import torch.distributed as dist
 from rank_checks import ARGS, CPU, SEQ_LEN, build, point
 
-from bench.schema.spec import TelemetrySpec
-from fsdp_core.data import SyntheticTokens
+from bench.schema.spec import RunSpec, TelemetrySpec
+from fsdp_core.data import SyntheticTokens, build_source
 from fsdp_core.parallelize import build_mesh
 from fsdp_core.train import run_loop
+from fsdp_core.worker import build_training
 
 TIMEOUT = dt.timedelta(seconds=123)
 
@@ -97,6 +98,21 @@ def telemetry_report(point_dir: str) -> dict:
         "off": off.telemetry,
         "summary": summary.model_dump(mode="json") if summary is not None else None,
     }
+
+
+def loop_comm_bytes_report(specs: dict[str, str]) -> dict[str, dict[str, int]]:
+    """The communication bytes per step the engine counts for each point (label -> RunSpec JSON):
+    its model, optimizer and scaler as the worker builds them (fsdp_core.worker.build_training), its
+    data source, and the worker's loop (fsdp_core.train.run_loop counts the last warm-up step). The
+    record's `comm_bytes_per_step` is this count; here one launch of ranks serves several points."""
+    report = {}
+    for label, text in specs.items():
+        spec = RunSpec.model_validate_json(text)
+        model, optimizer, scaler = build_training(spec, CPU, TIMEOUT)
+        source = build_source(spec.train.data, spec.model.vocab_size, spec.train.seed)
+        loop = run_loop(model, optimizer, scaler, source, spec, CPU)
+        report[label] = loop.comm_bytes.model_dump()
+    return report
 
 
 def _rss_bytes() -> int:

@@ -8,6 +8,7 @@ checks in one launch pays the torch import and rendezvous once.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -20,10 +21,14 @@ import torch.distributed as dist
 
 
 def run_jobs(jobs: dict[str, list]) -> dict[str, object]:
-    results = {}
-    for name, (target, kwargs) in jobs.items():
+    functions = {}
+    for name, (target, _) in jobs.items():
         module_name, function_name = target.split(":")
-        results[name] = getattr(importlib.import_module(module_name), function_name)(**kwargs)
+        functions[name] = getattr(importlib.import_module(module_name), function_name)
+    gc.freeze()  # as fsdp_core/worker.py: the imported modules' objects are never garbage, never walk them
+    results = {}
+    for name, (_, kwargs) in jobs.items():
+        results[name] = functions[name](**kwargs)
         dist.barrier()  # the next job starts from a quiet process group
     return results
 

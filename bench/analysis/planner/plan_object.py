@@ -81,8 +81,21 @@ def allowed_text(known: Sequence[str]) -> str:
 
 
 def pick(obj: Mapping[str, Any], fields: Sequence[str]) -> dict[str, Any]:
-    """{field: value} for the dotted keys, in their order; None where this object lacks one."""
-    return {field: value_at(obj, field) for field in fields}
+    """{field: value} for the dotted keys, in their order; None where this object lacks one
+    (`value_at` of each, its walk written inline: a large plan's CSV picks 40 keys of every point)."""
+    picked = {}
+    for field in fields:
+        if field in obj:
+            picked[field] = obj[field]
+            continue
+        node: Any = obj
+        for key in _parts(field):
+            if type(node) is not dict or key not in node:
+                node = None
+                break
+            node = node[key]
+        picked[field] = node
+    return picked
 
 
 def value_at(obj: Mapping[str, Any], dotted: str, default: Any = None) -> Any:

@@ -25,8 +25,11 @@ efficiency filled: what `plan` prints and the sweep stores in `RunResult.predict
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 from bench.analysis.planner.calibration import calibrated_cluster, load_cpu_calibration, overlap_interference
 from bench.analysis.planner.checkpoint import predict_checkpoint
@@ -38,8 +41,7 @@ from bench.analysis.planner.step import step_time
 from bench.analysis.planner.workload import Workload, workload_from_spec
 from bench.analysis.stats import scaling_efficiency, scaling_key
 from bench.schema.flops import flops_per_token, hardware_flops_per_token
-from bench.schema.identity import IdentityMemo
-from bench.schema.spec import point_id_of
+from bench.schema.identity import IdentityMemo, id_of_text, plain_fields
 
 
 def predict_workload(w: Workload) -> dict[str, Any]:
@@ -101,9 +103,10 @@ def assumptions(w: Workload) -> dict[str, Any]:
     return out
 
 
-def predict(spec, preflight=None) -> dict[str, Any]:
+def predict(spec, preflight=None, dumps: SpecDumps | None = None) -> dict[str, Any]:
     """The prediction for one RunSpec as a plain dict (keys: the module docstring); with a
-    `preflight` record (bench/analysis/planner/from_preflight.py), from the links and rates it measured."""
+    `preflight` record (bench/analysis/planner/from_preflight.py), from the links and rates it
+    measured; with `dumps`, its `spec` written from the sections it shares with a grid's other specs."""
     cluster, links = calibrated_cluster(spec.cluster)
     cpu = None
     if preflight is not None:
@@ -112,7 +115,7 @@ def predict(spec, preflight=None) -> dict[str, Any]:
         cluster = from_preflight.measured_cluster(cluster, preflight)
         links = {**links, **from_preflight.measured_links(preflight)}
         cpu = from_preflight.cpu_calibration(preflight)
-    out = {"spec": spec.model_dump(mode="json")}
+    out = {"spec": dumps.dump(spec) if dumps is not None else spec.model_dump(mode="json")}
     workload = workload_from_spec(spec, cluster, links, cpu)
     out.update(predict_workload(workload))
     if preflight is not None:
@@ -158,7 +161,54 @@ def predict_grid(specs: Sequence, preflight=None) -> list[dict[str, Any]]:
     efficiency filled within each weak-scaling series: what `plan` prints and `sweep.plan` stores.
     Each spec's identity is computed once, for its point id and its series both, and the sections
     the grid's specs share once for all of them (an `IdentityMemo`: the same values, read only)."""
-    memo = IdentityMemo()
+    memo, dumps = IdentityMemo(), SpecDumps()
     identities = [memo.identity(spec) for spec in specs]
-    predictions = _fill_scaling([predict(spec, preflight) for spec in specs], [scaling_key(i) for i in identities])
-    return [plan_object(point_id_of(i), p) for i, p in zip(identities, predictions)]
+    predictions = [predict(spec, preflight, dumps) for spec in specs]
+    predictions = _fill_scaling(predictions, [scaling_key(i, text=memo.canonical_json) for i in identities])
+    return [plan_object(id_of_text(memo.canonical_json(i)), p) for i, p in zip(identities, predictions)]
+
+
+class SpecDumps:
+    """`spec.model_dump(mode="json")` of a grid's specs, each section object they share (a grid's
+    validated points share their model, cluster, train, debug and telemetry sections,
+    bench/config/validate.py) dumped once: the same dict, whose section dicts the plan objects share.
+
+    Why a section's dump can be reused: a section field serialises as its own model does (no field
+    serializer on the spec; only a section of exactly the declared class is shared, so a subclass
+    is dumped with its parent as pydantic would), and the specs of a plan are read, never changed.
+    Nothing changes a plan object's `spec` after it is built (scaling efficiency reads its `nodes`;
+    the printers, the CSV and the sweep's records read it), so sharing it is safe; the memo holds the
+    sections it has seen, so an id stays theirs while it lives: use one per grid."""
+
+    def __init__(self) -> None:
+        self._sections: dict[int, tuple[BaseModel, dict[str, Any]]] = {}
+
+    def dump(self, spec: BaseModel) -> dict[str, Any]:
+        """`spec.model_dump(mode="json")`, its shared sections' dicts the memo's (read them, never change them)."""
+        cls = type(spec)
+        node = plain_fields(spec, _sections(cls))
+        if node is None:  # a value that is no plain one (or a section of another class): pydantic dumps it
+            return spec.model_dump(mode="json")
+        values = spec.__dict__
+        for name, section in _sections(cls).items():
+            value = values[name]
+            if type(value) is not section:
+                return spec.model_dump(mode="json")
+            node[name] = self._section(value)
+        return {name: node[name] for name in cls.model_fields}
+
+    def _section(self, section: BaseModel) -> dict[str, Any]:
+        entry = self._sections.get(id(section))
+        if entry is None:
+            entry = self._sections[id(section)] = (section, section.model_dump(mode="json"))
+        return entry[1]
+
+
+@functools.cache
+def _sections(cls: type[BaseModel]) -> dict[str, type[BaseModel]]:
+    """name -> model of each field of `cls` declared as one pydantic model (a section); read only."""
+    return {
+        name: field.annotation
+        for name, field in cls.model_fields.items()
+        if isinstance(field.annotation, type) and issubclass(field.annotation, BaseModel)
+    }
