@@ -93,8 +93,9 @@ def user_dir(tmp_path) -> Path:
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_custom_model_and_cluster_run_sweep_report_and_check(fsdp_bench, user_dir, tmp_path):
     results = tmp_path / "results"
+    # The run stores its point in the sweep's folder: the sweep then launches only the other one.
     run = fsdp_bench("run", "--config-dir", user_dir, "model=mini", "cluster=our-cpu", "nodes=2", *SMALL,
-                     f"results_dir={results}", results=results)  # fmt: skip
+                     "sweep.name=mine", f"results_dir={results}", results=results)  # fmt: skip
     assert run.rc == 0, run.stdout + run.stderr
     (record,) = run.records
     assert record.status == "ok"
@@ -104,6 +105,7 @@ def test_a_custom_model_and_cluster_run_sweep_report_and_check(fsdp_bench, user_
                        "sweep.name=mine", f"results_dir={results}", "report=false", results=results / "mine")  # fmt: skip
     assert sweep.rc == 0, sweep.stdout + sweep.stderr
     assert sorted(r.spec.nodes for r in sweep.records) == [1, 2]
+    assert sweep.stdout.count("done: ok result exists") == 1  # the run's point, same config, same id
     # Reading needs no config dir: a record carries the facts it ran with.
     report = fsdp_bench("report", results / "mine", "-o", tmp_path / "report")
     assert report.rc == 0 and "(2 points: 2 ok, 0 not ok)" in report.stdout

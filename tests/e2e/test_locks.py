@@ -20,7 +20,7 @@ from bench.run.ownership.locks import HOST_LOCK, FileLock
 
 pytestmark = pytest.mark.ranks  # every test here starts ranks
 
-POINTS = ["model=debug", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1"]
+POINTS = ["model=debug", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1", "report=false"]
 
 
 def start(results: Path, lock_dir: Path, *overrides: str, command: str = "sweep") -> subprocess.Popen:
@@ -50,11 +50,12 @@ def finished_points(sweep_dir: Path) -> list[str]:
 
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_path):
-    first = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=shared")
+    # One-rank points, each sweep's in one launch: the locks, not the world size, are tested.
+    first = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "sweep.name=shared")
     holder = held_by(tmp_path / "shared" / ".lock", first.pid)
     assert holder["host"] == socket.gethostname()
-    refused = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=shared", "sweep.wait=false")
-    second = start(tmp_path, tmp_path, "nodes=1,2,4", "sweep.name=shared")
+    refused = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "sweep.name=shared", "sweep.wait=false")
+    second = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "precision=fp32,bf16", "sweep.name=shared")
     rc, out, err = finish(refused)
     assert rc == 2 and "[1/" not in out and err.count("\n") == 1  # nothing ran
     assert err.startswith(f"error: the sweep folder {tmp_path / 'shared'} (") and "(sweep.wait=false)" in err
@@ -67,17 +68,24 @@ def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_pa
         in err
     )
     records = load_records(tmp_path / "shared")[0]
-    assert sorted(r.spec.nodes for r in records) == [1, 2, 4]
+    points = [(r.spec.strategy, r.spec.precision) for r in records]
+    assert sorted(points) == [
+        ("full_shard", "bf16"),
+        ("full_shard", "fp32"),
+        ("no_shard", "bf16"),
+        ("no_shard", "fp32"),
+    ]
     ran = finished_points(tmp_path / "shared")
-    assert len(ran) == len(set(ran)) == 3  # every point once
-    four = next(r for r in records if r.spec.nodes == 4)
-    assert four.started_at >= max(r.finished_at for r in records if r.spec.nodes < 4)  # never at once
+    assert len(ran) == len(set(ran)) == 4  # every point once
+    left = [r for r in records if r.spec.precision == "bf16"]  # the points only the second sweep had
+    assert min(r.started_at for r in left) >= max(r.finished_at for r in records if r not in left)  # never at once
     assert {r.env.exclusive_host for r in records} == {True}
 
 
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_benchmark_into_another_folder_waits_for_the_host_unless_allowed(tmp_path):
-    first = start(tmp_path, tmp_path, "nodes=1,2", "sweep.name=one")
+    # Two one-rank points in one launch hold the host while the other two commands start.
+    first = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "sweep.name=one")
     held_by(tmp_path / "fsdp-bench-host.lock", first.pid)
     refused = start(tmp_path, tmp_path, "sweep.name=two", "sweep.wait=false", command="run")
     rc, _, err = finish(refused)

@@ -22,6 +22,8 @@ CLUSTER = REPO / "scripts" / "slurm_local.sh"
 NODES = ["fsdp-slurm1", "fsdp-slurm2"]
 # Few steps: two ranks share this host's cores; the point itself takes a few seconds.
 QUICK = ["model=debug", "nodes=2", "train.steps=4", "train.warmup_steps=1", "launcher=slurm"]
+# One node where the job's life, not its world, is tested (a timeout, an orphan): half the ranks.
+ONE_NODE = ["nodes=1" if arg == "nodes=2" else arg for arg in QUICK]
 LOCAL_CLUSTER = ["launcher.ranks_per_host=2", "launcher.poll_s=0.5", "launcher.startup_grace_s=120"]
 
 
@@ -116,7 +118,7 @@ def test_a_preflight_through_local_slurm_names_each_node(slurm_env, tmp_path):
 @pytest.mark.ranks
 def test_hanging_point_is_cancelled_and_recorded_as_timeout(slurm_env, tmp_path):
     args = [
-        *QUICK,
+        *ONE_NODE,
         *LOCAL_CLUSTER,
         "debug.hang=true",
         "debug.fail_rank=0",
@@ -171,7 +173,7 @@ def orphan_job(args: list[str], env: dict, results: Path) -> str:
 @pytest.mark.ranks
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_a_job_left_by_a_killed_parent_is_cancelled_by_fsdp_bench_cancel_and_by_the_next_run(slurm_env, tmp_path):
-    args = [*QUICK, *LOCAL_CLUSTER]
+    args = [*ONE_NODE, *LOCAL_CLUSTER]
     job_id = orphan_job(args, slurm_env, tmp_path)
     launch_dir = next(tmp_path.glob("adhoc/_launches/*"))
     cancel = in_process("cancel", tmp_path, env=slurm_env)  # nobody holds the folder: the job is what is left

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import time
 from pathlib import Path
@@ -43,12 +44,16 @@ def finished_events(results: Path, sweep_name: str) -> list[dict]:
 @pytest.mark.ranks
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_processes):
-    expected = {p.spec.point_id for p in load_grid(SMALL_GRID)}
+    # The four points in one launch (one world shape), each timed step followed by a sleep of four
+    # times its own time: a point after the first takes about a second (sleeping, not computing),
+    # so the signal lands while the third or the fourth is in flight.
+    grid = [*SMALL_GRID, "debug.slow_fraction=4"]
+    expected = {p.spec.point_id for p in load_grid(grid)}
     assert len(expected) == 4
-    proc = start("sweep", *SMALL_GRID, "sweep.group_launches=false", f"results_dir={tmp_path}", merge_stderr=True)
+    proc = start("sweep", *grid, f"results_dir={tmp_path}", merge_stderr=True)
     deadline = time.time() + 180
     while len(ok_ids(tmp_path)) < 2 and time.time() < deadline and proc.poll() is None:
-        time.sleep(0.2)
+        time.sleep(0.05)
     assert proc.poll() is None, "the sweep finished before it could be interrupted"
     proc.send_signal(signal.SIGINT)
     rc, output, _ = finish(proc, timeout=60)
@@ -60,7 +65,7 @@ def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_p
     records, _ = load_records(tmp_path)
     assert {r.status for r in records} <= {"ok", "interrupted"}
 
-    second = sweep([*SMALL_GRID, "sweep.group_launches=false"], tmp_path)
+    second = sweep(grid, tmp_path)
     assert second.rc == 0, second.stdout + second.stderr
     events = finished_events(tmp_path, "cpu_smoke")
     rerun = {e["point_id"] for e in events[-(4 - len(done_first)) :]}
@@ -118,23 +123,33 @@ def test_invalid_points_are_listed_together_and_nothing_launches(tmp_path):
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
-@pytest.mark.ranks
-@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
-def test_unreadable_record_is_reported_and_its_point_rerun(tmp_path):
-    grid = [
-        "experiment=cpu_smoke",
-        "nodes=1",
-        "strategy=full_shard",
-        "precision=fp32",
-        "train.steps=3",
-        "train.warmup_steps=1",
-        "report=false",
-    ]
-    first = sweep(grid, tmp_path)
+ONE_POINT = [
+    "experiment=cpu_smoke",
+    "nodes=1",
+    "strategy=full_shard",
+    "precision=fp32",
+    "train.steps=3",
+    "train.warmup_steps=1",
+    "report=false",
+]
+
+
+@pytest.fixture(scope="module")
+def completed(tmp_path_factory) -> Path:
+    """A results folder whose one-point sweep ran to the end (one launch, shared by the tests below:
+    each reruns the sweep on it, or on a copy it changes)."""
+    results = tmp_path_factory.mktemp("completed")
+    first = sweep(ONE_POINT, results)
     assert first.rc == 0, first.stdout + first.stderr
+    return results
+
+
+@pytest.mark.ranks
+def test_unreadable_record_is_reported_and_its_point_rerun(completed, tmp_path):
+    shutil.copytree(completed, tmp_path, dirs_exist_ok=True)
     (record_path,) = list(tmp_path.rglob("result.json"))
     record_path.write_text(record_path.read_text()[:100])  # truncated mid-write
-    second = sweep(grid, tmp_path)
+    second = sweep(ONE_POINT, tmp_path)
     assert second.rc == 0, second.stdout + second.stderr
     assert "rerun: unreadable record" in (tmp_path / "cpu_smoke" / LEDGER_FILE).read_text()
     assert ok_ids(tmp_path) == {record_path.parent.name}
@@ -142,21 +157,11 @@ def test_unreadable_record_is_reported_and_its_point_rerun(tmp_path):
 
 @pytest.mark.skipif(os.cpu_count() is None, reason="needs os.cpu_count")
 @pytest.mark.ranks
-def test_completed_sweep_reruns_nothing(tmp_path):
-    grid = [
-        "experiment=cpu_smoke",
-        "nodes=1",
-        "strategy=no_shard",
-        "precision=fp32",
-        "train.steps=3",
-        "train.warmup_steps=1",
-        "report=false",
-    ]
-    assert sweep(grid, tmp_path).rc == 0
-    again = sweep(grid, tmp_path)
+def test_completed_sweep_reruns_nothing(completed):
+    again = sweep(ONE_POINT, completed)
     assert again.rc == 0
     assert "done: ok result exists" in again.stdout
-    assert len(finished_events(tmp_path, "cpu_smoke")) == 1
+    assert len(finished_events(completed, "cpu_smoke")) == 1
 
 
 def test_kubeflow_without_apply_renders_one_job_per_world_shape_and_records_nothing(tmp_path):
@@ -192,10 +197,17 @@ def test_plan_skips_points_predicted_not_to_fit_and_records_why(tmp_path):
 @pytest.mark.ranks
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_compiled_point_trains_and_counts_the_same_communication(tmp_path):
-    base = ["model=debug", "nodes=2", "train.steps=4", "train.warmup_steps=2", f"results_dir={tmp_path}"]
-    eager = run_separately("run", *base, timeout=240)
-    compiled = run_separately("run", *base, "train.compile=true", timeout=400)
-    assert eager.rc == 0 and compiled.rc == 0, compiled.stdout + compiled.stderr
+    # Both points in one launch (one world shape), the eager one first, as a sweep groups them.
+    grid = [
+        "model=debug",
+        "nodes=2",
+        "train.steps=4",
+        "train.warmup_steps=2",
+        "train.compile=false,true",
+        "report=false",
+    ]
+    both = sweep(grid, tmp_path, timeout=400)
+    assert both.rc == 0, both.stdout + both.stderr
     records = {r.spec.train.compile: r for r in load_records(tmp_path)[0]}
     assert records[True].status == "ok"
     # debug, fp32, full_shard on 2 ranks: all-gather P_total*4 + P_blocks*4, reduce-scatter P_total*4.

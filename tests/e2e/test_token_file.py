@@ -17,8 +17,9 @@ def test_token_file_trains_and_is_deterministic_across_world_sizes(tmp_path, fsd
     rc1, out1, err1, recs1 = fsdp_bench(
         "run", *common, "train.micro_batch=2", f"results_dir={tmp_path / 'w1'}", results=tmp_path / "w1"
     )
+    # Two ranks under one torchrun agent: the world size, not the node count, splits the batch.
     rc2, out2, err2, recs2 = fsdp_bench(
-        "run", *common, "nodes=2", f"results_dir={tmp_path / 'w2'}", results=tmp_path / "w2"
+        "run", *common, "gpus_per_node=2", f"results_dir={tmp_path / 'w2'}", results=tmp_path / "w2"
     )
     assert rc1 == 0 and rc2 == 0, out1 + err1 + out2 + err2
     (one,), (two,) = recs1, recs2
