@@ -31,6 +31,7 @@ from typing import Any
 
 from bench.analysis.planner.calibration import CALIBRATION
 from bench.analysis.planner.comm import RING_PASSES
+from bench.run.launch.ports import free_port
 
 MATMUL_N = 1024
 MESSAGE_SIZES = [2**k for k in range(12, 25, 2)]  # 4 KiB .. 16 MiB
@@ -146,7 +147,7 @@ def concurrent_model_steps(processes: int, threads: int, duration: float = 2.0) 
     import torch.multiprocessing as mp
 
     with tempfile.TemporaryDirectory() as out_dir:
-        ports = [_free_port() for _ in range(processes)]
+        ports = [free_port() for _ in range(processes)]
         mp.start_processes(
             _model_step_worker,
             args=(processes, threads, ports, duration, out_dir),
@@ -218,14 +219,6 @@ def _collective_worker(rank: int, world: int, port: int, out_dir: str, loaded: b
     dist.destroy_process_group()
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def collective_times(loaded: bool, world: int = 2) -> dict[str, list[float]]:
     """Median seconds per message size and collective kind on `world` local gloo ranks; `loaded`:
     with each rank's core kept busy by a compute thread, as during training."""
@@ -235,7 +228,7 @@ def collective_times(loaded: bool, world: int = 2) -> dict[str, list[float]]:
 
     with tempfile.TemporaryDirectory() as out_dir:
         mp.start_processes(
-            _collective_worker, args=(world, _free_port(), out_dir, loaded), nprocs=world, start_method="spawn"
+            _collective_worker, args=(world, free_port(), out_dir, loaded), nprocs=world, start_method="spawn"
         )
         return json.loads(Path(out_dir, "collectives.json").read_text())
 

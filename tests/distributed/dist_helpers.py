@@ -25,7 +25,8 @@ import pytest
 from bench.config.compose import spec_from_fields
 from bench.run.execute import run_group
 from bench.run.launch.base import kill_process_group
-from bench.run.launch.local import LocalLauncher, free_port
+from bench.run.launch.local import LocalLauncher
+from bench.run.launch.ports import free_port
 from bench.schema.record import RunResult
 from bench.schema.spec import RunSpec
 

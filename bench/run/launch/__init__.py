@@ -1,6 +1,6 @@
 """Launchers: one module per way of starting ranks: local.py, slurm.py, kubeflow.py (manifests:
 k8s_manifest.py), ray.py (driver: ray_job.py). What they share: base.py (the interface, the point
-watch), options.py (typed launcher options), torchrun.py (the torchrun command of cluster launchers),
+watch), options.py (typed launcher options), torchrun.py (the torchrun command of cluster launchers), ports.py (a free rendezvous port),
 cluster_env.py (NCCL and EFA environment), checkpoint_dir.py (checkpoint-folder checks),
 results_sync.py (point folders through an fsspec URL).
 """

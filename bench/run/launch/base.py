@@ -144,15 +144,18 @@ class PointWatch:
     def deadline(self) -> float:
         """Wall-clock time by which the running point must finish."""
         current = self.current()
+        previous = [d / done for _, d, done in self._items() if (d / done).exists()]
+        since = max((p.stat().st_mtime for p in previous), default=self.launched_at)
         if current is None:
-            return self.launched_at + self.startup_grace_s
+            # Every point is done: the ranks shut down (process groups, the job's end) within the
+            # start-up grace of the last result, not of the launch: a launch longer than the grace
+            # must not be cancelled as it ends.
+            return since + self.startup_grace_s
         spec, point_dir = current
         mark = point_dir / STARTED_MARK
         if mark.exists():
             return mark.stat().st_mtime + spec.sweep.point_timeout_s
         # Not started yet: the previous item's finish (or the launch) plus start-up and the timeout.
-        previous = [d / done for _, d, done in self._items() if (d / done).exists()]
-        since = max((p.stat().st_mtime for p in previous), default=self.launched_at)
         return since + self.startup_grace_s + spec.sweep.point_timeout_s
 
     def expired(self) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,7 @@ from pathlib import Path
 from bench.config.paths import input_problem
 from bench.run.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.run.launch.checkpoint_dir import checkpoint_problems
+from bench.run.launch.ports import free_port
 from bench.run.launch.torchrun import torchrun_args
 from bench.schema.protocol import RANKS_PER_HOST_ENV
 from bench.schema.spec import RunSpec
@@ -68,12 +68,6 @@ def agent_gpus(nodes: int, gpus_per_node: int, visible: list[str]) -> list[str]:
     own slice, agent 1's ranks would land on agent 0's GPUs (two ranks per GPU).
     """
     return [",".join(visible[i * gpus_per_node : (i + 1) * gpus_per_node]) for i in range(nodes)]
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def torchrun_command(request: LaunchRequest, port: int, rdzv_id: str) -> list[str]:
