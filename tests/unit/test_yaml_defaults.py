@@ -9,6 +9,7 @@ record read back). Where the YAML deliberately says something else, DIFFERENT sa
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from bench.config.registry import SHIPPED
-from bench.run.launch import LAUNCHER_CLASSES, get_launcher
+from bench.run.launch import LAUNCHER_CLASSES
 from bench.run.launch.options import ConfiguredLauncher
 from bench.schema.options import PreflightSettings, SearchOptions, SweepOptions
 from bench.schema.spec import ClusterSpec, DebugKnobs, PointSweep, RunSpec, TelemetrySpec, TrainSpec
@@ -38,9 +39,9 @@ TOP_LEVEL = ("nodes", "gpus_per_node")
 BASES: dict[str, type[BaseModel]] = {"cluster": ClusterSpec}
 # launcher/<name>.yaml -> the launcher's typed options (every launcher with fields of its own).
 LAUNCHERS: dict[str, type[BaseModel]] = {
-    name: type(launcher).options_class
-    for name in LAUNCHER_CLASSES
-    if isinstance(launcher := get_launcher(name), ConfiguredLauncher)
+    name: cls.options_class
+    for name, class_name in LAUNCHER_CLASSES.items()
+    if issubclass(cls := getattr(importlib.import_module(f"bench.run.launch.{name}"), class_name), ConfiguredLauncher)
 }
 
 # (file, key, schema type) -> why the YAML's value differs from that type's default.
