@@ -132,12 +132,13 @@ def offload_seconds(w: Workload) -> float:
     return w.grad_accum * (copies_in + 1) * shard / ((w.cluster.device.host_link_gbps or DEFAULT_HOST_LINK_GBPS) * 1e9)
 
 
-def step_time(w: Workload) -> dict[str, float]:
-    """Seconds of one optimizer step: total, its split, and the parts of `other`."""
-    micro = micro_step(w)
+def step_time(w: Workload, micro: MicroStep | None = None, optimizer: float | None = None) -> dict[str, float]:
+    """Seconds of one optimizer step: total, its split, and the parts of `other`. `micro` and
+    `optimizer`: the workload's `micro_step` and `optimizer_seconds`, where the caller has them."""
+    micro = micro_step(w) if micro is None else micro
     kappa = overlap_interference(w.cluster.device_type)
     detail = {
-        "optimizer": optimizer_seconds(w),
+        "optimizer": optimizer_seconds(w) if optimizer is None else optimizer,
         "comm_interference": w.grad_accum * kappa * micro.overlapped,
         "offload": offload_seconds(w),
     }
