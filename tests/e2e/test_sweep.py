@@ -236,9 +236,9 @@ def _rank_pids(results: Path) -> list[int]:
 
 @pytest.mark.ranks
 def test_a_rank_killed_by_a_signal_is_named_in_the_record(tmp_path, worker_processes):
-    proc = start(
-        "run", "model=tiny", "gpus_per_node=2", "train.steps=400", f"results_dir={tmp_path}", merge_stderr=True
-    )
+    # Two nodes (an agent each): under one agent, the rank that agent stops after the killed one is
+    # the one the record names (rank 0: killed by SIGTERM).
+    proc = start("run", "model=tiny", "nodes=2", "train.steps=400", f"results_dir={tmp_path}", merge_stderr=True)
     deadline = time.time() + 120
     while not list(tmp_path.rglob("started")) and time.time() < deadline:
         time.sleep(0.2)
