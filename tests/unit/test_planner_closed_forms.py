@@ -209,3 +209,29 @@ def test_ring_time_closed_form():
     network = Link(bytes_per_s=1e9, hop_latency_s=1e-6, net_latency_s=1e-5, nodes=2, base_latency_s=1e-6)
     # 8 ranks on 2 nodes: 7 steps, one of them across the network.
     assert ring_time(8e9, 8, network) == pytest.approx(1e-6 + 7.0 + 6e-6 + 1e-5)
+
+
+@pytest.mark.parametrize("layers", [1, 2, 3, 7])
+@pytest.mark.parametrize("checkpointing", ["none", "full", "selective_layer", "selective_op"])
+@pytest.mark.parametrize("strategy", ["full_shard", "shard_grad_op"])
+def test_micro_step_sums_the_stages_in_their_order(layers, checkpointing, strategy):
+    """The micro-step adds each stage of `stages` in order, bit for bit (it sums runs of equal
+    stages: the same floats added in the same order), on both sides of resharding, with every
+    checkpointing mode (selective_layer every second block), and on links slow enough that the
+    stages expose communication."""
+    from bench.analysis.planner.step import micro_step, stages
+
+    shape = llama_shape(FLAVORS["debug"].model_copy(update={"n_layers": layers}))
+    slow = {f"{kind}_gbps": 0.05 for kind in ("all_gather", "reduce_scatter", "all_reduce")}
+    for links in ({}, slow):
+        w = debug_workload(
+            shape=shape, strategy=strategy, activation_checkpointing=checkpointing, ac_every=2, links=links
+        )
+        head, middle, tail = stages(w)
+        micro = micro_step(w)
+        assert len(middle) == 2 * layers + 2
+        assert micro.compute == sum(c for c, _ in middle)
+        assert micro.exposed == head + tail + sum(max(0.0, m - c) for c, m in middle)
+        assert micro.overlapped == sum(min(m, c) for c, m in middle)
+    if layers > 1:  # the slow links: stages expose what they cannot hide (one block has no stage
+        assert micro.exposed > head + tail  # with communication without resharding)

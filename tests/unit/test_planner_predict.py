@@ -243,3 +243,33 @@ def test_collective_times_never_read_what_their_cache_key_leaves_out():
     ]
     assert_cache_key(comm_key, collective_times, clear_caches, w, outside, inside)
     assert all(collective_times(other) != collective_times(w) for other in inside)
+
+
+def test_a_grids_accumulations_share_what_reads_no_grad_accum():
+    """predict_grid's AccumulationMemo: each grad_accum of a workload predicted with the memo is the
+    prediction without it (computed afresh), the memo computing once per workload; a workload that
+    differs in anything else (a field, another cluster object, other links) is its own entry."""
+    from dataclasses import replace
+
+    from bench.analysis.planner.predict import AccumulationMemo, predict_workload
+
+    w = gpu_workload("llama2-13b", nodes=2, strategy="hybrid_shard", micro_batch=2, cpu_offload=True)
+    memo = AccumulationMemo()
+    for accumulation in (1, 8, 2, 1):
+        point = replace(w, grad_accum=accumulation)
+        assert predict_workload(point, memo) == predict_workload(point)
+    assert len(memo._parts) == 1
+    others = [
+        replace(w, micro_batch=3),
+        replace(w, compile=True),
+        replace(w, cluster=P5.model_copy()),
+        replace(w, links={"all_gather_gbps": 1.0}),
+    ]
+    for other in others:
+        assert predict_workload(other, memo) == predict_workload(other)
+    assert len(memo._parts) == 1 + len(others)
+    # The dicts a prediction returns are its own: changing one changes no other accumulation's.
+    first = predict_workload(w, memo)
+    first["memory_bytes_per_device"]["total"] = -1
+    first["assumptions"]["cluster"] = "changed"
+    assert predict_workload(replace(w, grad_accum=4), memo) == predict_workload(replace(w, grad_accum=4))

@@ -77,15 +77,19 @@ def block_and_root(w: Workload) -> tuple[ModuleComm, ModuleComm]:
 
 def comm_bytes_per_step(w: Workload) -> dict[str, int]:
     """Counted bytes per rank per optimizer step, by collective kind (see the module docstring)."""
+    return {kind: value * w.grad_accum for kind, value in comm_bytes_per_micro_step(w).items()}
+
+
+def comm_bytes_per_micro_step(w: Workload) -> dict[str, int]:
+    """`comm_bytes_per_step` of one micro-step (it reads no grad_accum)."""
     block, root = block_and_root(w)
     layers = w.shape.n_layers
     gathers_per_block = 2 if w.reshard_blocks else 1
-    per_micro = {
+    return {
         "all_gather": root.gather + layers * gathers_per_block * block.gather,
         "reduce_scatter": root.reduce_scatter + layers * block.reduce_scatter,
         "all_reduce": root.all_reduce + layers * block.all_reduce,
     }
-    return {kind: value * w.grad_accum for kind, value in per_micro.items()}
 
 
 @dataclass(frozen=True)

@@ -25,41 +25,45 @@ efficiency filled: what `plan` prints and the sweep stores in `RunResult.predict
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
 from bench.analysis.planner.calibration import calibrated_cluster, load_cpu_calibration, overlap_interference
 from bench.analysis.planner.checkpoint import predict_checkpoint
-from bench.analysis.planner.comm import comm_bytes_per_step
+from bench.analysis.planner.comm import comm_bytes_per_micro_step
 from bench.analysis.planner.compute import compute_rate
 from bench.analysis.planner.memory import device_memory_bytes, fits, max_micro_batch, memory_breakdown, peak_memory
 from bench.analysis.planner.plan_object import plan_object
-from bench.analysis.planner.step import step_time
+from bench.analysis.planner.step import MicroStep, micro_step, optimizer_seconds, step_time
 from bench.analysis.planner.workload import Workload, workload_from_spec
 from bench.analysis.stats import scaling_efficiency, scaling_key
 from bench.schema.flops import flops_per_token, hardware_flops_per_token
 from bench.schema.identity import IdentityMemo, id_of_text, plain_fields
 
 
-def predict_workload(w: Workload) -> dict[str, Any]:
-    """Everything the planner says about one workload (keys: the module docstring, minus `spec`)."""
-    times = step_time(w)
+def predict_workload(w: Workload, memo: AccumulationMemo | None = None) -> dict[str, Any]:
+    """Everything the planner says about one workload (keys: the module docstring, minus `spec`);
+    with `memo`, what reads no grad_accum shared with the grid's other accumulations of it."""
+    part = memo.part(w) if memo is not None else accumulation_free(w)
+    times = step_time(w, part.micro, part.optimizer)
     tokens_per_step = w.world_size * w.micro_batch * w.grad_accum * w.seq_len
     per_device = tokens_per_step / times["total"] / w.world_size
     return {
         "model_info": w.shape.info_dict(),
-        "memory_bytes_per_device": memory_breakdown(w),
-        "peak_memory_bytes": peak_memory(w),
-        "device_memory_bytes": device_memory_bytes(w),
-        "fits": fits(w),
-        "max_micro_batch": max_micro_batch(w),
+        "memory_bytes_per_device": dict(part.memory),
+        "peak_memory_bytes": dict(part.peak),
+        "device_memory_bytes": part.device_memory,
+        "fits": part.fits,
+        "max_micro_batch": part.max_micro_batch,
         "step_time_s": times["total"],
         "step_time_split_s": {k: times[k] for k in ("compute", "exposed_comm", "other")},
         "other_detail_s": times["other_detail"],
-        "comm_bytes_per_step": comm_bytes_per_step(w),
+        "comm_bytes_per_step": {kind: value * w.grad_accum for kind, value in part.comm_per_micro.items()},
         "comm_time_s": {"exposed": times["exposed_comm"], "overlapped": times["overlapped_comm"]},
         "tokens_per_step": tokens_per_step,
         "tokens_per_s": per_device * w.world_size,
@@ -67,8 +71,56 @@ def predict_workload(w: Workload) -> dict[str, Any]:
         **utilization(w, per_device),
         "scaling_efficiency": None,
         "scaling_baseline_nodes": None,
-        "assumptions": assumptions(w),
+        "assumptions": {k: dict(v) if type(v) is dict else v for k, v in part.assumptions.items()},
     }
+
+
+@dataclass(frozen=True)
+class AccumulationFree:
+    """What a workload's prediction holds that reads no grad_accum: only `comm_bytes_per_step`,
+    `offload_seconds`, `step_time` and the tokens per step read it (bench/analysis/planner), each
+    from these parts; the rest (memory, links, rates, the micro-step) is the same for every
+    accumulation of one workload."""
+
+    micro: MicroStep
+    optimizer: float
+    memory: dict[str, int]
+    peak: dict[str, Any]
+    device_memory: int
+    fits: bool
+    max_micro_batch: int
+    comm_per_micro: dict[str, int]
+    assumptions: dict[str, Any]
+
+
+def accumulation_free(w: Workload) -> AccumulationFree:
+    return AccumulationFree(
+        micro_step(w), optimizer_seconds(w), memory_breakdown(w), peak_memory(w), device_memory_bytes(w), fits(w),
+        max_micro_batch(w), comm_bytes_per_micro_step(w), assumptions(w),
+    )  # fmt: skip
+
+
+# Every field of a Workload but grad_accum, and those compared by identity (below).
+_KEYED = tuple(f.name for f in dataclasses.fields(Workload) if f.name not in ("grad_accum", "cluster", "links", "cpu"))
+
+
+class AccumulationMemo:
+    """`accumulation_free` of a grid's workloads, once per workload whatever its grad_accum (a grid
+    crossing train.grad_accum=1,2,4,8 computes it for a quarter of its points). Keyed by every other
+    field of the workload, its cluster and CPU calibration by identity (a grid's points share their
+    cluster section, bench/config/validate.py); the memo holds the workloads, so an id stays theirs
+    while it lives: use one per grid. Its parts are read, never changed (predict_workload copies
+    the dicts it returns)."""
+
+    def __init__(self) -> None:
+        self._parts: dict[tuple, tuple[Workload, AccumulationFree]] = {}
+
+    def part(self, w: Workload) -> AccumulationFree:
+        key = (*[getattr(w, name) for name in _KEYED], id(w.cluster), id(w.cpu), tuple(w.links.items()))
+        entry = self._parts.get(key)
+        if entry is None:
+            entry = self._parts[key] = (w, accumulation_free(w))
+        return entry[1]
 
 
 def utilization(w: Workload, tokens_per_s_per_device: float) -> dict[str, float | None]:
@@ -103,10 +155,13 @@ def assumptions(w: Workload) -> dict[str, Any]:
     return out
 
 
-def predict(spec, preflight=None, dumps: SpecDumps | None = None) -> dict[str, Any]:
+def predict(
+    spec, preflight=None, dumps: SpecDumps | None = None, memo: AccumulationMemo | None = None
+) -> dict[str, Any]:
     """The prediction for one RunSpec as a plain dict (keys: the module docstring); with a
     `preflight` record (bench/analysis/planner/from_preflight.py), from the links and rates it
-    measured; with `dumps`, its `spec` written from the sections it shares with a grid's other specs."""
+    measured; with `dumps`, its `spec` written from the sections it shares with a grid's other
+    specs; with `memo`, what reads no grad_accum computed once per workload (`AccumulationMemo`)."""
     cluster, links = calibrated_cluster(spec.cluster)
     cpu = None
     if preflight is not None:
@@ -117,7 +172,7 @@ def predict(spec, preflight=None, dumps: SpecDumps | None = None) -> dict[str, A
         cpu = from_preflight.cpu_calibration(preflight)
     out = {"spec": dumps.dump(spec) if dumps is not None else spec.model_dump(mode="json")}
     workload = workload_from_spec(spec, cluster, links, cpu)
-    out.update(predict_workload(workload))
+    out.update(predict_workload(workload, memo))
     if preflight is not None:
         out["assumptions"]["preflight"] = (
             f"{preflight.spec.nodes}x{preflight.spec.gpus_per_node} {preflight.finished_at}"
@@ -161,9 +216,9 @@ def predict_grid(specs: Sequence, preflight=None) -> list[dict[str, Any]]:
     efficiency filled within each weak-scaling series: what `plan` prints and `sweep.plan` stores.
     Each spec's identity is computed once, for its point id and its series both, and the sections
     the grid's specs share once for all of them (an `IdentityMemo`: the same values, read only)."""
-    memo, dumps = IdentityMemo(), SpecDumps()
+    memo, dumps, accumulations = IdentityMemo(), SpecDumps(), AccumulationMemo()
     identities = [memo.identity(spec) for spec in specs]
-    predictions = [predict(spec, preflight, dumps) for spec in specs]
+    predictions = [predict(spec, preflight, dumps, accumulations) for spec in specs]
     predictions = _fill_scaling(predictions, [scaling_key(i, text=memo.canonical_json) for i in identities])
     return [plan_object(id_of_text(memo.canonical_json(i)), p) for i, p in zip(identities, predictions)]
 

@@ -77,12 +77,40 @@ def _micro_step(
     ct: ComputeTimes, block: ModuleTimes, root: ModuleTimes, reshard: bool, checkpointing: str, every: int
 ) -> MicroStep:
     """The stage-by-stage sums, cached on exactly what they read: a grid's points that differ only in
-    grad_accum (or in nothing the times see) share one micro-step."""
-    head, middle, tail = _stages(ct, block, root, reshard, checkpointing, every)
-    compute = sum(c for c, _ in middle)
-    exposed = head + tail + sum(max(0.0, m - c) for c, m in middle)
-    overlapped = sum(min(m, c) for c, m in middle)
-    return MicroStep(compute, exposed, overlapped)
+    grad_accum (or in nothing the times see) share one micro-step.
+
+    The sums of `stages`, added in its order, with each distinct stage's exposed and overlapped parts
+    taken once: a micro-step has only a few distinct stages (a grid misses this cache for each of
+    its setups: thousands of times, 2 x layers + 2 stages each), and the same floats added in the same
+    order are the same bits (tests/unit/test_planner_closed_forms.py compares with `stages`)."""
+    head, runs, tail = _stage_runs(ct, block, root, reshard, checkpointing, every)
+    computes: list[float] = []
+    exposed: list[float] = []
+    overlapped: list[float] = []
+    for (c, m), count in runs:
+        computes += [c] * count
+        exposed += [max(0.0, m - c)] * count
+        overlapped += [min(m, c)] * count
+    return MicroStep(sum(computes), head + tail + sum(exposed), sum(overlapped))
+
+
+def _stage_runs(
+    ct: ComputeTimes, block: ModuleTimes, root: ModuleTimes, reshard: bool, checkpointing: str, every: int
+) -> tuple[float, list[tuple[tuple[float, float], int]], float]:
+    """`_stages` with its middle as runs of equal stages: [((compute, communication), count)], in order."""
+    layers = ct.n_layers
+    regather = block.gather if reshard else 0.0
+    checkpointed = checkpointed_indices(layers, checkpointing, every)
+    runs = [((ct.block_forward, block.gather), layers - 1), ((ct.block_forward, 0.0), 1 if layers else 0)]
+    runs += [((ct.root_forward, 0.0), 1), ((ct.root_backward, regather), 1)]
+    for i in reversed(range(layers)):
+        backward = ct.block_backward + (ct.block_recompute if i in checkpointed else 0.0)
+        stage = (backward, (regather if i > 0 else 0.0) + (block.reduce if i < layers - 1 else 0.0))
+        if runs[-1][0] == stage:
+            runs[-1] = (stage, runs[-1][1] + 1)
+        else:
+            runs.append((stage, 1))
+    return root.gather + block.gather, runs, block.reduce + root.reduce
 
 
 def optimizer_seconds(w: Workload) -> float:
@@ -104,12 +132,13 @@ def offload_seconds(w: Workload) -> float:
     return w.grad_accum * (copies_in + 1) * shard / ((w.cluster.device.host_link_gbps or DEFAULT_HOST_LINK_GBPS) * 1e9)
 
 
-def step_time(w: Workload) -> dict[str, float]:
-    """Seconds of one optimizer step: total, its split, and the parts of `other`."""
-    micro = micro_step(w)
+def step_time(w: Workload, micro: MicroStep | None = None, optimizer: float | None = None) -> dict[str, float]:
+    """Seconds of one optimizer step: total, its split, and the parts of `other`. `micro` and
+    `optimizer`: the workload's `micro_step` and `optimizer_seconds`, where the caller has them."""
+    micro = micro_step(w) if micro is None else micro
     kappa = overlap_interference(w.cluster.device_type)
     detail = {
-        "optimizer": optimizer_seconds(w),
+        "optimizer": optimizer_seconds(w) if optimizer is None else optimizer,
         "comm_interference": w.grad_accum * kappa * micro.overlapped,
         "offload": offload_seconds(w),
     }
