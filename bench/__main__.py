@@ -1,5 +1,5 @@
 import sys
 
-from bench.cli.main import main
+from bench.cli.main import entry
 
-sys.exit(main())
+sys.exit(entry())

@@ -117,9 +117,14 @@ def start(
     cwd: Path | None = None,
     program: Sequence[object] = CLI,
     merge_stderr: bool = False,
+    default_sigint: bool = False,
 ) -> subprocess.Popen:
     """`fsdp-bench ARGS` (or another `program`) in the background, in its own session (a process group
-    `finish` can kill); stderr into stdout with `merge_stderr`."""
+    `finish` can kill); stderr into stdout with `merge_stderr`.
+
+    `default_sigint` for a test that interrupts it: a shell's background job (`pytest ... &`) ignores
+    SIGINT, and its children inherit that; the process then starts with SIGINT's default action, as
+    from a terminal, so that Ctrl-C stops it as it stops a user's."""
     return subprocess.Popen(
         [*map(str, program), *map(str, args)],
         stdout=subprocess.PIPE,
@@ -128,7 +133,13 @@ def start(
         env=None if env is None else dict(env),
         cwd=cwd,
         start_new_session=True,
+        preexec_fn=_default_sigint if default_sigint else None,
     )
+
+
+def _default_sigint() -> None:
+    """In the child before it execs: SIGINT back to its default (an ignored signal stays ignored)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def finish(proc: subprocess.Popen, timeout: float = 240, what: str = "fsdp-bench") -> tuple[int, str, str]:

@@ -196,12 +196,14 @@ def print_plan(plans: Sequence[dict[str, Any]], csv_path: Path | None = None) ->
     compact = len(plans) > COMPACT_ABOVE
     if compact and csv_path is None:
         csv_path = new_csv_path()
+    # Each point's CSV columns, picked once: the CSV writes them and the compact table counts them.
+    rows = plan_rows(plans) if csv_path is not None else None
     if csv_path is not None:
-        write_plan_csv(plans, csv_path)
+        write_plan_csv(plans, csv_path, rows)
     if compact:
-        for line in compact_header(plans, csv_path):
+        for line in compact_header(plans, csv_path, rows):
             console.print(line, highlight=False)
-        console.print(setup_table(plans))
+        console.print(setup_table(plans, rows))
     else:
         console.print(summary_table(plans))
         console.print(memory_table(plans))
@@ -228,36 +230,45 @@ def new_csv_path() -> Path:
     return Path(name)
 
 
-def write_plan_csv(plans: Sequence[dict[str, Any]], path: Path) -> None:
-    """Every point, one row each: `point` (its label), then CSV_FIELDS; written atomically (its
-    folders created), a full disk naming `path`."""
+Rows = list[list[Any]]
+
+
+def plan_rows(plans: Sequence[dict[str, Any]]) -> Rows:
+    """Each point's CSV_FIELDS values, in their order (None where a point lacks one)."""
+    from bench.analysis.planner.plan_object import pick
+
+    return [list(pick(p, CSV_FIELDS).values()) for p in plans]
+
+
+def write_plan_csv(plans: Sequence[dict[str, Any]], path: Path, rows: Rows | None = None) -> None:
+    """Every point, one row each: `point` (its label), then CSV_FIELDS (`rows`, else picked here);
+    written atomically (its folders created), a full disk naming `path`."""
     import csv
 
-    from bench.analysis.planner.plan_object import pick
     from bench.schema.files import atomic_path
 
+    rows = plan_rows(plans) if rows is None else rows
     with atomic_path(path) as tmp, open(tmp, "w", newline="") as handle:
         out = csv.writer(handle)
         out.writerow(["point", *CSV_FIELDS])
         # A missing value (None) is an empty cell: the csv module writes None so.
-        out.writerows([point_label(p["spec"]), *pick(p, CSV_FIELDS).values()] for p in plans)
+        out.writerows([point_label(p["spec"]), *row] for p, row in zip(plans, rows, strict=True))
 
 
-def varying(plans: Sequence[dict[str, Any]]) -> dict[str, int]:
+def varying(plans: Sequence[dict[str, Any]], rows: Rows | None = None) -> dict[str, int]:
     """The spec's CSV columns that take more than one value in the plan, with how many each takes."""
-    from bench.analysis.planner.plan_object import pick
+    rows = plan_rows(plans) if rows is None else rows
+    counts = {
+        field.removeprefix("spec.").removesuffix(".name"): len({row[i] for row in rows})
+        for i, field in enumerate(CSV_FIELDS)
+        if field.startswith("spec.")
+    }
+    return {name: count for name, count in counts.items() if count > 1}
 
-    fields = [f for f in CSV_FIELDS if f.startswith("spec.")]
-    values: dict[str, set] = {f: set() for f in fields}
-    for p in plans:
-        for field, value in pick(p, fields).items():
-            values[field].add(value)
-    return {f.removeprefix("spec.").removesuffix(".name"): len(v) for f, v in values.items() if len(v) > 1}
 
-
-def compact_header(plans: Sequence[dict[str, Any]], csv_path: Path) -> list[str]:
+def compact_header(plans: Sequence[dict[str, Any]], csv_path: Path, rows: Rows | None = None) -> list[str]:
     fitting = sum(1 for p in plans if p["fits"])
-    axes = ", ".join(f"{name} ({count})" for name, count in varying(plans).items())
+    axes = ", ".join(f"{name} ({count})" for name, count in varying(plans, rows).items())
     return [
         f"fsdp-bench plan: {len(plans):,} points, {fitting:,} predicted to fit, {len(plans) - fitting:,} not",
         f"varies: {axes}" if axes else "varies: nothing",
@@ -265,21 +276,21 @@ def compact_header(plans: Sequence[dict[str, Any]], csv_path: Path) -> list[str]
     ]
 
 
-def setups(plans: Sequence[dict[str, Any]]) -> dict[tuple, list[dict[str, Any]]]:
-    """The plan's points by setup (SETUP_FIELDS), in the grid's order."""
-    from bench.analysis.planner.plan_object import pick
-
+def setups(plans: Sequence[dict[str, Any]], rows: Rows | None = None) -> dict[tuple, list[dict[str, Any]]]:
+    """The plan's points by setup (SETUP_FIELDS, read from their CSV `rows`), in the grid's order."""
+    rows = plan_rows(plans) if rows is None else rows
+    columns = [CSV_FIELDS.index(field) for field in SETUP_FIELDS]
     groups: dict[tuple, list[dict[str, Any]]] = {}
-    for p in plans:
-        groups.setdefault(tuple(pick(p, SETUP_FIELDS).values()), []).append(p)
+    for p, row in zip(plans, rows, strict=True):
+        groups.setdefault(tuple(row[i] for i in columns), []).append(p)
     return groups
 
 
-def setup_table(plans: Sequence[dict[str, Any]]):
+def setup_table(plans: Sequence[dict[str, Any]], rows: Rows | None = None):
     """One row per setup (model, cluster, world shape, sequence): its fastest configuration that fits."""
     from rich.table import Table
 
-    groups = setups(plans)
+    groups = setups(plans, rows)
     shown = list(groups.items())[:SETUP_ROWS]
     title = f"fastest configuration that fits, per setup ({len(groups):,} setups"
     title += f", the first {SETUP_ROWS} shown)" if len(groups) > SETUP_ROWS else ")"

@@ -3,24 +3,23 @@
 `run_ranks(world_size, jobs, work_dir)` starts world_size Python processes (one per rank,
 env:// rendezvous on 127.0.0.1), runs rank_checks functions in each, and returns every rank's
 results. `run_engine(specs, results_dir)` runs points through the real launcher (torchrun
-agents, the worker, result records), exactly as `fsdp-bench run` does. `once_per_session` makes
-a session fixture's launch happen once per test session, also when pytest-xdist spreads the files
+agents, the worker, result records), exactly as `fsdp-bench run` does. `once_per_session`
+(tests/shared_launch.py, which the e2e tests use too; named here for the distributed ones) makes a
+session fixture's launch happen once per test session, also when pytest-xdist spreads the files
 that use it over several workers.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import pytest
+from shared_launch import once_per_session  # noqa: F401 (the distributed tests import it from here)
 
 from bench.config.compose import spec_from_fields
 from bench.run.execute import run_group
@@ -32,37 +31,6 @@ from bench.schema.spec import RunSpec
 
 HERE = Path(__file__).resolve().parent
 RANK_TIMEOUT_S = 180  # generous: two cores are shared with the rest of the suite
-
-T = TypeVar("T")
-
-
-def once_per_session(
-    tmp_path_factory: pytest.TempPathFactory,
-    name: str,
-    compute: Callable[[], T],
-    dump: Callable[[T], str] = json.dumps,
-    load: Callable[[str], T] = json.loads,
-) -> T:
-    """compute() once per test session: the first pytest-xdist worker to ask runs it and leaves
-    dump(result) in the session's shared temporary folder; the others wait for it and load that.
-
-    Session fixtures are per worker, and `--dist loadfile` hands the files sharing one to different
-    workers: without this, each of them would start the same ranks again. A worker whose compute()
-    fails leaves nothing, so the next one tries (and reports) for itself.
-    """
-    if os.environ.get("PYTEST_XDIST_WORKER") is None:
-        return compute()
-    shared = tmp_path_factory.getbasetemp().parent  # every worker's basetemp lies in it
-    result = shared / f"{name}.json"
-    with open(shared / f"{name}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if compute() fails
-        if result.exists():
-            return load(result.read_text())
-        value = compute()
-        partial = result.with_suffix(".partial")
-        partial.write_text(dump(value))
-        partial.replace(result)
-        return value
 
 
 def _rank_env(rank: int, world_size: int, port: int) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -12,9 +13,10 @@ from pathlib import Path
 
 import pytest
 from bench_cli import fsdp_bench
+from shared_launch import CPU_SMOKE_SWEEP, session_results
 
 from bench.analysis.check.synthetic import SYNTHETIC_ENV, make_record, step_times
-from bench.analysis.records import write_record
+from bench.analysis.records import load_records, write_record
 
 
 def write_results(root: Path, seed: int, scale: float = 1.0, repeats: int = 2, **kwargs) -> Path:
@@ -214,16 +216,28 @@ def test_ab_rejects_invalid_overrides_before_running(tmp_path):
     assert not (tmp_path / "ab").exists()
 
 
+@pytest.fixture(scope="module")
+def cpu_smoke(tmp_path_factory) -> Path:
+    """The session's cpu_smoke sweep (tests/shared_launch.py; test_ci_baseline.py checks it whole)."""
+    sweep = lambda results: fsdp_bench(*CPU_SMOKE_SWEEP, f"results_dir={results}", timeout=840)  # noqa: E731
+    return session_results(tmp_path_factory, "cpu_smoke", sweep)
+
+
 @pytest.mark.ranks
-def test_check_on_real_records_against_themselves_and_their_baseline(tmp_path):
+@pytest.mark.slow  # the first test of a session to ask runs the cpu_smoke sweep
+@pytest.mark.timeout(900)
+def test_check_on_real_records_against_themselves_and_their_baseline(cpu_smoke, tmp_path):
+    # One real point of 2 ranks (full_shard, fp32) from the session's sweep, in a folder of its own.
+    (point,) = [
+        r
+        for r in load_records(cpu_smoke)[0]
+        if (r.spec.world_size, r.spec.strategy, r.spec.precision) == (2, "full_shard", "fp32")
+    ]
     results = tmp_path / "results"
-    proc = fsdp_bench(
-        "run", "model=debug", "gpus_per_node=2", "train.steps=10", "train.warmup_steps=2", f"results_dir={results}"
-    )
-    assert proc.rc == 0, proc.stdout + proc.stderr
+    shutil.copytree(cpu_smoke / point.sweep / point.point_id, results / point.sweep / point.point_id)
     proc = fsdp_bench("check", results, "--baseline", results, "--all-rows", "--min-runs", "1")
     assert proc.rc == 0, proc.stdout + proc.stderr
-    rows = {line.split()[7]: line.split() for line in proc.stdout.splitlines() if line.startswith("debug 1x2")}
+    rows = {line.split()[7]: line.split() for line in proc.stdout.splitlines() if line.startswith("debug 2x1")}
     assert rows["comm_bytes_per_step.all_gather"][11] == "ok"
     assert int(rows["comm_bytes_per_step.all_gather"][8].replace(",", "")) > 0  # 2 ranks shard and gather
     assert rows["tokens_per_s"][10:12] == ["+0.00%", "ok"]

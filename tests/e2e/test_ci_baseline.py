@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from bench_cli import fsdp_bench
+from shared_launch import CPU_SMOKE_SWEEP, session_results
 
 pytestmark = pytest.mark.ranks  # every test here starts ranks
 
@@ -21,12 +22,17 @@ REPO = Path(__file__).resolve().parents[2]
 BASELINE = REPO / "baselines" / "cpu_smoke.json"
 
 
+@pytest.fixture(scope="module")
+def cpu_smoke(tmp_path_factory) -> Path:
+    """The session's cpu_smoke sweep (tests/shared_launch.py; test_check_cli.py reads it too)."""
+    sweep = lambda results: fsdp_bench(*CPU_SMOKE_SWEEP, f"results_dir={results}", timeout=840)  # noqa: E731
+    return session_results(tmp_path_factory, "cpu_smoke", sweep)
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_cpu_smoke_counters_match_the_committed_baseline(tmp_path):
-    results = tmp_path / "results"
-    sweep = fsdp_bench("sweep", "experiment=cpu_smoke", f"results_dir={results}", "report=false", timeout=840)
-    assert sweep.rc == 0, sweep.stdout[-3000:] + sweep.stderr[-3000:]
+def test_cpu_smoke_counters_match_the_committed_baseline(cpu_smoke, tmp_path):
+    results = cpu_smoke
     junit = tmp_path / "check.xml"
     check = fsdp_bench(
         "check",

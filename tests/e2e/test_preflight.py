@@ -8,24 +8,50 @@ import json
 import pytest
 
 from bench.analysis.preflight import read_preflight
+from bench.present.preflight import table_lines
 
 # Small messages and few repetitions: a CPU preflight in seconds.
 FAST = ["model=debug", "train.seq_len=32", "preflight.max_bytes=65536", "preflight.iters=3", "preflight.matmul_iters=7"]
 
 
 @pytest.fixture(scope="module")
-def two_nodes(tmp_path_factory, fsdp_bench):
-    results = tmp_path_factory.mktemp("preflight2")
-    # Another test worker shares these two cores: tiny matmuls then differ by up to ~10 % between
-    # healthy ranks (seen in CI), so "quiet" is judged with a 30 % floor; debug.slow_rank's 1.5x
-    # rank stands 20 % over the two-rank median and is judged with the default 10 % (below).
-    return results, run_preflight(fsdp_bench, results, "nodes=2", "preflight.straggler_floor=0.3")
+def two_shapes(tmp_path_factory, fsdp_bench):
+    """A sweep with `sweep.preflight=true` over two world shapes (1x1 and 2x1), two points each: one
+    launch per shape, its preflight first. Its 2x1 preflight is the quiet two-node one below.
+
+    Another test worker shares these two cores: tiny matmuls then differ by up to ~10 % between
+    healthy ranks (seen in CI), so "quiet" is judged with a 30 % floor; debug.slow_rank's 1.5x
+    rank stands 20 % over the two-rank median and is judged with the default 10 % (`slow_rank`)."""
+    results = tmp_path_factory.mktemp("preflight_sweep")
+    run = fsdp_bench(
+        "sweep", *FAST, "nodes=1,2", "strategy=full_shard,no_shard", "train.steps=3", "train.warmup_steps=1",
+        "sweep.preflight=true", "preflight.straggler_floor=0.3", "sweep.name=pre", f"results_dir={results}",
+        results=results, timeout=300,
+    )  # fmt: skip
+    assert run.rc == 0, run.stdout + run.stderr
+    return run, results
+
+
+@pytest.fixture(scope="module")
+def two_nodes(two_shapes):
+    """The sweep's 2x1 preflight: (its folder, its record)."""
+    folder = two_shapes[1] / "pre" / "_preflight" / "2x1"
+    return folder, read_preflight(folder)
 
 
 @pytest.fixture(scope="module")
 def slow_rank(tmp_path_factory, fsdp_bench):
+    """One launch of 2 nodes with debug.slow_rank=1: its preflight, then one point (a sweep without
+    a grid of its own runs cpu_smoke's: every key of it pinned), both with rank 1 sleeping half its
+    time. (The sweep, its results folder, its preflight record.)"""
     results = tmp_path_factory.mktemp("preflight_slow")
-    return run_preflight(fsdp_bench, results, "nodes=2", "debug.slow_rank=1")
+    run = fsdp_bench(
+        "sweep", *FAST, "nodes=2", "strategy=full_shard", "precision=fp32", "train.micro_batch=1", "train.steps=4",
+        "train.warmup_steps=2", "debug.slow_rank=1", "sweep.preflight=true", "sweep.name=adhoc",
+        "report=false", f"results_dir={results}", results=results, timeout=240,
+    )  # fmt: skip
+    assert run.rc == 0, run.stdout + run.stderr
+    return run, results, read_preflight(results / "adhoc" / "_preflight")
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +69,7 @@ def run_preflight(fsdp_bench, results, *overrides):
 
 @pytest.mark.ranks
 def test_two_nodes_record_and_table(two_nodes):
-    _, (run, record) = two_nodes
+    _, record = two_nodes
     assert record.status == "ok" and (record.spec.nodes, record.spec.gpus_per_node) == (2, 1)
     assert [r.rank for r in record.ranks] == [0, 1] and all(r.matmul_tflops > 0 for r in record.ranks)
     assert set(record.ranks[0].matmul_tflops_by_shape) == {"attn_qo", "attn_kv", "mlp_up", "mlp_down", "output"}
@@ -56,7 +82,8 @@ def test_two_nodes_record_and_table(two_nodes):
         assert s.busbw_gbps == pytest.approx(s.algbw_gbps * (1.0 if s.op == "all_reduce" else 0.5))
         assert s.best_s <= s.time_s
     assert record.stragglers == []  # quiet: nobody named
-    assert "stragglers: none" in run.stdout and "busbw GB/s" in run.stdout
+    table = "\n".join(table_lines(record))  # what `fsdp-bench preflight` prints (test_hybrid_...)
+    assert "stragglers: none" in table and "busbw GB/s" in table
     assert {"all_reduce_gbps", "all_reduce_latency_s", "inter_node_gbps"} <= set(record.measured_links)
     assert "intra_node_gbps" not in record.measured_links  # one rank per node: no link inside a node to time
     assert all(v > 0 for k, v in record.measured_links.items() if k.endswith("_gbps"))
@@ -64,16 +91,17 @@ def test_two_nodes_record_and_table(two_nodes):
 
 @pytest.mark.ranks
 def test_a_slow_rank_is_named_with_its_host_and_local_rank(slow_rank):
-    run, record = slow_rank
+    _, _, record = slow_rank
     (straggler,) = record.stragglers
     assert (straggler.measure, straggler.rank, straggler.local_rank, straggler.node) == ("matmul", 1, 0, 1)
     assert straggler.host == record.ranks[1].host and straggler.slower_by > 0.1
-    assert "straggler: rank 1 (host " in run.stdout
+    assert "straggler: rank 1 (host " in "\n".join(table_lines(record))
 
 
 @pytest.mark.ranks
 def test_hybrid_measures_every_group_the_strategy_uses(hybrid):
-    _, record = hybrid
+    run, record = hybrid
+    assert "\n".join(table_lines(record)) in run.stdout  # the command prints the record's table
     groups = {(s.group, s.group_size) for s in record.collectives}
     assert groups == {("world", 4), ("shard", 2), ("replicate", 2), ("node", 2)}
     nodes = {s.node for s in record.collectives if s.group == "node"}
@@ -83,7 +111,7 @@ def test_hybrid_measures_every_group_the_strategy_uses(hybrid):
 
 @pytest.mark.ranks
 def test_the_planner_and_calibrate_read_a_preflight(two_nodes, fsdp_bench, tmp_path):
-    results, (_, record) = two_nodes
+    results, record = two_nodes
     plan = fsdp_bench("plan", "--json", "--preflight", results, "model=debug", "nodes=1,2,4")
     assert plan.rc == 0, plan.stderr
     predictions = json.loads(plan.stdout)
@@ -120,14 +148,10 @@ def test_bad_input_is_one_line_exit_2_and_nothing_launches(fsdp_bench, tmp_path,
 
 @pytest.mark.ranks
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
-def test_sweep_preflight_measures_each_world_shape_once_and_attaches_it(fsdp_bench, tmp_path):
-    run = fsdp_bench(
-        "sweep", *FAST, "nodes=1,2", "strategy=full_shard,no_shard", "train.steps=3", "train.warmup_steps=1",
-        "sweep.preflight=true", "sweep.name=pre", f"results_dir={tmp_path}", results=tmp_path, timeout=300,
-    )  # fmt: skip
-    assert run.rc == 0, run.stdout + run.stderr
+def test_sweep_preflight_measures_each_world_shape_once_and_attaches_it(two_shapes):
+    run, results = two_shapes
     assert len(run.records) == 4
-    preflights = sorted(p.parent.name for p in (tmp_path / "pre" / "_preflight").rglob("preflight.json"))
+    preflights = sorted(p.parent.name for p in (results / "pre" / "_preflight").rglob("preflight.json"))
     assert preflights == ["1x1", "2x1"]
     for record in run.records:
         shape = f"{record.spec.nodes}x{record.spec.gpus_per_node}"
@@ -135,17 +159,13 @@ def test_sweep_preflight_measures_each_world_shape_once_and_attaches_it(fsdp_ben
         assert record.preflight.matmul_tflops_median > 0
     two = next(r for r in run.records if r.spec.nodes == 2)
     assert "all_reduce/world" in two.preflight.busbw_gbps
-    html = (tmp_path / "pre" / "report" / "report.html").read_text()
+    html = (results / "pre" / "report" / "report.html").read_text()
     assert "Cluster health" in html
 
 
 @pytest.mark.ranks
-def test_every_record_keeps_each_ranks_step_time_and_the_host_load(fsdp_bench, tmp_path):
-    run = fsdp_bench(
-        "run", "model=debug", "nodes=2", "train.steps=4", "train.seq_len=32", "debug.slow_rank=1",
-        f"results_dir={tmp_path}", results=tmp_path,
-    )  # fmt: skip
-    assert run.rc == 0, run.stdout + run.stderr
+def test_every_record_keeps_each_ranks_step_time_and_the_host_load(slow_rank, fsdp_bench, tmp_path):
+    run, results, _ = slow_rank
     (record,) = run.records
     medians = record.metrics.rank_step_time_medians_s
     assert len(medians) == 2 and record.metrics.slowest_rank == 1 and medians[1] > medians[0]
@@ -153,7 +173,7 @@ def test_every_record_keeps_each_ranks_step_time_and_the_host_load(fsdp_bench, t
     assert host.ranks_cores >= 2 and host.before >= 0 and host.after >= 0
     assert record.env.exclusive_host is False  # the tests run with FSDP_BENCH_ALLOW_CONCURRENT=1
     assert record.env.rank_hosts == [host.host, host.host]
-    report = fsdp_bench("report", tmp_path, "-o", tmp_path / "report")
+    report = fsdp_bench("report", results, "-o", tmp_path / "report")
     assert report.rc == 0, report.stderr
     health = (tmp_path / "report" / "report.html").read_text().split('id="cluster-health"')[1].split("</section>")[0]
     # rank 1 sleeps half its step: 1.5 / 1.25 of the two ranks' median, beyond the 10 % floor
@@ -166,7 +186,7 @@ def test_the_report_draws_a_preflight_and_highlights_its_straggler(slow_rank):
 
     from bench.present.report.cluster_health import cluster_health, matmul_figure
 
-    _, record = slow_rank
+    _, _, record = slow_rank
     bars = matmul_figure(record).axes[0].patches
     assert [to_hex(bar.get_facecolor()) for bar in bars] == ["#0072b2", "#d55e00"]  # rank 1 in red
     health = cluster_health([record], [])

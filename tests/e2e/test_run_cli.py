@@ -105,7 +105,10 @@ def test_ok_record_environment(ok_run):
 def test_failing_rank_gives_a_failed_record_naming_it(tmp_path, fsdp_bench, worker_processes):
     results = tmp_path / "results"
     knobs = ["debug.fail_rank=1", "debug.fail_step=2"]
-    rc, stdout, _, records = fsdp_bench("run", *SHORT, "nodes=2", *knobs, f"results_dir={results}", results=results)
+    # Two ranks under one torchrun agent: the rank is named, whatever node it is on.
+    rc, stdout, _, records = fsdp_bench(
+        "run", *SHORT, "gpus_per_node=2", *knobs, f"results_dir={results}", results=results
+    )
     assert rc == 1
     (record,) = records
     assert record.status == "failed"
@@ -119,7 +122,7 @@ def test_failing_rank_gives_a_failed_record_naming_it(tmp_path, fsdp_bench, work
 def test_hanging_rank_times_out_and_leaves_no_process(tmp_path, fsdp_bench, worker_processes):
     results = tmp_path / "results"
     knobs = ["debug.fail_rank=1", "debug.fail_step=1", "debug.hang=true", f"sweep.point_timeout_s={HANG_TIMEOUT_S}"]
-    run = fsdp_bench("run", *SHORT, "nodes=2", *knobs, f"results_dir={results}", results=results)
+    run = fsdp_bench("run", *SHORT, "gpus_per_node=2", *knobs, f"results_dir={results}", results=results)
     assert run.rc == 1
     (record,) = run.records
     assert record.status == "timeout"

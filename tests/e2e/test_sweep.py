@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 from bench_cli import finish, in_process, run_separately, start
+from shared_launch import CPU_SMOKE_SWEEP, session_results
 
-from bench.analysis.records import load_records
+from bench.analysis.records import load_records, read_record
 from bench.config.compose import load_grid
 from bench.run.ledger import LEDGER_FILE
 
@@ -50,7 +51,7 @@ def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_p
     grid = [*SMALL_GRID, "debug.slow_fraction=4"]
     expected = {p.spec.point_id for p in load_grid(grid)}
     assert len(expected) == 4
-    proc = start("sweep", *grid, f"results_dir={tmp_path}", merge_stderr=True)
+    proc = start("sweep", *grid, f"results_dir={tmp_path}", merge_stderr=True, default_sigint=True)
     deadline = time.time() + 180
     while len(ok_ids(tmp_path)) < 2 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -123,45 +124,47 @@ def test_invalid_points_are_listed_together_and_nothing_launches(tmp_path):
     assert not tmp_path.exists() or not any(tmp_path.iterdir())
 
 
-ONE_POINT = [
-    "experiment=cpu_smoke",
-    "nodes=1",
-    "strategy=full_shard",
-    "precision=fp32",
-    "train.steps=3",
-    "train.warmup_steps=1",
-    "report=false",
-]
+@pytest.fixture(scope="module")
+def cpu_smoke(tmp_path_factory) -> Path:
+    """The session's cpu_smoke sweep (tests/shared_launch.py; test_ci_baseline.py checks it)."""
+    launch = lambda results: run_separately(*CPU_SMOKE_SWEEP, f"results_dir={results}", timeout=840)  # noqa: E731
+    return session_results(tmp_path_factory, "cpu_smoke", launch)
 
 
 @pytest.fixture(scope="module")
-def completed(tmp_path_factory) -> Path:
-    """A results folder whose one-point sweep ran to the end (one launch, shared by the tests below:
-    each reruns the sweep on it, or on a copy it changes)."""
+def completed(cpu_smoke, tmp_path_factory) -> Path:
+    """A results folder whose sweep ran to the end: a copy of the session's cpu_smoke sweep (12
+    points, 2 launches), shared by the tests below: each reruns the sweep on it, or on a copy it changes."""
     results = tmp_path_factory.mktemp("completed")
-    first = sweep(ONE_POINT, results)
-    assert first.rc == 0, first.stdout + first.stderr
+    shutil.copytree(cpu_smoke, results, dirs_exist_ok=True)
     return results
 
 
 @pytest.mark.ranks
+@pytest.mark.timeout(900)  # the first test of a session to ask runs the cpu_smoke sweep
 def test_unreadable_record_is_reported_and_its_point_rerun(completed, tmp_path):
     shutil.copytree(completed, tmp_path, dirs_exist_ok=True)
-    (record_path,) = list(tmp_path.rglob("result.json"))
-    record_path.write_text(record_path.read_text()[:100])  # truncated mid-write
-    second = sweep(ONE_POINT, tmp_path)
+    everything, before = ok_ids(completed), len(finished_events(completed, "cpu_smoke"))
+    # A point of one rank (the cheapest to run again), its record truncated mid-write.
+    record_path = next(p for p in sorted(tmp_path.rglob("result.json")) if read_record(p).spec.world_size == 1)
+    record_path.write_text(record_path.read_text()[:100])
+    second = run_separately(*CPU_SMOKE_SWEEP, f"results_dir={tmp_path}", timeout=240)
     assert second.rc == 0, second.stdout + second.stderr
     assert "rerun: unreadable record" in (tmp_path / "cpu_smoke" / LEDGER_FILE).read_text()
-    assert ok_ids(tmp_path) == {record_path.parent.name}
+    assert [e["point_id"] for e in finished_events(tmp_path, "cpu_smoke")[before:]] == [record_path.parent.name]
+    assert second.stdout.count("done: ok result exists") == len(everything) - 1
+    assert ok_ids(tmp_path) == everything
 
 
 @pytest.mark.skipif(os.cpu_count() is None, reason="needs os.cpu_count")
 @pytest.mark.ranks
+@pytest.mark.timeout(900)  # the first test of a session to ask runs the cpu_smoke sweep
 def test_completed_sweep_reruns_nothing(completed):
-    again = sweep(ONE_POINT, completed)
+    before = len(finished_events(completed, "cpu_smoke"))
+    again = run_separately(*CPU_SMOKE_SWEEP, f"results_dir={completed}", timeout=240)
     assert again.rc == 0
-    assert "done: ok result exists" in again.stdout
-    assert len(finished_events(completed, "cpu_smoke")) == 1
+    assert again.stdout.count("done: ok result exists") == len(ok_ids(completed)) == before == 12
+    assert len(finished_events(completed, "cpu_smoke")) == before
 
 
 def test_kubeflow_without_apply_renders_one_job_per_world_shape_and_records_nothing(tmp_path):
@@ -197,10 +200,11 @@ def test_plan_skips_points_predicted_not_to_fit_and_records_why(tmp_path):
 @pytest.mark.ranks
 @pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
 def test_compiled_point_trains_and_counts_the_same_communication(tmp_path):
-    # Both points in one launch (one world shape), the eager one first, as a sweep groups them.
+    # Both points in one launch (one world shape: 2 ranks under one agent), the eager one first, as a
+    # sweep groups them.
     grid = [
         "model=debug",
-        "nodes=2",
+        "gpus_per_node=2",
         "train.steps=4",
         "train.warmup_steps=2",
         "train.compile=false,true",
@@ -232,6 +236,8 @@ def _rank_pids(results: Path) -> list[int]:
 
 @pytest.mark.ranks
 def test_a_rank_killed_by_a_signal_is_named_in_the_record(tmp_path, worker_processes):
+    # Two nodes (an agent each): under one agent, the rank that agent stops after the killed one is
+    # the one the record names (rank 0: killed by SIGTERM).
     proc = start("run", "model=tiny", "nodes=2", "train.steps=400", f"results_dir={tmp_path}", merge_stderr=True)
     deadline = time.time() + 120
     while not list(tmp_path.rglob("started")) and time.time() < deadline:

@@ -6,23 +6,28 @@ import numpy as np
 import pytest
 
 
-@pytest.mark.ranks
-@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
-def test_token_file_trains_and_is_deterministic_across_world_sizes(tmp_path, fsdp_bench):
+@pytest.fixture(scope="module")
+def token_runs(tmp_path_factory, fsdp_bench):
+    """The same 3 steps on one token file by 1 rank (micro-batch 2) and by 2 ranks (micro-batch 1):
+    (the token file, the 1-rank run's results folder, both runs)."""
+    root = tmp_path_factory.mktemp("token_file")
     # A learnable stream (a repeating ramp), uint16 as the default token-file dtype.
     tokens = (np.arange(50_000) % 97).astype(np.uint16)
-    path = tmp_path / "tokens.bin"
+    path = root / "tokens.bin"
     tokens.tofile(path)
     common = ("model=debug", f"train.data={path}", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1")
-    rc1, out1, err1, recs1 = fsdp_bench(
-        "run", *common, "train.micro_batch=2", f"results_dir={tmp_path / 'w1'}", results=tmp_path / "w1"
-    )
+    one = fsdp_bench("run", *common, "train.micro_batch=2", f"results_dir={root / 'w1'}", results=root / "w1")
     # Two ranks under one torchrun agent: the world size, not the node count, splits the batch.
-    rc2, out2, err2, recs2 = fsdp_bench(
-        "run", *common, "gpus_per_node=2", f"results_dir={tmp_path / 'w2'}", results=tmp_path / "w2"
-    )
-    assert rc1 == 0 and rc2 == 0, out1 + err1 + out2 + err2
-    (one,), (two,) = recs1, recs2
+    two = fsdp_bench("run", *common, "gpus_per_node=2", f"results_dir={root / 'w2'}", results=root / "w2")
+    return path, root / "w1", (one, two)
+
+
+@pytest.mark.ranks
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
+def test_token_file_trains_and_is_deterministic_across_world_sizes(token_runs):
+    path, _, (run1, run2) = token_runs
+    assert run1.rc == 0 and run2.rc == 0, run1.stdout + run1.stderr + run2.stdout + run2.stderr
+    (one,), (two,) = run1.records, run2.records
     assert one.spec.train.data == str(path) and one.status == "ok"
     # Same global batch (2 rows), split differently: same losses (windows are seeded per global row).
     assert [round(x, 4) for x in one.metrics.losses] == [round(x, 4) for x in two.metrics.losses]
@@ -43,23 +48,11 @@ def test_missing_token_file_is_refused_before_launch(tmp_path, fsdp_bench):
 
 
 @pytest.mark.ranks
-def test_record_stays_readable_after_its_token_file_is_gone(tmp_path, fsdp_bench):
+def test_record_stays_readable_after_its_token_file_is_gone(token_runs):
     from bench.analysis.records import load_records
 
-    path = tmp_path / "tokens.bin"
-    (np.arange(5_000) % 97).astype(np.uint16).tofile(path)
-    results = tmp_path / "r"
-    rc, out, err, _ = fsdp_bench(
-        "run",
-        "model=debug",
-        f"train.data={path}",
-        "train.seq_len=32",
-        "train.steps=2",
-        "train.warmup_steps=1",
-        f"results_dir={results}",
-        results=results,
-    )
-    assert rc == 0, out + err
-    path.unlink()
+    path, results, (run, _) = token_runs
+    assert run.rc == 0, run.stdout + run.stderr
+    path.unlink()  # the last test of the file to read it
     records, problems = load_records(results)
     assert problems == [] and [r.status for r in records] == ["ok"]
