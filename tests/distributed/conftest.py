@@ -10,9 +10,12 @@ import json
 
 import pytest
 from dist_helpers import (
+    CHECKPOINT_DIRS,
     ENGINE_POINTS,
     LOOP_POINTS_2X2,
+    checkpoint_jobs,
     debug_spec,
+    gpu_path_jobs,
     once_per_session,
     run_engine,
     run_ranks,
@@ -24,20 +27,31 @@ from bench.schema.record import RunResult
 
 @pytest.fixture(scope="session")
 def ws2_reports(tmp_path_factory) -> list[dict]:
-    """Sharding and precision reports of 2 ranks, one launch."""
-    jobs = {
-        "full_shard": ("rank_checks:sharding_report", {"strategy": "full_shard"}),
-        "shard_grad_op": ("rank_checks:sharding_report", {"strategy": "shard_grad_op"}),
-        "no_shard": ("rank_checks:sharding_report", {"strategy": "no_shard"}),
-        **{p: ("rank_checks:precision_report", {"precision": p}) for p in ("fp32", "bf16", "bf16_pure", "fp16")},
-        "peak_window": ("engine_checks:peak_window_report", {}),
-        "activation_checkpointing": ("rank_checks:activation_checkpointing_losses", {}),
-        "telemetry": (
-            "engine_checks:telemetry_report",
-            {"point_dir": str(tmp_path_factory.getbasetemp() / "ws2_telemetry_point")},
-        ),
-    }
-    return once_per_session(tmp_path_factory, "ws2_reports", lambda: run_ranks(2, jobs, tmp_path_factory.mktemp("ws2")))
+    """Every in-rank check of 2 ranks, one launch: sharding, precision, the engine's peak window,
+    activation checkpointing and telemetry, the checkpoint checks (each rank's report also names
+    their folders, "checkpoint_dirs") and the GPU-path numerics."""
+
+    def launch() -> list[dict]:
+        checkpoints = tmp_path_factory.mktemp("ckpt_ranks")
+        dirs = {name: str(checkpoints / name) for name in CHECKPOINT_DIRS}
+        jobs = {
+            "full_shard": ("rank_checks:sharding_report", {"strategy": "full_shard"}),
+            "shard_grad_op": ("rank_checks:sharding_report", {"strategy": "shard_grad_op"}),
+            "no_shard": ("rank_checks:sharding_report", {"strategy": "no_shard"}),
+            **{p: ("rank_checks:precision_report", {"precision": p}) for p in ("fp32", "bf16", "bf16_pure", "fp16")},
+            "peak_window": ("engine_checks:peak_window_report", {}),
+            "activation_checkpointing": ("rank_checks:activation_checkpointing_losses", {}),
+            "telemetry": (
+                "engine_checks:telemetry_report",
+                {"point_dir": str(tmp_path_factory.getbasetemp() / "ws2_telemetry_point")},
+            ),
+            **checkpoint_jobs(dirs),
+            **gpu_path_jobs(),
+        }
+        reports = run_ranks(2, jobs, tmp_path_factory.mktemp("ws2"))
+        return [{**report, "checkpoint_dirs": dirs} for report in reports]
+
+    return once_per_session(tmp_path_factory, "ws2_reports", launch)
 
 
 @pytest.fixture(scope="session")

@@ -124,3 +124,50 @@ LOOP_POINTS_2X2 = {
 def spec_jobs(points: dict[str, dict]) -> dict[str, str]:
     """label -> the debug_spec of the point's fields as JSON (an in-rank job's argument)."""
     return {label: debug_spec(**fields).model_dump_json() for label, fields in points.items()}
+
+
+# The checkpoint checks (checkpoint_checks.py, asserted in test_checkpoint.py), one folder each.
+CHECKPOINT_DIRS = ("sync", "async", "tiny_sync", "tiny_async", "hybrid", "failed", "slow_sync", "slow_async")
+BOOKKEEPING_S = 1.0  # what the slow listener of bookkeeping_report takes per save (2 saves)
+
+
+def checkpoint_jobs(dirs: dict[str, str]) -> dict[str, tuple[str, dict]]:
+    """The in-rank checkpoint jobs, writing into `dirs` (CHECKPOINT_DIRS -> a folder)."""
+    return {
+        "continuity_sync": ("checkpoint_checks:continuity_report", {"mode": "sync", "directory": dirs["sync"]}),
+        "continuity_async": ("checkpoint_checks:continuity_report", {"mode": "async", "directory": dirs["async"]}),
+        "bytes_sync": ("checkpoint_checks:bytes_report", {"mode": "sync", "directory": dirs["tiny_sync"]}),
+        "bytes_async": ("checkpoint_checks:bytes_report", {"mode": "async", "directory": dirs["tiny_async"]}),
+        "reshard": ("checkpoint_checks:reshard_report", {"directory": dirs["hybrid"]}),
+        "failed_save": ("checkpoint_checks:failed_save_report", {"directory": dirs["failed"]}),
+        **{
+            f"bookkeeping_{mode}": (
+                "checkpoint_checks:bookkeeping_report",
+                {"mode": mode, "directory": dirs[f"slow_{mode}"], "seconds": BOOKKEEPING_S},
+            )
+            for mode in ("sync", "async")
+        },
+    }
+
+
+# The GPU-path numerics (numerics_checks.py, asserted in test_gpu_path_numerics.py): precision -> the
+# dtype a block's input has.
+BLOCK_PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "bf16_pure": "bfloat16", "fp16": "float16"}
+
+
+def gpu_path_jobs() -> dict[str, tuple[str, dict]]:
+    return {
+        "fp16_fused": ("numerics_checks:fp16_overflow_report", {"fused": True}),
+        "fp16_foreach": ("numerics_checks:fp16_overflow_report", {"fused": False}),
+        **{f"blocks/{p}": ("numerics_checks:block_input_report", {"precision": p}) for p in BLOCK_PRECISIONS},
+        "blocks/bf16/ac_full": (
+            "numerics_checks:block_input_report",
+            {"precision": "bf16", "activation_checkpointing": "full"},
+        ),
+        "comm": ("numerics_checks:functional_comm_report", {}),
+        # 2**40: every step's fp16 gradients overflow (5 halvings leave the scale far above what fits);
+        # 1.0: none does; None: fp32, no scaler.
+        "skips/overflow": ("numerics_checks:scaler_skip_report", {"init_scale": 2.0**40}),
+        "skips/clean": ("numerics_checks:scaler_skip_report", {"init_scale": 1.0}),
+        "skips/fp32": ("numerics_checks:scaler_skip_report", {"init_scale": None}),
+    }

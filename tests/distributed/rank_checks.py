@@ -12,6 +12,7 @@ import hashlib
 import torch
 import torch.distributed as dist
 import torch.nn.functional as F
+from ac_cases import AC_CASES, AC_STEPS
 from torch import nn
 from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -209,10 +210,6 @@ def hybrid_report(nodes: int) -> dict:
     }
 
 
-# (strategy, precision) pairs the checkpointing modes train under: every strategy in fp32, every
-# CPU precision under full_shard.
-AC_CASES = [(s, "fp32") for s in STRATEGIES] + [("full_shard", p) for p in ("bf16", "bf16_pure", "fp16")]
-AC_STEPS = 3
 GLOBAL_ROWS = 2  # world size 1 trains 2 rows per step, world size 2 one row per rank: the same batch
 
 

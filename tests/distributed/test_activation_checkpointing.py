@@ -6,7 +6,7 @@ and every CPU precision (full_shard), at world size 1 and 2 (the same global bat
 from __future__ import annotations
 
 import pytest
-from rank_checks import AC_CASES, AC_STEPS
+from ac_cases import AC_CASES, AC_STEPS
 
 from bench.schema.ac_modes import AC_MODES
 

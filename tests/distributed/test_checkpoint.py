@@ -1,11 +1,12 @@
 """Checkpoints on real gloo ranks: DCP saves (sync and async) continue bit-exactly, reshard, and never
 lose the previous checkpoint; the engine records saves, bytes, load and goodput, and resumes a killed point.
 
-One in-rank launch of 2 ranks (tests/distributed/checkpoint_checks.py) and two engine launches of one
-rank share the work. In ranks: `tiny` saves (sync, async) against its local shards, continuity after a
-load, hybrid -> full sharding, a failing save. Engine: an uninterrupted `debug` run with async saves to
-an fsspec URL and the same training killed at step 3 (first launch); its resume, the 2-rank in-rank
-checkpoint resumed on one rank, and `tiny` saves (sync, async) through the engine (second launch).
+The session's in-rank launch of 2 ranks (conftest.py's ws2_reports runs checkpoint_checks.py) and two
+engine launches of one rank share the work. In ranks: `tiny` saves (sync, async) against its local
+shards, continuity after a load, hybrid -> full sharding, a failing save. Engine: an uninterrupted
+`debug` run with async saves to an fsspec URL and the same training killed at step 3 (first launch);
+its resume, the 2-rank in-rank checkpoint resumed on one rank, and `tiny` saves (sync, async) through
+the engine (second launch).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from dist_helpers import debug_spec, run_engine, run_ranks
+from dist_helpers import BOOKKEEPING_S, debug_spec, run_engine
 
 from bench.analysis.planner.checkpoint import checkpoint_state_bytes, parameter_tensors
 from bench.analysis.planner.workload import workload_from_spec
@@ -21,37 +22,13 @@ from bench.schema.protocol import default_checkpoint_dir, point_dir, read_local_
 
 pytestmark = pytest.mark.ranks
 
-BOOKKEEPING_S = 1.0  # what the slow listener of bookkeeping_report takes per save (2 saves)
 TOLERANCE = 1e-4  # world size 1 vs 2: floating-point reassociation (tests/distributed/test_numerics.py)
 DEBUG_TENSORS = 21  # debug: 2 blocks of 9 parameter tensors, plus embeddings, final norm and output
 
 
 @pytest.fixture(scope="module")
-def rank_dirs(tmp_path_factory):
-    root = tmp_path_factory.mktemp("ckpt_ranks")
-    names = ("work", "sync", "async", "tiny_sync", "tiny_async", "hybrid", "failed", "slow_sync", "slow_async")
-    return {name: root / name for name in names}
-
-
-@pytest.fixture(scope="module")
-def rank_reports(rank_dirs) -> list[dict]:
-    d = {name: str(path) for name, path in rank_dirs.items()}
-    jobs = {
-        "continuity_sync": ("checkpoint_checks:continuity_report", {"mode": "sync", "directory": d["sync"]}),
-        "continuity_async": ("checkpoint_checks:continuity_report", {"mode": "async", "directory": d["async"]}),
-        "bytes_sync": ("checkpoint_checks:bytes_report", {"mode": "sync", "directory": d["tiny_sync"]}),
-        "bytes_async": ("checkpoint_checks:bytes_report", {"mode": "async", "directory": d["tiny_async"]}),
-        "reshard": ("checkpoint_checks:reshard_report", {"directory": d["hybrid"]}),
-        "failed_save": ("checkpoint_checks:failed_save_report", {"directory": d["failed"]}),
-        **{
-            f"bookkeeping_{mode}": (
-                "checkpoint_checks:bookkeeping_report",
-                {"mode": mode, "directory": d[f"slow_{mode}"], "seconds": BOOKKEEPING_S},
-            )
-            for mode in ("sync", "async")
-        },
-    }
-    return run_ranks(2, jobs, rank_dirs["work"])
+def rank_reports(ws2_reports) -> list[dict]:
+    return ws2_reports  # the session's 2-rank launch runs the checkpoint checks too (conftest.py)
 
 
 # Engine points (world size 1). `ref` trains 5 steps with an async save after each timed step, to an
@@ -62,14 +39,16 @@ KILLED = {**DEBUG, "checkpoint": "sync", "debug.fail_rank": 0, "debug.fail_step"
 
 
 @pytest.fixture(scope="module")
-def engine(tmp_path_factory, rank_dirs, rank_reports) -> dict:
+def engine(tmp_path_factory, rank_reports) -> dict:
     results = tmp_path_factory.mktemp("ckpt_engine")
     specs = {
         "ref": debug_spec(**DEBUG, checkpoint="async", checkpoint_dir=(results / "url_ckpt").as_uri()),
         "killed": debug_spec(**KILLED),
         "resumed": debug_spec(**KILLED, resume=True),
         # The in-rank 2-rank run saved after its step 1: one rank resumes it (the same global batch).
-        "reshard": debug_spec(steps=4, micro_batch=2, resume=True, checkpoint_dir=str(rank_dirs["sync"])),
+        "reshard": debug_spec(
+            steps=4, micro_batch=2, resume=True, checkpoint_dir=rank_reports[0]["checkpoint_dirs"]["sync"]
+        ),
         "tiny_sync": debug_spec(model="tiny", steps=2, checkpoint="sync"),
         "tiny_async": debug_spec(model="tiny", steps=2, checkpoint="async"),
     }

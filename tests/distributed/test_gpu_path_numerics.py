@@ -1,12 +1,13 @@
 """GPU-path numerics that real CPU ranks can check: fp16 overflow agreement, block input dtypes, functional comms.
 
-One launch of 2 gloo ranks runs every check (numerics_checks.py); the tests assert on the reports.
+The session's launch of 2 gloo ranks (conftest.py's ws2_reports) runs every check (numerics_checks.py);
+the tests assert on the reports.
 """
 
 from __future__ import annotations
 
 import pytest
-from dist_helpers import run_ranks
+from dist_helpers import BLOCK_PRECISIONS
 
 from bench.config.compose import flavors
 
@@ -17,27 +18,10 @@ WORLD = 2
 F32 = 4
 INIT_SCALE = 2.0**16  # ShardedGradScaler's default, as fsdp_core.precision.build_grad_scaler builds it
 
-BLOCK_PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "bf16_pure": "bfloat16", "fp16": "float16"}
-
 
 @pytest.fixture(scope="module")
-def reports(tmp_path_factory) -> list[dict]:
-    jobs = {
-        "fp16_fused": ("numerics_checks:fp16_overflow_report", {"fused": True}),
-        "fp16_foreach": ("numerics_checks:fp16_overflow_report", {"fused": False}),
-        **{f"blocks/{p}": ("numerics_checks:block_input_report", {"precision": p}) for p in BLOCK_PRECISIONS},
-        "blocks/bf16/ac_full": (
-            "numerics_checks:block_input_report",
-            {"precision": "bf16", "activation_checkpointing": "full"},
-        ),
-        "comm": ("numerics_checks:functional_comm_report", {}),
-        # 2**40: every step's fp16 gradients overflow (5 halvings leave the scale far above what fits);
-        # 1.0: none does; None: fp32, no scaler.
-        "skips/overflow": ("numerics_checks:scaler_skip_report", {"init_scale": 2.0**40}),
-        "skips/clean": ("numerics_checks:scaler_skip_report", {"init_scale": 1.0}),
-        "skips/fp32": ("numerics_checks:scaler_skip_report", {"init_scale": None}),
-    }
-    return run_ranks(WORLD, jobs, tmp_path_factory.mktemp("gpu_path"))
+def reports(ws2_reports) -> list[dict]:
+    return ws2_reports  # the session's 2-rank launch runs these checks too (conftest.py)
 
 
 # 1. fp16 ------------------------------------------------------------------------------------------

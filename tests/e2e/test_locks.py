@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from bench_cli import finish, in_process, run_separately
+from bench_cli import CliRun, finish, in_process, run_separately
 from bench_cli import start as start_cli
 
 from bench.analysis.records import load_records
@@ -23,10 +23,21 @@ pytestmark = pytest.mark.ranks  # every test here starts ranks
 POINTS = ["model=debug", "train.seq_len=32", "train.steps=3", "train.warmup_steps=1", "report=false"]
 
 
+def enforced(lock_dir: Path) -> dict[str, str]:
+    """This environment with the host lock enforced, in this test's own folder."""
+    return {**os.environ, "FSDP_BENCH_ALLOW_CONCURRENT": "0", "FSDP_BENCH_LOCK_DIR": str(lock_dir)}
+
+
 def start(results: Path, lock_dir: Path, *overrides: str, command: str = "sweep") -> subprocess.Popen:
     """`fsdp-bench sweep` (or `run`) in the background, with this test's own host lock, enforced."""
-    env = {**os.environ, "FSDP_BENCH_ALLOW_CONCURRENT": "0", "FSDP_BENCH_LOCK_DIR": str(lock_dir)}
-    return start_cli(command, *POINTS, *overrides, f"results_dir={results}", env=env)
+    return start_cli(command, *POINTS, *overrides, f"results_dir={results}", env=enforced(lock_dir))
+
+
+def refuse(results: Path, *overrides: str, command: str = "sweep") -> CliRun:
+    """`fsdp-bench sweep` (or `run`) with sweep.wait=false, with this test's host lock, in this process:
+    it finds the lock another process holds and stops before anything launches."""
+    overrides = (*POINTS, *overrides, "sweep.wait=false", f"results_dir={results}")
+    return in_process(command, *overrides, env=enforced(results))
 
 
 def held_by(lock: Path, pid: int, timeout: float = 60) -> dict:
@@ -54,9 +65,9 @@ def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_pa
     first = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "sweep.name=shared")
     holder = held_by(tmp_path / "shared" / ".lock", first.pid)
     assert holder["host"] == socket.gethostname()
-    refused = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "sweep.name=shared", "sweep.wait=false")
     second = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "precision=fp32,bf16", "sweep.name=shared")
-    rc, out, err = finish(refused)
+    # Refused before anything launches: in this process (not the holder's), without an interpreter of its own.
+    rc, out, err, _ = refuse(tmp_path, "strategy=full_shard,no_shard", "sweep.name=shared")
     assert rc == 2 and "[1/" not in out and err.count("\n") == 1  # nothing ran
     assert err.startswith(f"error: the sweep folder {tmp_path / 'shared'} (") and "(sweep.wait=false)" in err
     assert f"is held by pid {first.pid} on {socket.gethostname()} since " in err
@@ -87,8 +98,7 @@ def test_a_benchmark_into_another_folder_waits_for_the_host_unless_allowed(tmp_p
     # Two one-rank points in one launch hold the host while the other two commands start.
     first = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "sweep.name=one")
     held_by(tmp_path / "fsdp-bench-host.lock", first.pid)
-    refused = start(tmp_path, tmp_path, "sweep.name=two", "sweep.wait=false", command="run")
-    rc, _, err = finish(refused)
+    rc, _, err, _ = refuse(tmp_path, "sweep.name=two", command="run")
     assert rc == 2 and err.count("\n") == 1
     assert err.startswith(
         f"error: this host's benchmark lock ({tmp_path / 'fsdp-bench-host.lock'}) is held by pid {first.pid}"

@@ -93,24 +93,50 @@ def test_the_private_name_check_sees_both_forms(tmp_path):
     assert private_imports(sample) == ["bench.analysis.stats._resample_plan", "compose._parse"]
 
 
-def loaded_after_import(modules: list[str], watched: list[str]) -> list[str]:
-    """Import `modules` in a fresh interpreter; which of `watched` ended up in sys.modules."""
+def loaded_after_each(groups: list[list[str]], watched: list[str]) -> list[list[str]]:
+    """Import the groups of modules one after another in one fresh interpreter; which of `watched`
+    were in sys.modules after each group (and every group before it).
+
+    Imports only ever add modules, so what a group loads on its own is a subset of what the
+    snapshot after it holds: an empty snapshot is the same promise as a fresh interpreter per
+    group, for one interpreter start instead of several.
+    """
     code = (
         "import importlib, json, sys\n"
-        f"for name in {modules!r}: importlib.import_module(name)\n"
-        f"print(json.dumps([w for w in {watched!r} if w in sys.modules]))\n"
+        "after = []\n"
+        f"for group in {groups!r}:\n"
+        "    for name in group: importlib.import_module(name)\n"
+        f"    after.append([w for w in {watched!r} if w in sys.modules])\n"
+        "print(json.dumps(after))\n"
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_importing_the_cli_every_command_and_the_run_layer_leaves_torch_unloaded():
+def orchestration_modules() -> list[str]:
+    """The CLI, every command, the run layer and the schema."""
     commands = [m for m in package_modules("bench/cli/commands") if m != "bench.cli.commands"]
     assert "bench.cli.commands.run" in commands
     modules = ["bench.cli.main", *commands, *package_modules("bench/run"), *package_modules("bench/schema")]
-    modules = [m for m in modules if m not in ("bench.run.launch.ray_job",)]  # the Ray driver: it is a rank's parent
-    assert loaded_after_import(modules, ["torch", "fsdp_core.model"]) == []
+    return [m for m in modules if m not in ("bench.run.launch.ray_job",)]  # the Ray driver: it is a rank's parent
+
+
+TORCH = ["torch", "fsdp_core.model"]
+TORCH_FREE_GROUPS = {"cli": orchestration_modules, "analysis": lambda: package_modules("bench/analysis"),
+                     "present": lambda: package_modules("bench/present")}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def torch_loaded_after() -> dict[str, list[str]]:
+    """Group name -> the torch modules loaded once it (and the groups before it) were imported."""
+    names = list(TORCH_FREE_GROUPS)
+    snapshots = loaded_after_each([TORCH_FREE_GROUPS[name]() for name in names], TORCH)
+    return dict(zip(names, snapshots))
+
+
+def test_importing_the_cli_every_command_and_the_run_layer_leaves_torch_unloaded(torch_loaded_after):
+    assert torch_loaded_after["cli"] == []
 
 
 def test_building_the_cli_parser_leaves_torch_unloaded():
@@ -120,17 +146,27 @@ def test_building_the_cli_parser_leaves_torch_unloaded():
 
 
 @pytest.mark.parametrize("layer", ["analysis", "present"])
-def test_the_analysis_and_presentation_layers_never_load_torch(layer):
-    assert loaded_after_import(package_modules(f"bench/{layer}"), ["torch", "fsdp_core.model"]) == []
+def test_the_analysis_and_presentation_layers_never_load_torch(torch_loaded_after, layer):
+    assert torch_loaded_after[layer] == []
 
 
-def test_the_ranks_modules_never_load_orchestration_libraries():
-    watched = ["hydra", "omegaconf", "pandas", "matplotlib", "jinja2", "rich", "scipy", "bench.config", "bench.run"]
-    assert loaded_after_import(package_modules("fsdp_core"), watched) == []
+ORCHESTRATION = ["hydra", "omegaconf", "pandas", "matplotlib", "jinja2", "rich", "scipy", "bench.config", "bench.run"]
+LAZY_IN_THE_WORKER = ["torch.distributed.checkpoint", "fsdp_core.checkpoint", "fsdp_core.compile_stats"]
 
 
-def test_the_worker_leaves_checkpointing_and_compile_stats_to_the_points_that_use_them():
+@pytest.fixture(scope="module")
+def ranks_imports() -> dict[str, list[str]]:
+    """One interpreter (torch loads once): the worker alone first, then every fsdp_core module."""
+    worker, everything = loaded_after_each([["fsdp_core.worker"], package_modules("fsdp_core")],
+                                           LAZY_IN_THE_WORKER + ORCHESTRATION)  # fmt: skip
+    return {"worker": [m for m in worker if m in LAZY_IN_THE_WORKER], "fsdp_core": everything}
+
+
+def test_the_ranks_modules_never_load_orchestration_libraries(ranks_imports):
+    assert [m for m in ranks_imports["fsdp_core"] if m in ORCHESTRATION] == []
+
+
+def test_the_worker_leaves_checkpointing_and_compile_stats_to_the_points_that_use_them(ranks_imports):
     """Every rank imports the worker; DCP and compile_stats load only for a point that checkpoints or
     compiles (fsdp_core/worker.py), not in every rank of every launch."""
-    watched = ["torch.distributed.checkpoint", "fsdp_core.checkpoint", "fsdp_core.compile_stats"]
-    assert loaded_after_import(["fsdp_core.worker"], watched) == []
+    assert ranks_imports["worker"] == []

@@ -30,7 +30,8 @@ EFA_PER_NODE = {"p5.48xlarge": 32, "p4de.24xlarge": 4}
 
 @pytest.fixture(scope="module")
 def schema() -> dict:
-    return crd_schema(yaml.safe_load(CRD.read_text()))
+    # libyaml's loader where PyYAML has it: the CRD is large, the pure-Python parser takes seconds.
+    return crd_schema(yaml.load(CRD.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)))
 
 
 @pytest.fixture(scope="module", params=sorted(EFA_PER_NODE))
