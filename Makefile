@@ -15,7 +15,7 @@ test:
 
 test-fast:
 	scripts/setup.sh dev
-	.venv/bin/python -m pytest tests/unit -q
+	env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest tests/unit -q
 
 # Benchmarks (not part of `make test`): the engine's tokens/s and overhead, then the hot paths
 # (a debug train step, planning, composing, rendering, checking) under pytest-benchmark.
