@@ -1,12 +1,12 @@
-"""Tests marked `alone` run while the other xdist worker runs nothing.
+"""Tests marked `alone` run while the other xdist workers run nothing.
 
 A timing-sensitive test (tests/e2e/test_history_cli.py compares tokens/s across runs) measures
-what the two cores give its ranks; when the other worker starts ranks of its own halfway, one run
+what the two cores give its ranks; when another worker starts ranks of its own halfway, one run
 gets both cores and the next half of them, and a 3x step between runs of the same point looks like
-a change. So every test holds a shared lock on a file both workers see while it runs (setup, call
+a change. So every test holds a shared lock on a file every worker sees while it runs (setup, call
 and teardown: module fixtures are set up inside the first test that needs them), and an `alone`
-test an exclusive one: it waits until the other worker's current test ends, and that worker's next
-test waits until the `alone` test ends. A second lock, the gate, gives the exclusive taker
+test an exclusive one: it waits until the other workers' current tests end, and their next
+tests wait until the `alone` test ends. A second lock, the gate, gives the exclusive taker
 precedence: flock alone lets a worker that takes the shared lock between its tests over and over
 starve a waiting exclusive taker. Machine load from outside the suite is not covered.
 

@@ -10,6 +10,7 @@ Tests marked `alone` run while the other xdist worker runs nothing (tests/alone.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,21 +20,25 @@ import bench_cli
 import pytest
 from alone import share_of_the_machine
 
-# Rough cost of a test by its markers, in seconds on 2 cores: only the order of files uses it.
+# Each test file's measured seconds in a whole-suite run (scripts/update_test_costs.py writes it).
+FILE_COSTS = Path(__file__).with_name("file_costs.json")
+# A file the table does not know yet: a rough cost by its tests' markers, in seconds on 2 cores.
 COST_S = {"slow": 30.0, "ranks": 8.0}
 
 
 def pytest_collection_modifyitems(config, items):
-    """The costliest files first, so that `--dist loadfile` hands them out at the start and the two
-    workers end together (a 200 s file handed out last keeps one worker busy alone); then `gpu`
+    """The costliest files first, so that `--dist loadfile` hands them out at the start and the
+    workers end together (a 60 s file handed out last keeps one worker busy alone); then `gpu`
     tests skipped, with the reason, where no NVIDIA GPU is visible."""
+    measured = json.loads(FILE_COSTS.read_text()) if FILE_COSTS.exists() else {}
     functions: dict[str, float] = {}  # a parametrized test's cases share their launches: once each
     for item in items:
         mark = next((m for m in COST_S if item.get_closest_marker(m)), None)
         functions[item.nodeid.split("[")[0]] = COST_S.get(mark, 0.1)
-    cost: dict[str, float] = {}
+    guessed: dict[str, float] = {}
     for function, seconds in functions.items():
-        cost[function.split("::")[0]] = cost.get(function.split("::")[0], 0.0) + seconds
+        guessed[function.split("::")[0]] = guessed.get(function.split("::")[0], 0.0) + seconds
+    cost = {path: measured.get(path, seconds) for path, seconds in guessed.items()}
     items.sort(key=lambda item: -cost[item.nodeid.split("::")[0]])  # stable: a file's own order stays
     if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
         return
@@ -50,7 +55,7 @@ def pytest_runtest_protocol(item, nextitem):
         yield
 
 
-# Tests run sweeps side by side (two xdist workers): they skip the host lock, as a CI job running
+# Tests run sweeps side by side (several xdist workers): they skip the host lock, as a CI job running
 # several benchmarks at once would; tests/e2e/test_locks.py clears this to test the lock itself.
 os.environ.setdefault("FSDP_BENCH_ALLOW_CONCURRENT", "1")
 

@@ -7,7 +7,7 @@ so that it stands far above the run-to-run noise of a shared 2-core machine. The
 stay far below it: under the other xdist worker's ranks, a run of 2 single-threaded ranks got both
 cores or half of them (once 4,604 tokens/s in the first run and 1,458 in the others: two change
 points). Marked `alone`, the file's tests (and the module fixtures their first one sets up) run
-while the other worker runs nothing, so every night's run has the same cores; what is left is the
+while the other workers run nothing, so every night's run has the same cores; what is left is the
 machine's own noise, well under the 10x of the slowed night.
 """
 
