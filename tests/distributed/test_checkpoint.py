@@ -106,9 +106,9 @@ def test_hybrid_checkpoint_loads_into_full_sharding_bit_identically(rank_reports
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_bookkeeping_after_a_save_is_timed_and_explains_its_part_of_the_window(rank_reports, mode):
-    """A listener taking 1 s per save (2 saves): each save's bookkeeping_s holds it, the blocked
-    fraction includes it, and step times + blocked + bookkeeping leave less than one listener call
-    of the window unexplained (without bookkeeping_s, 2 s would be). The parts are disjoint stretches
+    """A listener taking BOOKKEEPING_S per save (2 saves): each save's bookkeeping_s holds it, the
+    blocked fraction includes it, and step times + blocked + bookkeeping leave less than one listener
+    call of the window unexplained (without bookkeeping_s, two calls would be). The parts are disjoint stretches
     of the window: an async save's blocked time must not hold the previous save's bookkeeping too."""
     report = rank_reports[0][f"bookkeeping_{mode}"]
     section, window = report["section"], report["window_s"]
