@@ -6,17 +6,11 @@ launcher's process start-up, so changes to the model, parallelisation or loop sh
 
 from __future__ import annotations
 
-import socket
-
 import pytest
 
+from bench.run.launch.ports import free_port
+
 torch = pytest.importorskip("torch")
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -30,7 +24,7 @@ def debug_training(monkeypatch_module):
     spec = spec_from_fields(model="debug", seq_len=64, micro_batch=2)
     for key, value in {
         "MASTER_ADDR": "127.0.0.1",
-        "MASTER_PORT": str(_free_port()),
+        "MASTER_PORT": str(free_port()),
         "RANK": "0",
         "WORLD_SIZE": "1",
         "LOCAL_RANK": "0",

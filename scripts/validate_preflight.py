@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -30,14 +29,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from bench.run.launch.ports import free_port  # noqa: E402 - after the repository joins the path
+
 MIB = 2**20
 SHAPES = {"2x1": ["nodes=2", "gpus_per_node=1"], "2x2": ["nodes=2", "gpus_per_node=2", "strategy=hybrid_shard"]}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _crosscheck_rank(rank: int, world: int, port: int, sizes: list[int], rounds: int, iters: int, out: str) -> None:
@@ -104,7 +99,7 @@ def crosscheck(args: argparse.Namespace) -> None:
     sizes = [2**k * 1024 for k in range(0, 15)]  # 1 KiB .. 16 MiB
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "rows.json")
-        mp.spawn(_crosscheck_rank, args=(2, _free_port(), sizes, args.rounds, args.iters, out), nprocs=2)
+        mp.spawn(_crosscheck_rank, args=(2, free_port(), sizes, args.rounds, args.iters, out), nprocs=2)
         rows = json.loads(Path(out).read_text())
     print(f"2 gloo ranks, {args.rounds} interleaved rounds x {args.iters} repetitions; load {os.getloadavg()[0]:.1f}")
     print("| collective | bytes | preflight median (ms) | plain loop median (ms) | preflight / plain |")

@@ -17,7 +17,6 @@ preset and its calibration. Exit 0, or 2 on invalid input (an unknown field amon
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import sys
 from pathlib import Path
@@ -66,16 +65,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    # A plan builds dicts and lists for every point and keeps them all until it prints: the cyclic
-    # collector's passes over them find nothing to free (the same peak memory without them) and
-    # cost 0.37 s of a 10,080-point plan's 5.3 s of CPU (571 collections, timed by gc.callbacks).
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    from bench.analysis.gc_pause import gc_paused
+
+    with gc_paused():  # a plan keeps every point's dicts until it prints (bench/analysis/gc_pause.py)
         return _plan(args)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _plan(args: argparse.Namespace) -> int:

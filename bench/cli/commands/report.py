@@ -7,7 +7,6 @@ Exit 0 when a report was written (unreadable records are listed on the page and 
 from __future__ import annotations
 
 import argparse
-import gc
 import shlex
 import sys
 from pathlib import Path
@@ -27,15 +26,10 @@ def main(args: argparse.Namespace) -> int:
     from bench.config.paths import input_problem, output_problem, require
 
     require([input_problem("RESULTS", args.results), output_problem("-o/--out", args.out, "folder")])
-    # Loading builds one object graph per record and keeps them all: cyclic GC passes over
-    # them would find nothing to free and cost a quarter of a 10,000-record load.
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    from bench.analysis.gc_pause import gc_paused
+
+    with gc_paused():  # loading keeps one object graph per record (bench/analysis/gc_pause.py)
         return _report(Path(args.results), Path(args.out), args.title)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _report(results: Path, out: Path, title: str | None) -> int:

@@ -6,14 +6,13 @@ frame -> cells -> scaling series -> figures and tables -> files.
 
 from __future__ import annotations
 
-import gc
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
+from bench.analysis.gc_pause import gc_paused
 from bench.analysis.records import RecordProblem
 from bench.analysis.report.export import write_csv
 from bench.analysis.report.views import analyse
@@ -51,22 +50,8 @@ def build_report(
     record's folder by (sweep, point id), where the telemetry timelines are read from.
     `preflights`: the results' preflight records, drawn in the cluster health section.
     """
-    with _gc_paused():
+    with gc_paused():
         return _build(list(records), Path(out_dir), title, reproduce, problems, point_dirs, preflights)
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic GC while rendering: with 10,000 records alive, each full collection walks
-    millions of objects, and matplotlib's many small allocations trigger one every few ms
-    (a quarter of the render time). Rendering creates little cyclic garbage."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _build(
