@@ -4,17 +4,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh dev,ray
 [ -x scripts/install_system_deps.sh ] && scripts/install_system_deps.sh || true
-# Two workers (pytest-xdist), each test file on one of them: most tests wait on the processes they
-# start (ranks, torchrun agents, services), so two run side by side on two cores. Three gave no
-# clear gain (whole-suite runs on the idle VM: 769 s with two; 701 s and 844 s with three, and a
-# timing assertion failed under the extra load; docs/results/test-suite.md).
+# Three workers (pytest-xdist), each test file on one of them: most tests wait on the processes
+# they start (ranks, torchrun agents, services, timeouts), so with two the cores idled a third of
+# the time. Whole-suite runs on the idle VM: 700 s with two workers (1,065 s of CPU), then 610 s
+# with three (1,025 s of CPU) once xdist kept the files' order (docs/results/test-suite.md).
 # FSDP_BENCH_TEST_WORKERS=N sets another number; 0 runs everything in this process.
 # Bytecode cached (some images set PYTHONDONTWRITEBYTECODE=1): otherwise every process the suite
 # starts, each xdist worker and each inner pytest, rewrites and compiles every test module's asserts
 # again (collecting the suite: 15.4 s of CPU without the cache, 10.5 s with it).
 unset PYTHONDONTWRITEBYTECODE
-workers=${FSDP_BENCH_TEST_WORKERS:-2}
+workers=${FSDP_BENCH_TEST_WORKERS:-3}
 if [ "$workers" = "0" ]; then
   exec .venv/bin/python -m pytest -q "$@"
 fi
-exec .venv/bin/python -m pytest -q -n "$workers" --dist loadfile "$@"
+# --no-loadscope-reorder: xdist (3.x) otherwise re-sorts the files by how many tests each has,
+# which undoes the conftest's order by measured cost and left the long one-test files (a grouped
+# compile, a hanging point) to start last, with the other workers idle at the end.
+exec .venv/bin/python -m pytest -q -n "$workers" --dist loadfile --no-loadscope-reorder "$@"

@@ -5,7 +5,7 @@ no ranks, else a process in its own session, killed with everything it started i
 timeout) and returns (rc, stdout, stderr, records), records being every valid result.json under
 the results folder it was pointed at.
 `worker_processes` lists rank and agent processes still alive that belong to a results folder.
-Tests marked `alone` run while the other xdist worker runs nothing (tests/alone.py).
+Every test holds a share of the machine; a timing-sensitive block takes it alone (tests/alone.py).
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Setup, call and teardown of each test under the suite's lock (tests/alone.py)."""
-    with share_of_the_machine(alone=item.get_closest_marker("alone") is not None):
+    """Setup, call and teardown of each test under the suite's shared lock (tests/alone.py)."""
+    with share_of_the_machine():
         yield
 
 

@@ -6,9 +6,10 @@ The slowdown is large (slow_fraction=9: every timed step sleeps nine times its o
 so that it stands far above the run-to-run noise of a shared 2-core machine. The clean nights must
 stay far below it: under the other xdist worker's ranks, a run of 2 single-threaded ranks got both
 cores or half of them (once 4,604 tokens/s in the first run and 1,458 in the others: two change
-points). Marked `alone`, the file's tests (and the module fixtures their first one sets up) run
-while the other workers run nothing, so every night's run has the same cores; what is left is the
-machine's own noise, well under the 10x of the slowed night.
+points). The nights run `alone()` (tests/alone.py): while they run the other workers run nothing,
+so every night's run has the same cores; what is left is the machine's own noise, well under the
+10x of the slowed night. The file's other tests only read the nights' records and share the
+machine as every test does.
 """
 
 from __future__ import annotations
@@ -19,10 +20,10 @@ import sqlite3
 import xml.etree.ElementTree as ET
 
 import pytest
+from alone import alone
 
-# Every test here starts ranks (the nights); they measure tokens/s, so nothing else of the suite
-# runs meanwhile (tests/alone.py): see the module docstring.
-pytestmark = [pytest.mark.ranks, pytest.mark.alone]
+# Every test here starts ranks (the nights, a module fixture) or reads what they wrote.
+pytestmark = pytest.mark.ranks
 
 POINT = [
     "experiment=cpu_smoke", "nodes=1", "strategy=full_shard", "precision=fp32", "train.steps=4",
@@ -35,10 +36,14 @@ SWEEPS = {"night1": 0.0, "night2": 0.0, "night3": 9.0}
 def nights(tmp_path_factory, fsdp_bench):
     """Three sweeps, one after the other, each in its own results folder (as nightly jobs write them)."""
     root = tmp_path_factory.mktemp("nights")
-    for name, fraction in SWEEPS.items():
-        run = fsdp_bench(
-            "sweep", *POINT, f"sweep.name={name}", f"debug.slow_fraction={fraction}", f"results_dir={root / name}"
-        )
+    with alone():  # they measure tokens/s: nothing else of the suite runs meanwhile
+        runs = [
+            fsdp_bench(
+                "sweep", *POINT, f"sweep.name={name}", f"debug.slow_fraction={fraction}", f"results_dir={root / name}"
+            )
+            for name, fraction in SWEEPS.items()
+        ]
+    for run in runs:
         assert run.rc == 0, run.stdout[-2000:] + run.stderr[-2000:]
     return root
 

@@ -35,3 +35,10 @@ def test_the_committed_table_names_only_files_that_exist():
     costs = json.loads((ROOT / "tests" / "file_costs.json").read_text())
     assert costs and all((ROOT / path).is_file() for path in costs)
     assert all(isinstance(seconds, (int, float)) and seconds >= 0 for seconds in costs.values())
+
+
+def test_the_suite_keeps_the_conftests_order_under_xdist():
+    # xdist's loadfile scheduling re-sorts files by their number of tests unless told not to; the
+    # order by measured cost (tests/conftest.py) only holds with --no-loadscope-reorder.
+    lines = [line for line in (ROOT / "scripts" / "test.sh").read_text().splitlines() if "--dist loadfile" in line]
+    assert lines and all("--no-loadscope-reorder" in line for line in lines)
