@@ -59,26 +59,49 @@ def finished_points(sweep_dir: Path) -> list[str]:
     return [e["point_id"] for e in events if e["event"] == "finished"]
 
 
-@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
-def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_path):
-    # One-rank points, each sweep's in one launch: the locks, not the world size, are tested.
-    first = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "sweep.name=shared")
-    holder = held_by(tmp_path / "shared" / ".lock", first.pid)
-    assert holder["host"] == socket.gethostname()
-    second = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "precision=fp32,bf16", "sweep.name=shared")
+@pytest.fixture(scope="module")
+def contended(tmp_path_factory) -> dict:
+    """One sweep holds its folder and this host; meanwhile a second sweep into the same folder waits,
+    a sweep into that folder and a run into another one are refused (sweep.wait=false), and a run
+    with sweep.allow_concurrent=true runs alongside. One holder serves both tests below: its two
+    one-rank points (one launch) are what every other command meets."""
+    root = tmp_path_factory.mktemp("locks")
+    first = start(root, root, "strategy=full_shard,no_shard", "sweep.name=shared")
+    folder_holder = held_by(root / "shared" / ".lock", first.pid)
+    host_holder = held_by(root / "fsdp-bench-host.lock", first.pid)
+    second = start(root, root, "strategy=full_shard,no_shard", "precision=fp32,bf16", "sweep.name=shared")
     # Refused before anything launches: in this process (not the holder's), without an interpreter of its own.
-    rc, out, err, _ = refuse(tmp_path, "strategy=full_shard,no_shard", "sweep.name=shared")
+    folder_refused = refuse(root, "strategy=full_shard,no_shard", "sweep.name=shared")
+    host_refused = refuse(root, "sweep.name=two", command="run")
+    alongside = finish(start(root, root, "sweep.name=three", "sweep.allow_concurrent=true", command="run"))
+    return {
+        "root": root,
+        "first": first,
+        "folder_holder": folder_holder,
+        "host_holder": host_holder,
+        "folder_refused": folder_refused,
+        "host_refused": host_refused,
+        "alongside": alongside,
+        "first_done": finish(first),
+        "second_done": finish(second),
+    }
+
+
+@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
+def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(contended):
+    root, first = contended["root"], contended["first"]
+    assert contended["folder_holder"]["host"] == socket.gethostname()
+    rc, out, err, _ = contended["folder_refused"]
     assert rc == 2 and "[1/" not in out and err.count("\n") == 1  # nothing ran
-    assert err.startswith(f"error: the sweep folder {tmp_path / 'shared'} (") and "(sweep.wait=false)" in err
+    assert err.startswith(f"error: the sweep folder {root / 'shared'} (") and "(sweep.wait=false)" in err
     assert f"is held by pid {first.pid} on {socket.gethostname()} since " in err
-    assert finish(first)[0] == 0
-    rc, out, err = finish(second)
+    assert contended["first_done"][0] == 0
+    rc, out, err = contended["second_done"]
     assert rc == 0, out + err
     assert (
-        f"waiting: the sweep folder {tmp_path / 'shared'} ({tmp_path / 'shared' / '.lock'}) is held by pid {first.pid}"
-        in err
+        f"waiting: the sweep folder {root / 'shared'} ({root / 'shared' / '.lock'}) is held by pid {first.pid}" in err
     )
-    records = load_records(tmp_path / "shared")[0]
+    records = load_records(root / "shared")[0]
     points = [(r.spec.strategy, r.spec.precision) for r in records]
     assert sorted(points) == [
         ("full_shard", "bf16"),
@@ -86,30 +109,27 @@ def test_a_second_sweep_into_the_folder_waits_then_runs_only_what_is_left(tmp_pa
         ("no_shard", "bf16"),
         ("no_shard", "fp32"),
     ]
-    ran = finished_points(tmp_path / "shared")
+    ran = finished_points(root / "shared")
     assert len(ran) == len(set(ran)) == 4  # every point once
     left = [r for r in records if r.spec.precision == "bf16"]  # the points only the second sweep had
     assert min(r.started_at for r in left) >= max(r.finished_at for r in records if r not in left)  # never at once
     assert {r.env.exclusive_host for r in records} == {True}
 
 
-@pytest.mark.slow  # more than 20 s on 2 cores (docs/results/test-suite.md)
-def test_a_benchmark_into_another_folder_waits_for_the_host_unless_allowed(tmp_path):
-    # Two one-rank points in one launch hold the host while the other two commands start.
-    first = start(tmp_path, tmp_path, "strategy=full_shard,no_shard", "sweep.name=one")
-    held_by(tmp_path / "fsdp-bench-host.lock", first.pid)
-    rc, _, err, _ = refuse(tmp_path, "sweep.name=two", command="run")
+def test_a_benchmark_into_another_folder_waits_for_the_host_unless_allowed(contended):
+    root, first = contended["root"], contended["first"]
+    assert contended["host_holder"]["pid"] == first.pid
+    rc, _, err, _ = contended["host_refused"]
     assert rc == 2 and err.count("\n") == 1
     assert err.startswith(
-        f"error: this host's benchmark lock ({tmp_path / 'fsdp-bench-host.lock'}) is held by pid {first.pid}"
+        f"error: this host's benchmark lock ({root / 'fsdp-bench-host.lock'}) is held by pid {first.pid}"
     )
-    alongside = start(tmp_path, tmp_path, "sweep.name=three", "sweep.allow_concurrent=true", command="run")
-    rc, out, err = finish(alongside)
+    rc, out, err = contended["alongside"]
     assert rc == 0 and "waiting" not in err, out + err
-    assert finish(first)[0] == 0
-    (record,) = load_records(tmp_path / "three")[0]
+    assert contended["first_done"][0] == 0
+    (record,) = load_records(root / "three")[0]
     assert record.env.exclusive_host is False  # the record says it shared the host
-    assert not (tmp_path / "two").exists() or not load_records(tmp_path / "two")[0]
+    assert not (root / "two").exists() or not load_records(root / "two")[0]
 
 
 def test_cancel_stops_the_fsdp_bench_that_holds_a_results_folder(tmp_path):
