@@ -21,12 +21,14 @@ test-fast:
 # of 10,000 records, the pytest-benchmark hot paths) against benchmarks/baseline.json, exit 1 on a
 # significant slowdown of more than 20 %; then the engine's tokens/s (scripts/bench_engine.py).
 # `make bench-baseline` takes the baseline on purpose (on a quiet machine).
-# BENCH_SETUP and BENCH_PYTHON let a checkout use another environment: make bench BENCH_SETUP=true BENCH_PYTHON=python
+# BENCH_SETUP and BENCH_PYTHON let a checkout use another environment (make bench BENCH_SETUP=true
+# BENCH_PYTHON=python); BENCH_ARGS passes flags on (BENCH_ARGS="--only store_add_10k --runs 5").
 BENCH_SETUP ?= scripts/setup.sh dev
 BENCH_PYTHON ?= .venv/bin/python
+BENCH_ARGS ?=
 bench:
 	$(BENCH_SETUP)
-	$(BENCH_PYTHON) benchmarks/run.py
+	$(BENCH_PYTHON) benchmarks/run.py $(BENCH_ARGS)
 	$(BENCH_PYTHON) scripts/bench_engine.py
 
 bench-baseline:
