@@ -20,9 +20,9 @@ stage on it raises `KeyError: <class 'type'>` (its copy dispatch table was clear
 probes this once per process, and where the stager cannot stage twice each save gets a new one
 (new pinned buffers each save: `pinned-per-save`). A torch without DefaultStager leaves staging to
 the writer (`writer`). Pinning a full copy of the state can fail (cudaHostRegister: not enough
-host memory may be page-locked; a 7B model's fp32 AdamW state is ~112 GB): the save is then staged
-again into pageable memory, and so are the later ones (`pinning-failed`). The names are the
-record's `metrics.checkpoint.staging` (bench.schema.checkpoint.Staging).
+host memory may be page-locked; a 7B model's fp32 weights and AdamW moments are ~81 GB): the save
+is then staged again into pageable memory, and so are the later ones (`pinning-failed`). The names
+are the record's `metrics.checkpoint.staging` (bench.schema.checkpoint.Staging).
 """
 
 from __future__ import annotations
