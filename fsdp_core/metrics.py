@@ -156,7 +156,8 @@ def window_count(end: int | None, start: int | None) -> int | None:
 
 
 def memory_snapshot(device: torch.device, at_start: dict[str, int] | None = None) -> dict[str, int | None]:
-    """This rank's memory over the timed window, three views (torchtitan records the same ones):
+    """This rank's memory over the timed window, three views (torchtitan records the same ones) and
+    the allocator's retries:
 
     - `allocated`: the caching allocator's peak of live tensors (GPU) or the process's peak
       resident set size, VmHWM (CPU: includes the Python runtime);
