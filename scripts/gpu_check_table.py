@@ -189,19 +189,17 @@ def compiler_check() -> tuple[bool, str]:
 
 
 def staging_line() -> str:
-    """Which async-checkpoint staging this torch offers (DCP's DefaultStager), and whether one stager
-    can stage twice where the engine has that probe."""
-    try:
-        from torch.distributed.checkpoint.staging import DefaultStager, StagingOptions  # noqa: F401
-    except ImportError as exc:
-        return f"checkpoint staging: no DefaultStager in this torch ({exc}): the writer stages"
+    """Which async-checkpoint staging this torch gives the engine (fsdp_core/checkpoint_staging.py):
+    DCP's DefaultStager, and whether one stager can stage twice (torch 2.11's cannot)."""
     try:
         from fsdp_core import checkpoint_staging
-    except ImportError:
-        return "checkpoint staging: DefaultStager and StagingOptions present"
-    reusable = getattr(checkpoint_staging, "reusable", None)
-    answer = f", one stager stages twice: {reusable()}" if reusable else ""
-    return f"checkpoint staging: DefaultStager and StagingOptions present{answer}"
+    except Exception as exc:  # its import failure is fsdp_core.checkpoint's, reported above
+        return f"checkpoint staging: unknown ({type(exc).__name__}: {exc})"
+    if checkpoint_staging.stager_classes() is None:
+        return "checkpoint staging: this torch has no DefaultStager: the writer stages into pageable memory"
+    if checkpoint_staging.reusable():
+        return "checkpoint staging: DefaultStager, one stager stages twice (pinned buffers reused across saves)"
+    return "checkpoint staging: DefaultStager stages once (a new stager and new pinned buffers each save)"
 
 
 def env(imports_only: bool = False) -> int:
