@@ -11,9 +11,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+# About 26 s on 2 cores: each script's records and its fsdp-bench processes, and pytest importing torch.
+@pytest.mark.slow
 def test_every_benchmark_runs_at_a_tiny_size():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     proc = subprocess.run(
