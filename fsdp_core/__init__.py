@@ -1,6 +1,7 @@
 """Inside each rank (torch): worker.py (the torchrun entry point), model.py, parallelize.py (FSDP2),
-precision.py, op_sac.py (per-op activation checkpointing), data.py, train.py (the timed loop),
-checkpoint.py (DCP), metrics.py, comm_counter.py, compile_stats.py, telemetry.py, telemetry_readers.py,
-telemetry_summary.py, preflight.py, lifeline.py (processes that die with their parent). Imports
-bench.schema and nothing else of bench.
+precision.py, op_sac.py (per-op activation checkpointing), ops.py (op lookup tolerant of a torch
+without some op), data.py, train.py (the timed loop), checkpoint.py (DCP), checkpoint_staging.py
+(async saves' host buffers), metrics.py, comm_counter.py, compile_stats.py, telemetry.py,
+telemetry_readers.py, telemetry_summary.py, preflight.py, lifeline.py (processes that die with their
+parent). Imports bench.schema and nothing else of bench.
 """

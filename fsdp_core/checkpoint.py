@@ -7,11 +7,14 @@ system writer, or its fsspec writer for a URL (`s3://...`, `file://...`), each i
 folder; rank 0 writes the marker (bench/schema/protocol.py's layout) after the save is durable, so a
 save that fails part-way never hides the previous checkpoint.
 
-Timing (each rank's own view; the worker takes the maximum over ranks):
+Timing (each rank's own view; the worker takes the maximum over ranks; on a GPU each save's and
+load's clock starts, and a load's stops, after a device synchronisation, so no save is charged for
+the last step's queued kernels, which its device-to-host copies would wait for):
 - sync: the loop is blocked for the whole save (planning, writing, fsync, metadata).
 - async (`dcp.async_save`): the loop is blocked while the previous save, if still running, finishes
   (one save in flight, as DCP's staging memory allows) and while the state is staged into host
-  memory; the write runs in DCP's background thread. It uses a gloo group of its own: its
+  memory (pinned on a GPU, one set of buffers reused by every save: fsdp_core/checkpoint_staging.py);
+  the write runs in DCP's background thread. It uses a gloo group of its own: its
   collectives must never interleave with the training loop's on the same group.
 - `durable_s`: from the save's start until every rank's files and the metadata are written.
 - `bookkeeping_s`: after a save is durable, walking DCP's metadata for the bytes each rank wrote
@@ -41,7 +44,7 @@ from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.metadata import Metadata, TensorStorageMetadata
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
-from bench.schema.checkpoint import CheckpointLoad, CheckpointMetrics, CheckpointSave, write_bandwidth
+from bench.schema.checkpoint import STAGINGS, CheckpointLoad, CheckpointMetrics, CheckpointSave, write_bandwidth
 from bench.schema.files import write_text_atomic
 from bench.schema.protocol import (
     CHECKPOINT_MARKER,
@@ -54,7 +57,9 @@ from bench.schema.protocol import (
 )
 from bench.schema.record import Metrics
 from bench.schema.spec import TrainSpec
+from fsdp_core.checkpoint_staging import AsyncStaging
 from fsdp_core.lifeline import check_owned
+from fsdp_core.metrics import synchronize
 
 
 class CheckpointListener(Protocol):
@@ -95,12 +100,13 @@ def join(location: str, name: str) -> str:
     return f"{location.rstrip('/')}/{name}" if is_url(location) else str(Path(location) / name)
 
 
-def writer(location: str):
+def writer(location: str, **options):
+    """DCP's writer for a step folder; `options` are both writers' keywords (per_thread_copy_ahead)."""
     if is_url(location):
         from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
 
-        return FsspecWriter(location, sync_files=True)
-    return dcp.FileSystemWriter(location, sync_files=True)
+        return FsspecWriter(location, sync_files=True, **options)
+    return dcp.FileSystemWriter(location, sync_files=True, **options)
 
 
 def reader(location: str):
@@ -239,13 +245,19 @@ class _InFlight:
 
 class Checkpointer:
     """Saves every train.save_interval timed steps into `directory`, resumes before the loop and
-    measures a load after it."""
+    measures a load after it. `device` is the rank's compute device (under CPU offload too, where the
+    state lives on the host but the steps' kernels run on the GPU): its queued work is waited for
+    outside the checkpoint's clocks."""
 
-    def __init__(self, train: TrainSpec, directory: str, point_id: str, model, optimizer, scaler, timeout) -> None:
+    def __init__(
+        self, train: TrainSpec, directory: str, point_id: str, model, optimizer, scaler, timeout, device: torch.device
+    ) -> None:
         self.train, self.directory, self.point_id = train, directory, point_id
         self.model, self.optimizer, self.scaler = model, optimizer, scaler
+        self.device = device
         self.group = checkpoint_group(timeout)
         self.rank, self.world = dist.get_rank(), dist.get_world_size()
+        self._staging = AsyncStaging(device, self.rank) if train.checkpoint == "async" else None
         self.saves: list[SaveRecord] = []
         self.resumed: LoadRecord | None = None
         self.load: LoadRecord | None = None
@@ -265,13 +277,17 @@ class Checkpointer:
         return state
 
     def load_from(self, location: str) -> float:
-        """Load a step folder into the model and optimizer (resharding as needed); returns the seconds it took."""
+        """Load a step folder into the model and optimizer (resharding as needed); returns the seconds it
+        took, from after the device's queued work (a resume follows initialisation's kernels) until its
+        own copies into the device's tensors (set_state_dict queues them) are done."""
+        synchronize(self.device)
         started = time.perf_counter()
         state = self.state()
         dcp.load(state, storage_reader=reader(location), process_group=self.group)
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         if self.scaler is not None and "scaler" in state:
             self.scaler.load_state_dict(state["scaler"])
+        synchronize(self.device)
         return time.perf_counter() - started
 
     def agreed_marker(self) -> CheckpointMarker | None:
@@ -329,6 +345,7 @@ class Checkpointer:
 
     def _save_sync(self, step: int) -> None:
         location = join(self.directory, checkpoint_folder(step))
+        synchronize(self.device)  # the last step's kernels: in the window, not in this save
         started = time.perf_counter()
         try:
             metadata = dcp.save(self.state(), storage_writer=writer(location), process_group=self.group)
@@ -340,17 +357,36 @@ class Checkpointer:
         self._bookkeep(step, metadata, blocked=time.perf_counter() - started, durable=durable, staging=None)
 
     def _save_async(self, step: int) -> None:
+        synchronize(self.device)  # the last step's kernels: in the window, not in this save's staging
         started = time.perf_counter()
-        # The previous save's bookkeeping happens in wait(): counted as its own, not as this save's blocked time.
+        # The previous save's bookkeeping happens in wait(): counted as its own, not as this save's blocked
+        # time. Waiting first also keeps the stager's reused buffers from being overwritten mid-upload.
         previous_bookkeeping_s = self.wait()
         staging_started = time.perf_counter()
-        future = dcp.async_save(self.state(), storage_writer=writer(join(self.directory, checkpoint_folder(step))),
-                                process_group=self.group)  # fmt: skip
+        state, location = self.state(), join(self.directory, checkpoint_folder(step))
+        try:
+            future = self._stage_and_upload(state, location)
+        except RuntimeError as exc:
+            if not self._staging.pinning_failed(exc):
+                raise
+            future = self._stage_and_upload(state, location)  # again, into pageable memory
+        self._staging.staged()
         staged = time.perf_counter()
         blocked = staged - started - previous_bookkeeping_s
         flight = _InFlight(step, future, staging_started, staged - staging_started, blocked)
         future.add_done_callback(lambda done: self._on_async_done(flight, done))
         self._in_flight = flight
+
+    def _stage_and_upload(self, state: dict, location: str):
+        """`dcp.async_save` with this checkpointer's stager: it returns once the state is staged, with
+        the upload's Future. With a stager of its own the writer must not copy ahead from the device
+        (it would otherwise, every 10 MB, synchronise the upload thread's current device, GPU 0,
+        with the training loop's queued kernels); without one it stages, and turns that off itself."""
+        stager = self._staging.stager()
+        if stager is None:
+            return dcp.async_save(state, storage_writer=writer(location), process_group=self.group)
+        return dcp.async_save(state, storage_writer=writer(location, per_thread_copy_ahead=0),
+                              process_group=self.group, async_stager=stager)  # fmt: skip
 
     def _on_async_done(self, flight: _InFlight, future) -> None:
         """In DCP's writer thread: note when the save became durable and, on rank 0, mark it."""
@@ -385,8 +421,13 @@ class Checkpointer:
         )
 
     def close(self) -> None:
-        """End of the loop (inside the timed window): the last async save must be durable too."""
-        self.wait()
+        """End of the loop (inside the timed window): the last async save must be durable too; then the
+        staging buffers go (a pinned copy of the state would otherwise stay locked for the process)."""
+        try:
+            self.wait()
+        finally:
+            if self._staging is not None:
+                self._staging.close()
 
     def _mark(self, step: int) -> None:
         folder = checkpoint_folder(step)
@@ -450,13 +491,18 @@ class Checkpointer:
         return section
 
     def summary(self, device: torch.device) -> CheckpointMetrics:
-        """Saves, loads and totals as this rank knows them, times reduced to the slowest rank."""
+        """Saves, loads and totals as this rank knows them, times reduced to the slowest rank, and the
+        most degraded staging of any rank (bench.schema.checkpoint.STAGINGS is ordered so)."""
         per_save = [(s.blocked_s, s.durable_s, s.staging_s or 0.0, s.bookkeeping_s) for s in self.saves]
         times = [t for save in per_save for t in save]
         times += [self.load.load_s if self.load else 0.0, self.resumed.load_s if self.resumed else 0.0]
+        staged_as = self._staging.kind if self._staging is not None and self.saves else None
+        times.append(STAGINGS.index(staged_as) if staged_as else -1)
         slowest = torch.tensor(times, dtype=torch.float64, device=device)
         dist.all_reduce(slowest, op=dist.ReduceOp.MAX)
         values = slowest.tolist()
+        code = values.pop()
+        staged_as = STAGINGS[int(code)] if code >= 0 else None
         saves = []
         for i, save in enumerate(self.saves):
             blocked, durable, staging, bookkeeping = values[4 * i : 4 * i + 4]
@@ -481,6 +527,7 @@ class Checkpointer:
             every=self.train.save_interval,
             dir=self.directory,
             saves=saves,
+            staging=staged_as,
             blocked_s=sum(s.blocked_s for s in saves),
             bookkeeping_s=sum(s.bookkeeping_s for s in saves),
             write_bytes_per_s=write_bandwidth((s.bytes, s.durable_s) for s in saves),

@@ -22,8 +22,8 @@ import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 from torch.utils._python_dispatch import TorchDispatchMode
 
-c10d = torch.ops.c10d
-funcol = torch.ops._c10d_functional
+from fsdp_core.ops import op_table
+
 KINDS = ("all_gather", "reduce_scatter", "all_reduce")
 
 
@@ -46,36 +46,44 @@ def _group_size(args: tuple) -> int:
     return 0
 
 
-# op -> (kind, index of the argument whose bytes count)
-COUNTED_OPS = {
-    c10d._allgather_base_.default: ("all_gather", 0),
-    c10d.allgather_.default: ("all_gather", 0),
-    c10d.allgather_into_tensor_coalesced_.default: ("all_gather", 0),
-    c10d._reduce_scatter_base_.default: ("reduce_scatter", 1),
-    c10d.reduce_scatter_.default: ("reduce_scatter", 1),
-    c10d.reduce_scatter_tensor_coalesced_.default: ("reduce_scatter", 1),
-    c10d.allreduce_.default: ("all_reduce", 0),
-    c10d.allreduce_coalesced_.default: ("all_reduce", 0),
-}
+# op -> (kind, index of the argument whose bytes count). Looked up tolerantly (fsdp_core/ops.py): an
+# op this torch lacks is left out of the count (MISSING_OPS names it) instead of failing the import.
+COUNTED_OPS, _MISSING_C10D = op_table(
+    {
+        ("c10d", "_allgather_base_", "default"): ("all_gather", 0),
+        ("c10d", "allgather_", "default"): ("all_gather", 0),
+        ("c10d", "allgather_into_tensor_coalesced_", "default"): ("all_gather", 0),
+        ("c10d", "_reduce_scatter_base_", "default"): ("reduce_scatter", 1),
+        ("c10d", "reduce_scatter_", "default"): ("reduce_scatter", 1),
+        ("c10d", "reduce_scatter_tensor_coalesced_", "default"): ("reduce_scatter", 1),
+        ("c10d", "allreduce_", "default"): ("all_reduce", 0),
+        ("c10d", "allreduce_coalesced_", "default"): ("all_reduce", 0),
+    }
+)
 
 
 # Functional collectives: op -> (kind, name of the tensor (list) argument, whether the bytes moved
 # are that argument's bytes times the group size). All-gathers take their input (the output is
-# returned, or is the out= buffer), so their output bytes are input x group_size. The in-place
-# all_reduce_ and the out= variants exist in torch 2.13 (DTensor and torchao call the others).
-# wait_tensor moves nothing: not counted.
-_FUNCTIONAL_OPS = {
-    funcol.all_gather_into_tensor.default: ("all_gather", "input", True),
-    funcol.all_gather_into_tensor_out.default: ("all_gather", "input", True),
-    funcol.all_gather_into_tensor_coalesced.default: ("all_gather", "inputs", True),
-    funcol.reduce_scatter_tensor.default: ("reduce_scatter", "input", False),
-    funcol.reduce_scatter_tensor_out.default: ("reduce_scatter", "input", False),
-    funcol.reduce_scatter_tensor_coalesced.default: ("reduce_scatter", "inputs", False),
-    funcol.all_reduce.default: ("all_reduce", "input", False),
-    funcol.all_reduce_.default: ("all_reduce", "input", False),
-    funcol.all_reduce_coalesced.default: ("all_reduce", "inputs", False),
-    funcol.all_reduce_coalesced_.default: ("all_reduce", "inputs", False),
-}
+# returned, or is the out= buffer), so their output bytes are input x group_size. All of these
+# exist in torch 2.11 and 2.13 (DTensor and torchao call the functional ones; the group argument
+# is a str in 2.11 and Any in 2.13: _functional_group_size takes both). wait_tensor moves nothing:
+# not counted.
+FUNCTIONAL_OPS, _MISSING_FUNCTIONAL = op_table(
+    {
+        ("_c10d_functional", "all_gather_into_tensor", "default"): ("all_gather", "input", True),
+        ("_c10d_functional", "all_gather_into_tensor_out", "default"): ("all_gather", "input", True),
+        ("_c10d_functional", "all_gather_into_tensor_coalesced", "default"): ("all_gather", "inputs", True),
+        ("_c10d_functional", "reduce_scatter_tensor", "default"): ("reduce_scatter", "input", False),
+        ("_c10d_functional", "reduce_scatter_tensor_out", "default"): ("reduce_scatter", "input", False),
+        ("_c10d_functional", "reduce_scatter_tensor_coalesced", "default"): ("reduce_scatter", "inputs", False),
+        ("_c10d_functional", "all_reduce", "default"): ("all_reduce", "input", False),
+        ("_c10d_functional", "all_reduce_", "default"): ("all_reduce", "input", False),
+        ("_c10d_functional", "all_reduce_coalesced", "default"): ("all_reduce", "inputs", False),
+        ("_c10d_functional", "all_reduce_coalesced_", "default"): ("all_reduce", "inputs", False),
+    }
+)
+# `ns.op.overload` of every counted op this torch build lacks (its collectives would go uncounted).
+MISSING_OPS = (*_MISSING_C10D, *_MISSING_FUNCTIONAL)
 
 
 def _argument(func, args: tuple, kwargs: dict, name: str) -> object:
@@ -99,7 +107,7 @@ def _functional_group_size(group: object) -> int:
 
 def _functional_bytes(func, args: tuple, kwargs: dict) -> tuple[str, int] | None:
     """(kind, bytes) of a functional collective on more than one rank; None otherwise."""
-    counted = _FUNCTIONAL_OPS.get(func)
+    counted = FUNCTIONAL_OPS.get(func)
     if counted is None:
         return None
     kind, tensors, times_group = counted

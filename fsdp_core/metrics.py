@@ -65,13 +65,12 @@ class StepTimer:
 
     def elapsed_host_s(self) -> float:
         """Host time since start(); on GPU, synchronise first so it covers the queued work."""
-        if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+        synchronize(self.device)
         return time.perf_counter() - self.host_start
 
     def times_s(self) -> list[float]:
         if self.device.type == "cuda":
-            torch.cuda.synchronize(self.device)
+            synchronize(self.device)
             return [start.elapsed_time(end) / 1000.0 for start, end in self._pending]
         return list(self._host_times)
 
@@ -102,11 +101,31 @@ def step_time_stats(times: list[float]) -> StepTimeStats:
     )
 
 
-def reset_peak_memory(device: torch.device) -> None:
-    """Start a fresh peak: called at the first timed step, so model initialisation, the warm-up
-    steps and the eager communication-counting step (which under compile is not the step that
-    is timed) never set the peak of the steps that are measured."""
+def synchronize(device: torch.device) -> None:
+    """Wait until the device has run everything queued on it (GPU); on CPU nothing is queued. Host
+    clocks that must not include earlier queued work (the timed window, a checkpoint's save and
+    load) start and stop after it."""
     if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def reset_peak_memory(device: torch.device) -> dict[str, int]:
+    """Start a fresh peak: called when the timed window opens (after a device synchronisation), so
+    model initialisation, the warm-up steps and the eager communication-counting step (which under
+    compile is not the step that is timed) never set the peak of the steps that are measured.
+
+    On GPU the allocator's cache is released first (`torch.cuda.empty_cache`): resetting moves each
+    peak to its current value, and the reserved memory would otherwise still hold the segments cached
+    by initialisation, the warm-up and (compile) the eager counting step, whose activations are
+    larger than a compiled step's; `reserved` then says what the timed steps themselves hold, as the
+    planner's reserved memory does (the caller has synchronised the device: no queued warm-up kernel
+    still uses a cached block). The first timed step then allocates its segments again, inside its own
+    time: the median is robust to it; the mean and p90 of a few steps may not be. Returns the
+    allocator's counters at the reset (`allocator_counts`), from which `memory_snapshot` counts the
+    window's own.
+    """
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
         torch.cuda.reset_peak_memory_stats(device)
     elif os.path.exists("/proc/self/clear_refs"):
         # Writing 5 resets the kernel's peak-RSS counter (VmHWM) of this process (proc(5)).
@@ -115,10 +134,30 @@ def reset_peak_memory(device: torch.device) -> None:
                 handle.write("5")
         except OSError:
             pass
+    return allocator_counts(device)
 
 
-def memory_snapshot(device: torch.device) -> dict[str, int | None]:
-    """This rank's memory over the timed window, three views (torchtitan records the same ones):
+def allocator_counts(device: torch.device) -> dict[str, int]:
+    """The caching allocator's accumulated counters now (GPU; none on CPU). They count from the start
+    of the process (init, warm-up and, in a grouped launch, the earlier points): a peak reset leaves
+    them, and resetting them (`reset_accumulated_memory_stats`) would also zero the allocated/freed
+    totals torch's own out-of-memory message reads. A window's count is its end's less its start's."""
+    if device.type != "cuda":
+        return {}
+    return {"alloc_retries": int(torch.cuda.memory_stats(device).get("num_alloc_retries", 0))}
+
+
+def window_count(end: int | None, start: int | None) -> int | None:
+    """A counter's increase over a window from its readings at the end and the start (None: not
+    counted; no reading at the start: counted from zero)."""
+    if end is None:
+        return None
+    return end - (start or 0)
+
+
+def memory_snapshot(device: torch.device, at_start: dict[str, int] | None = None) -> dict[str, int | None]:
+    """This rank's memory over the timed window, three views (torchtitan records the same ones) and
+    the allocator's retries:
 
     - `allocated`: the caching allocator's peak of live tensors (GPU) or the process's peak
       resident set size, VmHWM (CPU: includes the Python runtime);
@@ -127,17 +166,18 @@ def memory_snapshot(device: torch.device) -> dict[str, int | None]:
     - `device_used`: the driver's view of the whole device at the end of the window
       (`torch.cuda.mem_get_info`: total - free), which adds the CUDA context, NCCL and cuBLAS
       buffers and any other process on the device (GPU only);
-    - `alloc_retries`: times the allocator freed its cache and retried a failed cudaMalloc, the
-      sign of fragmentation close to the limit (GPU only).
+    - `alloc_retries`: times the allocator freed its cache and retried a failed cudaMalloc inside
+      the window (the counter's increase since `at_start`, reset_peak_memory's reading), the sign
+      of fragmentation close to the limit (GPU only).
     """
     if device.type == "cuda":
-        stats = torch.cuda.memory_stats(device)
         free, total = torch.cuda.mem_get_info(device)
+        retries = allocator_counts(device)["alloc_retries"]
         return {
             "allocated": int(torch.cuda.max_memory_allocated(device)),
             "reserved": int(torch.cuda.max_memory_reserved(device)),
             "device_used": int(total - free),
-            "alloc_retries": int(stats.get("num_alloc_retries", 0)),
+            "alloc_retries": window_count(retries, (at_start or {}).get("alloc_retries")),
         }
     return {"allocated": _peak_rss_bytes(), "reserved": None, "device_used": None, "alloc_retries": None}
 

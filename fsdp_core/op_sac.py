@@ -16,23 +16,15 @@ import torch
 from torch.utils.checkpoint import CheckpointPolicy, create_selective_checkpoint_contexts
 
 from bench.schema.ac_modes import save_ops, saved_matmul
+from fsdp_core.ops import present_ops
 
 _MM = torch.ops.aten.mm.default
 
 
-def _ops(names: Sequence[tuple[str, str, str]]) -> set:
-    """The ops among (namespace, op, overload) that this torch build has (kernels differ by version)."""
-    found = set()
-    for namespace, op, overload in names:
-        packet = getattr(getattr(torch.ops, namespace), op, None)
-        if packet is not None and hasattr(packet, overload):
-            found.add(getattr(packet, overload))
-    return found
-
-
-# Op groups other than `mm` (counted separately): the ops whose outputs are saved.
+# Op groups other than `mm` (counted separately): the ops whose outputs are saved, those this torch
+# build has (attention kernels differ by version and device; fsdp_core/ops.py).
 GROUP_OPS: dict[str, set] = {
-    "sdpa": _ops(
+    "sdpa": present_ops(
         [
             ("aten", "_scaled_dot_product_flash_attention", "default"),
             ("aten", "_scaled_dot_product_efficient_attention", "default"),
@@ -41,13 +33,13 @@ GROUP_OPS: dict[str, set] = {
             ("aten", "_scaled_dot_product_fused_attention_overrideable", "default"),
         ]
     ),
-    "collectives": _ops(
+    "collectives": present_ops(
         [
             ("_c10d_functional", "reduce_scatter_tensor", "default"),
             ("_c10d_functional", "all_to_all_single", "default"),
         ]
     ),
-    "max": _ops([("aten", "max", "default")]),
+    "max": present_ops([("aten", "max", "default")]),
 }
 
 

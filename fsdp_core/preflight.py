@@ -1,9 +1,11 @@
 """A preflight: what the cluster itself does, measured by the ranks that will run the points.
 
-Per rank, on its own device: matmul time at the model's own GEMM shapes in the point's compute
-dtype, and memory bandwidth (a large copy). Per process group the strategies use (the whole
+Per rank, on its own device: matmul time at the model's own GEMM shapes in the dtype the point
+runs each in (the compute dtype; fp8 through torch._scaled_mm for the linears an fp8 point
+converts), and memory bandwidth (a large copy). Per process group the strategies use (the whole
 world, each strategy's mesh shard and replicate groups, each node's own ranks): all-gather,
-reduce-scatter and all-reduce over message sizes from `min_bytes` to the model's largest FSDP unit.
+reduce-scatter and all-reduce over message sizes from `min_bytes` to the model's largest FSDP unit
+in the wider of the gather and reduce dtypes (fp32 gradients: twice a bf16 unit's bytes).
 On CUDA the ranks time their matmuls at once, as in training (each has its own GPU); on CPU, where
 every rank of a local launch shares this host's cores, one rank at a time, so the host's scheduler
 does not decide who looks slow. Nodes' own groups are timed one node at a time for the same reason.
@@ -57,9 +59,43 @@ def gemm_shapes(model: ModelSpec, tokens: int) -> dict[str, tuple[int, int, int]
 
 
 def largest_unit_bytes(model: ModelSpec, precision: str) -> int:
-    """Bytes of the model's largest FSDP unit gathered in the compute dtype (a block or the root)."""
+    """Bytes of the model's largest FSDP unit (a block or the root) in the wider of its all-gather
+    and reduce dtypes: bf16 and fp8 gather bf16 (2 bytes) but reduce-scatter fp32 gradients (4), so
+    the largest reduce-scatter FSDP2 sends is twice the gathered unit's bytes; the sizes end there
+    (the all-gather then also gets a point beyond its own largest, which costs little)."""
+    recipe = recipes.precision(precision)
     root = 2 * model.vocab_size * model.dim + model.dim
-    return max(model.block_params, root) * recipes.DTYPE_BYTES[recipes.precision(precision).param_dtype]
+    return max(model.block_params, root) * max(recipe.param_bytes, recipe.reduce_bytes)
+
+
+FP8 = torch.float8_e4m3fn  # torchao's forward dtype for inputs and weights (tensorwise scaling)
+
+
+def matmul_dtype(name: str, k: int, n: int, precision: str) -> torch.dtype:
+    """The dtype the point runs GEMM `name` ((m, k) x (k, n), weight (n, k)) in: fp8 where the recipe
+    converts that linear (fsdp_core/precision.py fp8_module_filter's rules: aligned, not the
+    output), else the compute dtype."""
+    recipe = recipes.precision(precision)
+    if recipe.fp8_linears and name not in recipes.FP8_EXCLUDED_FQNS and recipes.fp8_converts(n, k):
+        return FP8
+    return TORCH_DTYPES[recipe.param_dtype]
+
+
+def matmul_operands(m: int, k: int, n: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input (m, k), weight operand (k, n)): for fp8 the weight is an (n, k) tensor transposed, i.e.
+    column-major, as torchao's Float8Linear passes it (torch._scaled_mm needs it so on CUDA)."""
+    if dtype == FP8:
+        return torch.randn(m, k, device=device).to(FP8), torch.randn(n, k, device=device).to(FP8).t()
+    return torch.randn(m, k, dtype=dtype, device=device), torch.randn(k, n, dtype=dtype, device=device)
+
+
+def matmul_op(a: torch.Tensor, b: torch.Tensor):
+    """One GEMM as the point runs it: torch.mm, or for fp8 torch._scaled_mm as torchao's forward
+    calls it (tensorwise fp32 scales, bf16 output, fast accumulation)."""
+    if a.dtype == FP8:
+        one = torch.ones((), dtype=torch.float32, device=a.device)
+        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)
+    return lambda: torch.mm(a, b)
 
 
 def message_sizes(min_bytes: int, max_bytes: int) -> list[int]:
@@ -122,9 +158,10 @@ def device_turns(device: torch.device) -> tuple[int, int]:
 
 
 def time_matmuls(
-    model: ModelSpec, tokens: int, dtype: torch.dtype, device, iters: int, slow: float
+    model: ModelSpec, tokens: int, precision: str, device, iters: int, slow: float
 ) -> dict[str, MatmulTiming]:
-    """Each GEMM shape's time per repetition. Repetitions are the outer loop, each one taken in turns
+    """Each GEMM shape's time per repetition, in the dtype the point runs it in (matmul_dtype: fp8
+    for the linears an fp8 point converts). Repetitions are the outer loop, each one taken in turns
     (on CPU): a load that comes and goes on a shared host falls on every rank alike instead of on
     whichever rank's turn it was, so it cannot make one rank look slow."""
     turns = device_turns(device)
@@ -132,15 +169,17 @@ def time_matmuls(
     for name, (m, k, n) in gemm_shapes(model, tokens).items():
         if device.type == "cpu":
             m = max(1, min(m, int(CPU_MATMUL_FLOP_CAP // (2 * k * n))))
-        a = torch.randn(m, k, dtype=dtype, device=device)
-        b = torch.randn(k, n, dtype=dtype, device=device)
-        operands[name] = (a, b, 2.0 * m * k * n, [m, k, n])
-    out = {name: MatmulTiming(flops=flops, shape=shape) for name, (_, _, flops, shape) in operands.items()}
+        dtype = matmul_dtype(name, k, n, precision)
+        operands[name] = (matmul_op(*matmul_operands(m, k, n, dtype, device)), 2.0 * m * k * n, [m, k, n], dtype)
+    out = {
+        name: MatmulTiming(flops=flops, shape=shape, dtype=str(dtype).removeprefix("torch."))
+        for name, (_, flops, shape, dtype) in operands.items()
+    }
 
     def one_pass(warm_up: bool = False) -> None:
-        for name, (a, b, _, _) in operands.items():
+        for name, (run, _, _, _) in operands.items():
             with _Timer(device) as timer:
-                torch.mm(a, b)
+                run()
             if not warm_up:
                 out[name].seconds.append(_slowed(timer.seconds, slow))
 
@@ -266,10 +305,9 @@ def run_preflight(
         point_dir.mkdir(parents=True, exist_ok=True)
         (point_dir / STARTED_MARK).write_text(started)
     slow = slow_down_fraction(spec.debug.slow_fraction, spec.debug.slow_rank, dist.get_rank())
-    dtype = TORCH_DTYPES[recipes.precision(spec.precision).param_dtype]
     tokens, iters = spec.train.micro_batch * spec.train.seq_len, settings.matmul_iters
     load_before = os.getloadavg()[0]
-    matmuls = time_matmuls(spec.model, tokens, dtype, device, iters, slow)
+    matmuls = time_matmuls(spec.model, tokens, spec.precision, device, iters, slow)
     bandwidth = in_turns(*device_turns(device), lambda: memory_bandwidth(device, iters))
     max_bytes = settings.max_bytes or largest_unit_bytes(spec.model, spec.precision)
     sizes = message_sizes(min(settings.min_bytes, max_bytes), max_bytes)

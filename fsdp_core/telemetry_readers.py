@@ -270,6 +270,39 @@ def nvml_readers(device_ids: dict[str, Any]) -> Readers:
     return out
 
 
+def update_period(
+    read: Callable[[], float], seconds: float, clock: Callable[[], float] = time.perf_counter
+) -> tuple[float | None, int]:
+    """(median seconds between changes of a counter read in a tight loop for `seconds`, changes seen).
+
+    The median is None below two changes: the counter then updates more slowly than the loop lasted
+    (or not at all). NVML documents no update period for its energy counter; the GPU check prints
+    this, so a timed window can be sized to get enough ticks."""
+    last, changes, started = read(), [], clock()
+    while (now := clock()) - started < seconds:
+        value = read()
+        if value != last:
+            last = value
+            changes.append(now)
+    gaps = sorted(b - a for a, b in zip(changes, changes[1:]))
+    return (gaps[len(gaps) // 2] if gaps else None), len(changes)
+
+
+def nvml_energy_update_period(device_ids: dict[str, Any], seconds: float = 0.5) -> str:
+    """One line: how often this GPU's NVML energy counter updates (`update_period`), or why unknown."""
+    try:
+        import pynvml as nv
+
+        nv.nvmlInit()
+        handle = _nvml_handle(nv, device_ids)
+        period, changes = update_period(lambda: nv.nvmlDeviceGetTotalEnergyConsumption(handle), seconds)
+    except Exception as exc:  # noqa: BLE001 - no library, no driver, no counter: say which
+        return f"NVML energy counter: not readable ({reason_of(exc)})"
+    if period is None:
+        return f"NVML energy counter: {changes} update(s) in {seconds:g} s (slower than the check can time)"
+    return f"NVML energy counter updates every ~{period * 1e3:.0f} ms ({changes} updates in {seconds:g} s)"
+
+
 def _fields(nv, handle, ids: dict[str, Any]) -> Callable[[], dict[str, float | None]]:
     """A reader of NVML field values (raw keys -> field ids); fails when the GPU has none of them."""
 

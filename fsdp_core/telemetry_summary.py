@@ -82,6 +82,18 @@ THROTTLE_BITS = {
 # report's page quotes.
 IDLE_UTIL_PCT = get("utilization").flag("idle_util_pct")
 IDLE_SHARE = get("utilization").flag("idle_share")
+# A rank's `missing` key when its GPU energy counter exists but did not advance over the window.
+ENERGY_FLAT = "gpu_energy_j"
+# NVML documents no update period for the energy counter; GPUs update it every ~20-100 ms (some
+# as slowly as 10 Hz), so a window under ~1 s gets few ticks or none.
+NVML_ENERGY_UPDATE_S = 0.1
+
+
+def energy_flat_reason(span_s: float) -> str:
+    return (
+        f"the GPU energy counter did not advance over {span_s:.2f} s of samples (NVML updates it every "
+        f"~{NVML_ENERGY_UPDATE_S * 1e3:.0f} ms or slower): the timed window is too short to measure energy"
+    )
 
 
 def signal_info(name: str) -> Signal | None:
@@ -175,6 +187,12 @@ def rank_summary(payload: dict[str, Any]) -> RankTelemetry:
     throttle, _ = throttle_fractions(columns.get("gpu_throttle_reasons", []))
     energy = counter_total(columns.get("gpu_energy_j", []))
     span = counter_span(times, columns.get("gpu_energy_j", []))
+    missing = dict(payload.get("missing") or {})
+    if energy is not None and energy <= 0:
+        # The counter is there but never moved: the window was shorter than its update period. 0 J
+        # would read as 0 W; the energy is unmeasured, not zero.
+        missing[ENERGY_FLAT] = energy_flat_reason(span)
+        energy = None
     sampled_power = signals.get("gpu_power_w")
     power = energy / span if energy is not None and span > 0 else (sampled_power.mean if sampled_power else None)
     return RankTelemetry(
@@ -190,7 +208,7 @@ def rank_summary(payload: dict[str, Any]) -> RankTelemetry:
         energy_j=energy,
         avg_power_w=power,
         sampler_cpu_s=payload.get("sampler_cpu_s"),
-        missing=dict(payload.get("missing") or {}),
+        missing=missing,
     )
 
 
@@ -277,9 +295,9 @@ def summarize(
         host_summary(p, sum(1 for q in payloads if q["host"] == p["host"])) for p in payloads if p["rank"] in owners
     ]
     missing: dict[str, str] = {}
-    for payload in payloads:
-        for source, reason in (payload.get("missing") or {}).items():
-            missing.setdefault(source, f"rank {payload['rank']}: {reason}")
+    for rank in ranks:  # the payload's reasons and the summary's own (a flat energy counter)
+        for source, reason in rank.missing.items():
+            missing.setdefault(source, f"rank {rank.rank}: {reason}")
     utils = [v for p in payloads for v in p["columns"].get("util_pct", []) if v is not None]
     throttle, reasons = throttle_fractions([v for p in payloads for v in p["columns"].get("gpu_throttle_reasons", [])])
     energy_source, watts, reason = _power(ranks, hosts, device_type)
@@ -331,9 +349,19 @@ def _power(
     CUDA: every GPU's board energy counter (NVML) over its span, summed; CPU: every host's RAPL
     package energy over its span, summed. Sampled power readings never stand in for a counter."""
     if device_type == "cuda":
-        lacking = [r.rank for r in ranks if r.energy_j is None or not r.avg_power_w]
-        if lacking or not ranks:
-            return None, None, f"GPU energy counter unavailable on rank(s) {_ranks(lacking)}"
+        # A counter that exists but did not advance (a window shorter than its update period) is
+        # told apart from one the GPU or driver does not have.
+        flat = [r.rank for r in ranks if r.energy_j is None and ENERGY_FLAT in r.missing]
+        absent = [r.rank for r in ranks if (r.energy_j is None or not r.avg_power_w) and r.rank not in flat]
+        reasons = [f"GPU energy counter unavailable on rank(s) {_ranks(absent)}"] if absent or not ranks else []
+        if flat:
+            reasons.append(
+                f"GPU energy counter did not advance on rank(s) {_ranks(flat)} (window "
+                f"{max(r.span_s for r in ranks if r.rank in flat):.2f} s; NVML updates it every ~{NVML_ENERGY_UPDATE_S * 1e3:.0f} ms "
+                "or slower: a longer timed window is needed)"
+            )
+        if reasons:
+            return None, None, "; ".join(reasons)
         return "gpu", sum(r.avg_power_w for r in ranks), None
     lacking = [h.host for h in hosts if h.cpu_power_w is None]
     if lacking or not hosts:

@@ -28,7 +28,7 @@ from bench.schema.record import CommBytes
 from bench.schema.spec import DebugKnobs, RunSpec, TelemetrySpec
 from fsdp_core.comm_counter import CommCounter
 from fsdp_core.data import local_batch
-from fsdp_core.metrics import StepTimer, memory_snapshot, node_name, reset_peak_memory
+from fsdp_core.metrics import StepTimer, memory_snapshot, node_name, reset_peak_memory, synchronize
 from fsdp_core.precision import after_optimizer_step
 from fsdp_core.telemetry import Sampler, prepare_sampler
 
@@ -109,7 +109,7 @@ def run_loop(
     timer, counter = StepTimer(device), CommCounter()
     losses: list[torch.Tensor] = []
     rank = dist.get_rank()
-    window_start, load_before = None, 0.0
+    window_start, load_before, counts_at_start = None, 0.0, None
     sampler = telemetry_sampler(spec.telemetry, device, rank)
     skipped = None  # fp16: timed steps the gradient scaler skipped, counted on its device
     for step in range(start_step, train.steps):
@@ -119,7 +119,7 @@ def run_loop(
         timed = step >= train.warmup_steps
         if timed and window_start is None:
             load_before = os.getloadavg()[0]
-            window_start = start_timed_window(device, sampler)
+            window_start, counts_at_start = start_timed_window(device, sampler)
         if timed:
             timer.start()
         scale_before = scaler_scale(scaler) if timed and scaler is not None else None
@@ -142,8 +142,7 @@ def run_loop(
             hook.after_step(step)
     if hook is not None:
         hook.close()
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
+    synchronize(device)
     window = time.perf_counter() - window_start if window_start is not None else 0.0
     telemetry = sampler.stop() if sampler is not None and window_start is not None else None
     return LoopResult(
@@ -151,7 +150,7 @@ def run_loop(
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
         comm_bytes=CommBytes(**counter.snapshot()) if start_step < train.warmup_steps else None,  # the counted step ran
         timed_window_s=window,
-        memory=memory_snapshot(device),
+        memory=memory_snapshot(device, counts_at_start),
         telemetry=telemetry,
         busy_s=timer.busy_s(),
         load=(load_before, os.getloadavg()[0]),
@@ -166,16 +165,17 @@ def scaler_scale(scaler) -> torch.Tensor:
     return scale.detach().clone() if scale is not None else torch.tensor(scaler.get_scale())
 
 
-def start_timed_window(device: torch.device, sampler: Sampler | None = None) -> float:
+def start_timed_window(device: torch.device, sampler: Sampler | None = None) -> tuple[float, dict[str, int]]:
     """Open the timed window: the warm-up's queued device work finishes first (else it would be
-    timed), and the memory peak starts here (else model initialisation, warm-up and the eager
-    counting step would set it); so does the telemetry sampler's thread."""
-    if device.type == "cuda":
-        torch.cuda.synchronize(device)
-    reset_peak_memory(device)
+    timed), and the memory peak starts here, the allocator's cache released (else model
+    initialisation, warm-up and the eager counting step would set it); so does the telemetry
+    sampler's thread. Returns the window's start (host clock) and the allocator's counters then,
+    from which the window's own alloc_retries are counted (fsdp_core/metrics.py)."""
+    synchronize(device)
+    counts = reset_peak_memory(device)
     if sampler is not None:
         sampler.start()
-    return time.perf_counter()
+    return time.perf_counter(), counts
 
 
 def telemetry_sampler(telemetry: TelemetrySpec, device: torch.device, rank: int) -> Sampler | None:

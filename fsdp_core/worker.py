@@ -115,7 +115,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
             from fsdp_core.checkpoint import Checkpointer
 
             directory = checkpoint_location(train, point.point_dir)
-            checkpointer = Checkpointer(train, directory, point.point_id, model, optimizer, scaler, timeout)
+            checkpointer = Checkpointer(train, directory, point.point_id, model, optimizer, scaler, timeout, device)
         start_step = checkpointer.start() if checkpointer else 0
         loop = run_loop(model, optimizer, scaler, source, spec, device, hook=checkpointer, start_step=start_step)
         if checkpointer:

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # GPU check of the engine on a machine with one CUDA GPU, in under 8 minutes: six single-GPU points
-# through `python3 -m bench run` (NCCL, CUDA events, allocator statistics, compile, fp8, fp16, CPU
-# offload), then a table of tokens/s, MFU, HFU and peak memory read from their records.
-#   a. debug           bf16                                  (the path works at all)
-#   b. tinyllama-1.1b  bf16, torch.compile, seq 2048 x 2     (inductor on a ~1B model)
-#   c. llama2-7b       bf16, full AC, seq 4096 x 1, 6 steps  (~106 GiB: fits a 141 GB H200, not an
+# through `python3 -m bench run` (NCCL, CUDA events, allocator statistics, async checkpoints into
+# pinned memory, compile, fp8, fp16, CPU offload), then a table of tokens/s, MFU, HFU and peak
+# memory read from their records.
+#   a. debug           bf16, 2 async checkpoints             (the path works at all: first, cheapest)
+#   b. tinyllama-1.1b  bf16, torch.compile, seq 2048 x 2     (inductor on a ~1B model), 42 timed steps
+#   c. llama2-7b       bf16, full AC, seq 4096 x 1, 7 steps  (~106 GiB: fits a 141 GB H200, not an
 #                                                            80 GB H100, where it ends as `oom`: a result)
-#   d. tinyllama-1.1b  fp8 (torchao), seq 2048 x 2
-#   e. tinyllama-1.1b  fp16 (GradScaler), seq 2048 x 2
+#   d. tinyllama-1.1b  fp8 (torchao), torch.compile, as b    (b vs d: bf16 against fp8, both compiled;
+#                                                            torchao's float8 is slow without compile)
+#   e. tinyllama-1.1b  fp16 (GradScaler), seq 2048 x 2, 22 timed steps
 #   f. debug           bf16, train.cpu_offload=true
+# Timed windows: NVML's energy counter updates every ~100 ms or slower, so b-e time about 2 s or
+# more (energy per token within a few %); a and f (debug: launch-bound steps of a few ms) stay short
+# and their records say the counter did not advance, instead of 0 W.
 #
 # Made for the GPU test machine: no network, and a python3 (3.12) that already has CUDA torch but
 # not hydra-core, omegaconf, pydantic or torchao. A venv made from it would not see its torch, so
@@ -21,13 +26,14 @@
 #   RESULTS_DIR/logs/<point>.log  each run's output.
 # Environment: PYTHON (default python3) the interpreter with CUDA torch; FSDP_BENCH_GPU_CLUSTER a
 #   cluster preset instead of the one chosen from the GPU's name; FSDP_BENCH_GPU_CHECK_POINTS the
-#   points to run, by letter or label (e.g. "c d": a rerun of two points when device time is short);
+#   points to run, by letter or label (e.g. "b d": a rerun of the compiled points when device time is short);
 #   FSDP_BENCH_GPU_CHECK_DEADLINE_S the global deadline (default 480).
 # Dry run, for a CPU machine (touches no GPU, runs no point):
-#   FSDP_BENCH_GPU_CHECK_DRY=1       scripts/gpu_check.sh RESULTS   wheels + project install + configs
+#   FSDP_BENCH_GPU_CHECK_DRY=1       scripts/gpu_check.sh RESULTS   wheels + project install + imports + configs
 #   FSDP_BENCH_GPU_CHECK_DRY=config  scripts/gpu_check.sh RESULTS   configs only (needs no .whl/)
 #   It installs .whl/ into a temporary --target for CPython 3.12 with this machine's pip, builds the
-#   project, validates every point's config with .venv's python (FSDP_BENCH_GPU_CHECK_DRY_PYTHON
+#   project, imports every module a point loads with .venv's python and the wheels it can load
+#   (torchao, nvidia-ml-py), validates every point's config with it (FSDP_BENCH_GPU_CHECK_DRY_PYTHON
 #   to use another interpreter that has the project's dependencies), and prints the command lines
 #   and the time budget. Exit 0 when all is well, 2 otherwise.
 # Exit code: 0 when every point is ok; 1 when a point failed, timed out, was skipped or is invalid;
@@ -52,16 +58,24 @@ PYTHON=${PYTHON:-python3}
 WHEELS=.whl
 SITE=/tmp/fsdp-bench-site
 
-# label | outer timeout s | overrides (point values win over COMMON's). The timeouts add up to 450 s:
-# with ~20-30 s of setup they fit the deadline, and typical runs take a fraction of them. Point b
-# has 3 warm-up steps so that compilation stays out of the timed steps.
+# label | outer timeout s | overrides (point values win over COMMON's). The timeouts add up to 450 s.
+# Setup (pip installs, the import check: ~20-40 s) and the table's 15 s bring the worst case above
+# the 480 s deadline: the last point (f) is then skipped and shown as skipped; typical runs take a
+# fraction of their timeouts. Against the first version (a 60, b 130, c 100, d 60, e 55, f 45):
+# d runs compiled (60 -> 115 s: its own compilation, like b's); b (130 -> 115), c (100 -> 80),
+# e (55 -> 45), f (45 -> 40) and a (60 -> 55) shrink to pay for it. a stays the first, cheapest
+# point (a broken machine fails it within seconds), but its clock (the outer timeout less 25 s of
+# start-up) must hold a cold start's first dynamo import, cuBLAS/NCCL set-up and two async saves
+# into freshly pinned memory: 30 s of point timeout, not less. Points b and d have 3 warm-up steps
+# so that compilation stays out of the timed steps, and 42 timed steps, so that the faster fp8 one
+# still times about 2 s. After a real run, set these from the logs' "exit N after S s" lines.
 POINTS=(
-  "a-debug-bf16|60|model=debug precision=bf16"
-  "b-tinyllama-bf16-compile|130|model=tinyllama-1.1b precision=bf16 train.compile=true train.seq_len=2048 train.micro_batch=2 train.warmup_steps=3"
-  "c-llama2-7b-bf16-ac|100|model=llama2-7b precision=bf16 train.activation_checkpointing=full train.seq_len=4096 train.micro_batch=1 train.steps=6"
-  "d-tinyllama-fp8|60|model=tinyllama-1.1b precision=fp8 train.seq_len=2048 train.micro_batch=2"
-  "e-tinyllama-fp16|55|model=tinyllama-1.1b precision=fp16 train.seq_len=2048 train.micro_batch=2"
-  "f-debug-bf16-offload|45|model=debug precision=bf16 train.cpu_offload=true"
+  "a-debug-bf16|55|model=debug precision=bf16 train.checkpoint=async train.checkpoint_every=3"
+  "b-tinyllama-bf16-compile|115|model=tinyllama-1.1b precision=bf16 train.compile=true train.seq_len=2048 train.micro_batch=2 train.warmup_steps=3 train.steps=45"
+  "c-llama2-7b-bf16-ac|80|model=llama2-7b precision=bf16 train.activation_checkpointing=full train.seq_len=4096 train.micro_batch=1 train.steps=7"
+  "d-tinyllama-fp8-compile|115|model=tinyllama-1.1b precision=fp8 train.compile=true train.seq_len=2048 train.micro_batch=2 train.warmup_steps=3 train.steps=45"
+  "e-tinyllama-fp16|45|model=tinyllama-1.1b precision=fp16 train.seq_len=2048 train.micro_batch=2 train.steps=24"
+  "f-debug-bf16-offload|40|model=debug precision=bf16 train.cpu_offload=true"
 )
 
 fail() { echo "error: $*" >&2; exit 2; }
@@ -198,6 +212,14 @@ if [[ -n $DRY ]]; then
       --target "$tmp/project" .) || fail "the project does not build without network (setuptools, --no-build-isolation)"
     dirs=("$tmp"/project/*/) dirs=("${dirs[@]%/}") dirs=("${dirs[@]##*/}")
     echo "  installed: ${dirs[*]}; $(find "$tmp/project/sweeps" -name '*.yaml' | wc -l) config files"
+    echo "== 1c. every module a point loads imports here ($VENV_PY, with the wheels it can load)"
+    # torchao (cp310-abi3) and nvidia-ml-py (pure) load under this machine's Python too, so an
+    # import-time failure of the worker, checkpointing, compile or fp8 shows here, not on the GPU.
+    # The cp312 pydantic-core and PyYAML wheels load only on the GPU machine: $VENV_PY has its own.
+    "$VENV_PY" -m pip install -q --no-index --no-deps --no-compile --target "$tmp/here" \
+      "$WHEELS"/torchao-*.whl "$WHEELS"/nvidia_ml_py-*.whl || fail "torchao and nvidia-ml-py do not install for $VENV_PY"
+    PYTHONPATH="$tmp/here:$PWD" "$VENV_PY" scripts/gpu_check_table.py env --imports-only \
+      | sed 's/^/  /' || fail "a module a point loads does not import (above)"
   fi
   echo "== 2. every point's config composes and validates ($VENV_PY)"
   points_tsv | "$VENV_PY" scripts/gpu_check_table.py validate - || fail "a point's config is invalid (above)"
@@ -205,7 +227,7 @@ if [[ -n $DRY ]]; then
   echo "  rm -rf $SITE"
   echo "  $(printf '%q ' "${INSTALL[@]}")$WHEELS/*.whl ."
   echo "  export PYTHONPATH=$SITE PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
-  echo "  $PYTHON scripts/gpu_check_table.py env   (imports, GPU, torchao, C compiler)"
+  echo "  $PYTHON scripts/gpu_check_table.py env   (every module a point loads, GPU, C compiler, staging, NVML)"
   echo "  $PYTHON scripts/gpu_check_table.py validate - --plan-out $RESULTS/plan.tsv"
   print_plan
   echo "DRY RUN OK"
@@ -227,7 +249,8 @@ export PYTHONPATH=$SITE${PYTHONPATH:+:$PYTHONPATH}
 # Fewer, larger allocator segments: the 7B point's optimizer step runs close to the memory limit.
 export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}
 
-# Every import the points need, once, so a missing package is one clear line, not six failures.
+# Every import the points need, once, so a missing package is one clear line, not six failures; a
+# feature's module that fails (torchao, say) is reported, and only the points that need it fail.
 "$PYTHON" scripts/gpu_check_table.py env || fail "a package the points need does not import (above)"
 echo "GPU: ${gpu:-unknown}; cluster preset: $CLUSTER; results: $RESULTS"
 mkdir -p "$RESULTS/logs"

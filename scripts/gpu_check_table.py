@@ -7,10 +7,14 @@
         point; PLAN gets `label<TAB>point_id<TAB>reason` (point_id `-` when invalid).
         Exit 0 when every point is valid, 2 otherwise.
 
-    gpu_check_table.py env
-        On the GPU machine, after the installs: imports every package the points need and prints
-        versions, the GPU, torchao (fp8) and whether triton finds a C compiler (train.compile).
-        Exit 1 when a required package does not import; torchao is only reported.
+    gpu_check_table.py env [--imports-only]
+        On the GPU machine, after the installs: imports every package and every module a point
+        loads (the worker, checkpointing, compile, torchao's float8, NVML), each on its own, and
+        prints versions, the GPU, whether triton's C compiler builds a CPython extension
+        (train.compile), the checkpoint staging torch offers and how often NVML's energy counter
+        updates. Exit 1 when what every point needs does not import; a feature's module that fails
+        is reported and the points that need it fail on their own. --imports-only (the dry run, on a
+        CPU machine): no GPU or NVML is touched, and any module that does not import exits 1.
 
     gpu_check_table.py table RESULTS [--plan PLAN] [--outcomes OUTCOMES] [--out table.md]
         One markdown row per point of PLAN (in plan order), measured peak memory beside the
@@ -100,10 +104,114 @@ REQUIRED = {
 }
 
 
-def env() -> int:
+# Every module a point loads beyond REQUIRED, with what needs it: an import that fails here would
+# fail each such point after its start-up, so it shows before any point spends device time.
+POINT_MODULES = {
+    "fsdp_core.worker": "every point (train, comm_counter, metrics, parallelize, precision, preflight, telemetry)",
+    "fsdp_core.checkpoint": "train.checkpoint",
+    "torch.distributed.checkpoint": "train.checkpoint",
+    "torch.distributed.checkpoint.staging": "train.checkpoint=async (pinned staging)",
+    "torch.distributed.checkpoint._fsspec_filesystem": "train.checkpoint_dir as a URL (fsspec)",
+    "torch.distributed.algorithms._checkpoint.checkpoint_wrapper": "train.activation_checkpointing",
+    "fsdp_core.op_sac": "train.activation_checkpointing=selective_op",
+    "torch.distributed.fsdp.sharded_grad_scaler": "precision=fp16",
+    "fsdp_core.compile_stats": "train.compile",
+    "torch._inductor.compile_fx": "train.compile",
+    "torchao.float8": "precision=fp8",
+    "pynvml": "telemetry's NVML readers",
+}
+EVERY_POINT = "fsdp_core.worker"
+# Names a point calls in these modules (an old or new release may lack one).
+POINT_NAMES = {
+    "torchao.float8": ("convert_to_float8_training", "Float8LinearConfig", "precompute_float8_dynamic_scale_for_fsdp"),
+    "torch.distributed.checkpoint": ("async_save", "save", "load", "FileSystemWriter"),
+}
+# What triton compiles for its launcher: a CPython extension (train.compile on CUDA).
+C_PROBE = """#include <Python.h>
+static struct PyModuleDef probe = {PyModuleDef_HEAD_INIT, "probe", NULL, -1, NULL};
+PyMODINIT_FUNC PyInit_probe(void) { return PyModule_Create(&probe); }
+"""
+
+
+def import_problems(modules: dict[str, str] = POINT_MODULES) -> dict[str, str]:
+    """module -> why it cannot be used (its import error, or a name a point calls that it lacks);
+    every module is tried, so all failures show at once."""
+    import importlib
+
+    problems = {}
+    for module in modules:
+        try:
+            loaded = importlib.import_module(module)
+        except Exception as exc:  # any import failure is the same answer: not usable
+            problems[module] = f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+            continue
+        lacking = [name for name in POINT_NAMES.get(module, ()) if not hasattr(loaded, name)]
+        if lacking:
+            problems[module] = f"has no {', '.join(lacking)}"
+    return problems
+
+
+def c_compiler() -> str | None:
+    """The C compiler triton uses (python/triton/runtime/build.py): $CC, else gcc, else clang (not `cc`)."""
+    import os
+    import shutil
+
+    return os.environ.get("CC") or shutil.which("gcc") or shutil.which("clang")
+
+
+def python_include() -> Path:
+    """Where Python.h is for this interpreter, as triton looks (Debian's posix_local scheme mapped)."""
+    import sysconfig
+
+    scheme = sysconfig.get_default_scheme()
+    scheme = "posix_prefix" if scheme == "posix_local" else scheme
+    return Path(sysconfig.get_paths(scheme=scheme)["include"])
+
+
+def compiler_check() -> tuple[bool, str]:
+    """(ok, one line): whether this machine builds a CPython extension as triton does for train.compile."""
+    import subprocess
+    import tempfile
+
+    cc, include = c_compiler(), python_include()
+    if cc is None:
+        return False, "no C compiler ($CC, gcc or clang): triton cannot build its launcher"
+    if not (include / "Python.h").is_file():
+        return False, f"no {include / 'Python.h'} (the Python headers): triton cannot build its launcher"
+    with tempfile.TemporaryDirectory() as tmp:
+        source, target = Path(tmp) / "probe.c", Path(tmp) / "probe.so"
+        source.write_text(C_PROBE)
+        command = [cc, str(source), "-O3", "-shared", "-fPIC", f"-I{include}", "-o", str(target)]
+        try:
+            proc = subprocess.run(command, capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return False, f"{cc} did not run ({type(exc).__name__}: {exc})"
+        if proc.returncode != 0 or not target.is_file():
+            first = next((line for line in proc.stderr.splitlines() if line.strip()), f"exit {proc.returncode}")
+            return False, f"{cc} cannot build a CPython extension: {first}"
+    return True, f"{cc} builds a CPython extension with {include / 'Python.h'}"
+
+
+def staging_line() -> str:
+    """Which async-checkpoint staging this torch gives the engine (fsdp_core/checkpoint_staging.py):
+    DCP's DefaultStager, and whether one stager can stage twice (torch 2.11's cannot)."""
+    try:
+        from fsdp_core import checkpoint_staging
+    except Exception as exc:  # its import failure is fsdp_core.checkpoint's, reported above
+        return f"checkpoint staging: unknown ({type(exc).__name__}: {exc})"
+    if checkpoint_staging.stager_classes() is None:
+        return "checkpoint staging: this torch has no DefaultStager: the writer stages into pageable memory"
+    if checkpoint_staging.reusable():
+        return "checkpoint staging: DefaultStager, one stager stages twice (pinned buffers reused across saves)"
+    return "checkpoint staging: DefaultStager stages once (a new stager and new pinned buffers each save)"
+
+
+def env(imports_only: bool = False) -> int:
+    """Print what the points need and whether it is there. Exit 1 when what every point needs does
+    not import; with imports_only (the dry run, on a machine without a GPU) also when any module a
+    point loads does not, and the GPU and NVML are not touched."""
     import importlib
     import importlib.metadata
-    import shutil
 
     versions, missing = {}, []
     for module, dist in REQUIRED.items():
@@ -122,16 +230,52 @@ def env() -> int:
         return 1
     import torch
 
-    name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "(no CUDA device)"
-    print(f"cuda {torch.version.cuda}, {torch.cuda.device_count()} device(s): {name}")
+    problems = import_problems()
+    for module, needed_by in POINT_MODULES.items():
+        state = f"FAILS ({problems[module]})" if module in problems else "ok"
+        print(f"import {module}: {state}  [{needed_by}]")
+    for dist in ("torchao", "nvidia-ml-py"):
+        try:
+            print(dist, importlib.metadata.version(dist))
+        except importlib.metadata.PackageNotFoundError:
+            print(dist, "not installed")
+    if not imports_only:
+        name = torch.cuda.get_device_name(0) if torch.cuda.is_available() else "(no CUDA device)"
+        print(f"cuda {torch.version.cuda}, {torch.cuda.device_count()} device(s): {name}")
+    gpu = torch.cuda.is_available() and not imports_only
     try:
-        import torchao
+        import triton
 
-        print("torchao", torchao.__version__)
-    except Exception as exc:  # the fp8 point then fails and its record says why
-        print(f"torchao does not import ({type(exc).__name__}: {exc}): the fp8 point will fail")
-    print("C compiler for triton (train.compile):", shutil.which("cc") or shutil.which("gcc") or "none found")
-    return 0
+        print("triton", triton.__version__)
+    except ImportError:
+        print("triton: not installed" + (": train.compile points will fail" if gpu else " (needed only on a GPU)"))
+    ok, line = compiler_check()
+    print("C compiler for triton (train.compile):", line if ok else f"FAILS: {line}")
+    print(staging_line())
+    from fsdp_core.comm_counter import MISSING_OPS
+
+    if MISSING_OPS:
+        print(f"comm counter: this torch lacks {', '.join(MISSING_OPS)} (those collectives are not counted)")
+    if gpu:
+        from fsdp_core.telemetry_readers import nvml_energy_update_period
+
+        print(nvml_energy_update_period({"uuid": str(torch.cuda.get_device_properties(0).uuid)}))
+    failing, line = import_verdict(problems, imports_only)
+    if line:
+        print(line)
+    return 1 if failing else 0
+
+
+def import_verdict(problems: dict[str, str], imports_only: bool) -> tuple[list[str], str]:
+    """(the modules that fail the check, its closing line). On the GPU machine only what every point
+    needs fails it: a feature's module that does not import fails just the points that use it, and
+    the others still measure; the dry run fails on any, so it is fixed before device time is spent."""
+    failing = [m for m in problems if imports_only or m == EVERY_POINT]
+    if failing:
+        return failing, "does not import: " + "; ".join(f"{m} ({problems[m]})" for m in failing)
+    if problems:
+        return [], f"WARNING: the points that need {', '.join(problems)} will fail (above); the others run"
+    return [], ""
 
 
 # ------------------------------------------------------------------------------------------- table
@@ -189,9 +333,22 @@ def planned_peak(record: dict) -> dict[str, Any]:
         return {}
 
 
+# The note of an fp8 point run without torch.compile, so its row is not read as bf16 against fp8.
+FP8_EAGER_NOTE = "fp8 eager: torchao float8 is not fast without torch.compile; not a speed comparison"
+
+
+def spec_train(record: dict) -> dict:
+    """The record's train settings (a record that did not validate is read as it is, any version)."""
+    spec = record.get("spec") or {}
+    train = spec.get("train")
+    return train if isinstance(train, dict) else spec
+
+
 def record_row(label: str, record: dict) -> dict[str, str]:
     planned = planned_peak(record)
     note = record.get("error") or get(record, "notes", "mfu") or record.get("_problem")
+    if get(record, "spec", "precision") == "fp8" and not spec_train(record).get("compile"):
+        note = f"{FP8_EAGER_NOTE}; {note}" if note else FP8_EAGER_NOTE
     return {
         "point": label,
         "status": record.get("status") or "-",
@@ -210,7 +367,7 @@ def empty_row(label: str, status: str, note: str) -> dict[str, str]:
 
 def default_label(record: dict) -> str:
     spec = record.get("spec") or {}
-    train = spec.get("train") or spec  # a record that did not validate is shown as read (any version)
+    train = spec_train(record)
     model = spec.get("model")
     parts = [model.get("name") if isinstance(model, dict) else model, spec.get("precision")]
     parts += ["compile" if train.get("compile") else None, "offload" if train.get("cpu_offload") else None]
@@ -299,7 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     v = sub.add_parser("validate", help="compose and validate the check's points")
     v.add_argument("points", help="label<TAB>overrides lines, or - for stdin")
     v.add_argument("--plan-out", type=Path)
-    sub.add_parser("env", help="check the imports the points need (GPU machine)")
+    e = sub.add_parser("env", help="check the imports the points need (GPU machine)")
+    e.add_argument("--imports-only", action="store_true", help="dry run: no GPU or NVML; any failed import fails")
     t = sub.add_parser("table", help="the markdown table of the check's records")
     t.add_argument("results", type=Path)
     t.add_argument("--plan", type=Path)
@@ -309,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "validate":
         return validate(read_tsv(args.points), args.plan_out)
     if args.command == "env":
-        return env()
+        return env(args.imports_only)
     return table(args.results, args.plan, args.outcomes, args.out)
 
 

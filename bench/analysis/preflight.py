@@ -83,6 +83,12 @@ def from_measurements(
     record.measured_links = measured_links(record)
     if spec.device_type == "cpu":
         record.notes["matmul"] = "CPU matmuls are capped at 2 GFLOP each (the token dimension shrinks)"
+    fp8 = sorted({name for r in ranks for name, dtype in r.matmul_dtype_by_shape.items() if dtype.startswith("float8")})
+    if fp8:
+        record.notes["matmul"] = (
+            f"fp8 (torch._scaled_mm, as torchao's Float8Linear) for {', '.join(fp8)}; the other shapes in the "
+            "compute dtype: the rate is the point's mix, not a bf16 rate"
+        )
     return record
 
 
@@ -103,6 +109,7 @@ def _rank_device(raw: RankMeasurements) -> RankDevice:
         matmul_best_s=sum(min(m.seconds) for m in raw.matmul.values()),
         matmul_tflops=sum(flops.values()) / total_s / 1e12,
         matmul_tflops_by_shape={name: flops[name] / seconds[name] / 1e12 for name in seconds},
+        matmul_dtype_by_shape={name: m.dtype for name, m in raw.matmul.items() if m.dtype},
         memory_gbps=raw.memory_gbps,
     )
 

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import statistics
+import typing
 from collections.abc import Iterable
 
 from pydantic import ConfigDict, Field
 
 from bench.schema.base import Strict
 from bench.schema.spec import CheckpointMode
+
+# Where an async save's state was staged in host memory (fsdp_core/checkpoint_staging.py), from the best
+# to the most degraded; the record holds the most degraded of any rank's (a rank whose pinning failed shows).
+Staging = typing.Literal["pinned", "pinned-per-save", "pageable", "writer", "pinning-failed"]
+STAGINGS: tuple[Staging, ...] = typing.get_args(Staging)
 
 
 class CheckpointSave(Strict):
@@ -47,6 +53,14 @@ class CheckpointMetrics(Strict):
     every: int
     dir: str
     saves: list[CheckpointSave] = Field(default_factory=list)
+    staging: Staging | None = Field(
+        None,
+        description="async: where the saves staged the state in host memory: pinned (DCP's DefaultStager, pinned "
+        "buffers reused by every save), pinned-per-save (a torch whose DefaultStager stages once: new pinned "
+        "buffers each save), pageable (no GPU: nothing to pin), writer (a torch without DefaultStager: the writer "
+        "copies into new pageable memory each save), pinning-failed (a rank could not pin its copy and staged into "
+        "pageable memory); null: sync or no saves, or records from before it was recorded",
+    )
     blocked_s: float = 0.0
     bookkeeping_s: float | None = Field(None, description="the saves' bookkeeping_s, summed")
     write_bytes_per_s: float | None = Field(

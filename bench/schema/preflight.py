@@ -27,6 +27,9 @@ class MatmulTiming(Strict):
     seconds: list[float] = Field(default_factory=list)
     flops: float
     shape: list[int] = Field(default_factory=list)  # m, k, n
+    # The operands' dtype as torch names it ("bfloat16", "float8_e4m3fn": an fp8 point's converted
+    # linears); None in measurements written before it was recorded (the compute dtype then).
+    dtype: str | None = None
 
 
 class CollectiveTiming(Strict):
@@ -74,6 +77,9 @@ class RankDevice(Strict):
     matmul_best_s: float  # the same from each shape's fastest repetition (the straggler measure)
     matmul_tflops: float
     matmul_tflops_by_shape: dict[str, float] = Field(default_factory=dict)
+    # shape -> the dtype it was timed in (fp8 points time their converted linears in fp8); empty in
+    # records written before it was recorded.
+    matmul_dtype_by_shape: dict[str, str] = Field(default_factory=dict)
     memory_gbps: float | None = None
 
     @property

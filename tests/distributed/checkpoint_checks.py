@@ -43,7 +43,7 @@ def trainer(strategy="full_shard", nodes=1, mode="sync", directory="", model_nam
     spec = checkpointed(strategy, nodes, mode, model_name, steps)
     model = build_point(spec)
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.train.lr, weight_decay=0.1, foreach=True)
-    return model, optimizer, Checkpointer(spec.train, directory, "", model, optimizer, None, TIMEOUT)
+    return model, optimizer, Checkpointer(spec.train, directory, "", model, optimizer, None, TIMEOUT, CPU)
 
 
 def run_steps(model, optimizer, steps: range) -> list[float]:
@@ -64,13 +64,17 @@ def full_state(model, optimizer) -> dict[str, torch.Tensor]:
 
 
 def continuity_report(mode: str, directory: str) -> dict:
-    """Train 2 steps, save, train 2 more (the uninterrupted run); a fresh model loaded from the save
-    trains the same 2 steps. Async: training goes on while the save is written, so the checkpoint
-    must hold the state staged at save time, not what the later steps made of it. The losses are
+    """Train 2 steps with a save after each, train 2 more (the uninterrupted run); a fresh model
+    loaded from the second save trains the same 2 steps. Async: training goes on while the save is
+    written, so the checkpoint must hold the state staged at save time, not what the later steps made
+    of it; and the second save staged into the buffers the first one used (one stager per
+    checkpointer, fsdp_core/checkpoint_staging.py), which must hold the second state. The losses are
     this rank's (its rows of the global batch); the engine records their mean over ranks."""
     model, optimizer, ckpt = trainer(mode=mode, directory=directory)
     ckpt.start()
-    run_steps(model, optimizer, range(0, 2))
+    run_steps(model, optimizer, range(0, 1))
+    ckpt.after_step(0)
+    run_steps(model, optimizer, range(1, 2))
     ckpt.after_step(1)
     uninterrupted = run_steps(model, optimizer, range(2, 4))
     ckpt.close()
@@ -79,9 +83,10 @@ def continuity_report(mode: str, directory: str) -> dict:
     loader.load_from(checkpoint.join(directory, marker.folder))
     continued = run_steps(fresh, fresh_optimizer, range(2, 4))
     ckpt.finish()  # the worker's end of a point: every rank loads the step rank 0 marked, then rank 0 prunes
-    save = ckpt.summary(CPU).saves[0].model_dump(mode="json")
-    return {"uninterrupted": uninterrupted, "continued": continued, "marker_step": marker.step, "save": save,
-            "end_load_step": ckpt.load.step}  # fmt: skip
+    summary = ckpt.summary(CPU)
+    return {"uninterrupted": uninterrupted, "continued": continued, "marker_step": marker.step,
+            "save": summary.saves[-1].model_dump(mode="json"), "saves": len(summary.saves),
+            "staging": summary.staging, "end_load_step": ckpt.load.step}  # fmt: skip
 
 
 def bytes_report(mode: str, directory: str, model_name: str = "tiny") -> dict:
@@ -183,7 +188,7 @@ def bookkeeping_report(mode: str, directory: str, seconds: float) -> dict:
     spec = checkpointed(mode=mode, steps=4, warmup_steps=2, telemetry=TelemetrySpec(enabled=False))
     model = build_point(spec)
     optimizer = torch.optim.AdamW(model.parameters(), lr=spec.train.lr, weight_decay=0.1, foreach=True)
-    ckpt = Checkpointer(spec.train, directory, "p", model, optimizer, None, TIMEOUT)
+    ckpt = Checkpointer(spec.train, directory, "p", model, optimizer, None, TIMEOUT, CPU)
     checkpoint.set_listener(SlowListener(seconds))
     try:
         ckpt.start()

@@ -71,6 +71,8 @@ def test_a_loaded_checkpoint_continues_with_the_uninterrupted_losses_bit_exactly
         assert run["marker_step"] == run["end_load_step"] == 1
         assert run["continued"] == run["uninterrupted"], f"rank {rank}"
         assert len(run["uninterrupted"]) == 2
+        assert run["saves"] == 2  # the second staged into the first's buffers (async): the load proves them
+        assert run["staging"] == ("pageable" if mode == "async" else None)  # CPU: DefaultStager, nothing to pin
     save = rank_reports[0][f"continuity_{mode}"]["save"]
     assert (save["staging_s"] is None) == (mode == "sync")
     assert save["durable_s"] > 0 and save["blocked_s"] > 0
@@ -160,6 +162,8 @@ def test_engine_saves_record_the_closed_form_bytes_load_and_goodput(engine, labe
             assert save.staging_s is not None and save.staging_s <= save.blocked_s
         else:
             assert save.staging_s is None and save.durable_s <= save.blocked_s
+    # Async: staged by DCP's DefaultStager, whose buffers every save reuses (CPU: pageable, nothing to pin).
+    assert ckpt.staging == ("pageable" if spec.train.checkpoint == "async" else None)
     # The point's write bandwidth, stored by the ranks: the median of the saves' rates (each took time).
     assert ckpt.write_bytes_per_s == pytest.approx(statistics.median(s.write_bytes_per_s for s in ckpt.saves))
     assert ckpt.load.step == spec.train.steps - 1 and ckpt.load.bytes == ckpt.saves[-1].bytes

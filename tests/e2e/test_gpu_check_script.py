@@ -28,7 +28,7 @@ LABELS = (
     "a-debug-bf16",
     "b-tinyllama-bf16-compile",
     "c-llama2-7b-bf16-ac",
-    "d-tinyllama-fp8",
+    "d-tinyllama-fp8-compile",
     "e-tinyllama-fp16",
     "f-debug-bf16-offload",
 )
@@ -79,21 +79,34 @@ def test_dry_run_command_lines_merge_common_and_point_values(tmp_path):
     out = run_script(tmp_path / "res", FSDP_BENCH_GPU_CHECK_DRY="config").stdout
     results = str(tmp_path / "res")
     a = command_line(out, "a-debug-bf16")
-    assert a[:4] == ["timeout", "-k", "30", "60"]
+    assert a[:4] == ["timeout", "-k", "30", "55"]
     assert a[4:8] == ["python3", "-m", "bench", "run"]
     for item in ("nodes=1", "gpus_per_node=1", "cluster=h200-8x", "launcher=local", f"results_dir={results}",
                  "sweep.name=gpu_check", "train.steps=8", "train.warmup_steps=2", "model=debug",
-                 "precision=bf16", "sweep.point_timeout_s=35"):  # fmt: skip
+                 "precision=bf16", "sweep.point_timeout_s=30"):  # fmt: skip
         assert item in a
+    # The first GPU run exercises async saves into pinned memory: two saves (steps 3 and 6 of 6 timed).
+    assert {"train.checkpoint=async", "train.checkpoint_every=3"} <= set(a)
     assert a[-3:] == ["|", "tee", f"{results}/logs/a-debug-bf16.log"]
     b = command_line(out, "b-tinyllama-bf16-compile")
     assert "train.warmup_steps=3" in b and "train.warmup_steps=2" not in b  # the point's value wins
     assert "train.compile=true" in b
+    assert "train.steps=45" in b and "train.steps=8" not in b  # 42 timed steps: ~2 s for NVML's energy
     c = command_line(out, "c-llama2-7b-bf16-ac")
-    assert "train.steps=6" in c and "train.steps=8" not in c
+    assert "train.steps=7" in c and "train.steps=8" not in c
     assert {"model=llama2-7b", "train.activation_checkpointing=full", "train.seq_len=4096"} <= set(c)
-    assert "precision=fp8" in command_line(out, "d-tinyllama-fp8")
+    # fp8 runs compiled, in b's shape: b against d compares bf16 with fp8, both compiled.
+    d = command_line(out, "d-tinyllama-fp8-compile")
+    assert {"precision=fp8", "train.compile=true", "train.warmup_steps=3", "train.steps=45"} <= set(d)
+    same = ("model=", "train.", "sweep.point_timeout_s=")
+    assert [w for w in d if w.startswith(same)] == [w for w in b if w.startswith(same)]
+    assert "train.steps=24" in command_line(out, "e-tinyllama-fp16")
     assert "train.cpu_offload=true" in command_line(out, "f-debug-bf16-offload")
+    timeouts = {label: int(command_line(out, label)[3]) for label in LABELS}
+    assert timeouts == {
+        "a-debug-bf16": 55, "b-tinyllama-bf16-compile": 115, "c-llama2-7b-bf16-ac": 80,
+        "d-tinyllama-fp8-compile": 115, "e-tinyllama-fp16": 45, "f-debug-bf16-offload": 40,
+    }  # fmt: skip
     assert "worst case: 450 s of points" in out
     assert "global deadline 480 s" in out
 
@@ -102,7 +115,7 @@ def test_dry_run_fails_on_a_point_invalid_for_the_cluster(tmp_path):
     # An A100 preset has no FP8 tensor cores: the fp8 point does not validate, and the dry run says so.
     proc = run_script(tmp_path / "res", FSDP_BENCH_GPU_CHECK_DRY="config", FSDP_BENCH_GPU_CLUSTER="a100-8x")
     assert proc.returncode == 2
-    assert "INVALID d-tinyllama-fp8: precision: a100-8x's devices have no fp8 tensor cores" in proc.stdout
+    assert "INVALID d-tinyllama-fp8-compile: precision: a100-8x's devices have no fp8 tensor cores" in proc.stdout
     assert "  ok      a-debug-bf16" in proc.stdout
     assert "error: a point's config is invalid" in proc.stderr
 
@@ -112,7 +125,7 @@ def test_dry_run_point_selection(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "ok      c-llama2-7b-bf16-ac" in proc.stdout and "ok      e-tinyllama-fp16" in proc.stdout
     assert "a-debug-bf16" not in proc.stdout
-    assert "worst case: 155 s of points" in proc.stdout
+    assert "worst case: 125 s of points" in proc.stdout  # c 80 + e 45
     none = run_script(tmp_path / "res", FSDP_BENCH_GPU_CHECK_DRY="config", FSDP_BENCH_GPU_CHECK_POINTS="zz")
     assert none.returncode == 2 and "selects no point" in none.stderr
 
@@ -168,7 +181,34 @@ def test_full_dry_run_installs_the_wheels_for_python_312(tmp_path):
                  "pydantic_core-2.50.5", "torchao-0.17.0"):  # fmt: skip
         assert dist in installed
     assert "installed: bench" in proc.stdout and "sweeps" in proc.stdout  # the project built offline
+    # Every module a point loads imports under this machine's Python with the wheels it can load.
+    imports = proc.stdout.split("== 1c.")[1].split("== 2.")[0]
+    for module in ("fsdp_core.worker", "fsdp_core.checkpoint", "torch.distributed.checkpoint", "fsdp_core.op_sac",
+                   "fsdp_core.compile_stats", "torch._inductor.compile_fx", "torchao.float8", "pynvml"):  # fmt: skip
+        assert f"  import {module}: ok  [" in imports
+    assert "  torchao 0.17.0" in imports and "  nvidia-ml-py 13.615.71" in imports
+    assert "C compiler for triton (train.compile): " in imports and "builds a CPython extension with" in imports
+    # torch 2.13's DefaultStager stages twice (the 2.11 of the GPU image's stages once).
+    assert "checkpoint staging: DefaultStager, one stager stages twice (pinned buffers reused across saves)" in imports
+    assert "cuda " not in imports and "NVML energy counter" not in imports  # no GPU, no NVML touched
     assert "DRY RUN OK" in proc.stdout
+
+
+def test_the_import_check_names_every_module_that_fails(tmp_path):
+    # A module a point loads that does not import (a torchao whose import raises, first on the path)
+    # is named with its error and what needs it, the other modules still import, and the dry run's
+    # --imports-only exits 1 (the GPU run's verdict: tests/unit/test_gpu_check_logic.py).
+    shadow = tmp_path / "shadow" / "torchao"
+    shadow.mkdir(parents=True)
+    (shadow / "__init__.py").write_text("raise ImportError('made up: torchao is broken here')\n")
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path / 'shadow'}:{ROOT}"}
+    proc = subprocess.run(
+        [sys.executable, str(TABLE), "env", "--imports-only"], env=env, capture_output=True, text=True, timeout=240
+    )
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "import torchao.float8: FAILS (ImportError: made up: torchao is broken here)  [precision=fp8]" in proc.stdout
+    assert "import fsdp_core.worker: ok" in proc.stdout
+    assert "does not import: torchao.float8 (ImportError: made up: torchao is broken here)" in proc.stdout
 
 
 # ---------------------------------------------------------------------------------------- table

@@ -1,7 +1,8 @@
 """Telemetry's NVML path on a real GPU (marked `gpu`: skipped where no NVIDIA GPU is visible).
 
 What the CPU tests cannot show: nvidia-ml-py against a real driver, the device found by the UUID
-CUDA gives it, the energy counter over a real timed window, and energy per token in a record.
+CUDA gives it, the energy counter over a real timed window (about 2 s: long enough for its update
+period) and how often it updates, and energy per token in a record.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ def test_nvml_readers_sample_the_gpu():
     sampler = tm.Sampler(20, readers, {"rank": 0, "host": "here", "device": "cuda:0"})
     x = torch.randn(4096, 4096, device="cuda")
     sampler.start()
-    deadline = time.perf_counter() + 0.5
+    # 2 s: NVML's energy counter updates every ~100 ms or slower, so a shorter loop may not see it move.
+    deadline = time.perf_counter() + 2.0
     while time.perf_counter() < deadline:
         x = x @ x
         x = x / x.norm()
@@ -47,17 +49,32 @@ def _cluster() -> str:
     return "h200-8x" if "H200" in name.stdout else "a100-8x" if "A100" in name.stdout else "h100-8x"
 
 
+# `debug` steps are launch-bound (a few ms on an H200): 400 timed steps make a window of about 2 s or
+# more, long enough for NVML's energy counter (it updates every ~100 ms or slower) to advance.
+STEPS, WARMUP = 402, 2
+
+
 def test_a_gpu_point_records_energy_per_token(fsdp_bench, tmp_path):
     rc, out, err, records = fsdp_bench(
-        "run", "model=debug", "precision=bf16", f"cluster={_cluster()}", "train.steps=30", f"results_dir={tmp_path}",
-        results=tmp_path,
+        "run", "model=debug", "precision=bf16", f"cluster={_cluster()}", f"train.steps={STEPS}",
+        f"train.warmup_steps={WARMUP}", f"results_dir={tmp_path}", results=tmp_path,
     )  # fmt: skip
     assert rc == 0, out + err
     (record,) = records
     t = record.metrics.telemetry
     assert t.energy_source == "gpu" and t.energy_per_token_j > 0 and t.avg_power_w_per_device > 0, t.missing
-    assert t.energy_j == pytest.approx(t.energy_per_token_j * record.metrics.tokens_per_step * 28)
+    assert "gpu_energy_j" not in t.missing  # the counter advanced over this window
+    timed = STEPS - WARMUP
+    assert t.energy_j == pytest.approx(t.energy_per_token_j * record.metrics.tokens_per_step * timed)
     assert {"gpu_power_w", "gpu_energy_j", "gpu_mem_used_bytes", "util_pct"} <= set(t.signals)
     assert t.throttle_fraction is not None
     series = pd.read_parquet(tmp_path / record.sweep / record.point_id / t.sidecar)
     assert series["gpu_energy_j"].notna().sum() >= 2
+
+
+def test_the_energy_counter_updates_within_a_fraction_of_a_second():
+    torch = pytest.importorskip("torch")
+    line = rd.nvml_energy_update_period({"uuid": str(torch.cuda.get_device_properties(0).uuid)}, seconds=1.0)
+    assert line.startswith("NVML energy counter updates every ~"), line
+    period_ms = float(line.split("~")[1].split(" ms")[0])
+    assert 0 < period_ms <= 500  # the windows of the GPU check (>= 2 s) then see several updates

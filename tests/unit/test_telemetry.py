@@ -106,6 +106,51 @@ def test_a_rank_without_the_energy_counter_leaves_energy_per_token_null_with_the
     assert summary.per_rank[1].avg_power_w == pytest.approx(710.0)
 
 
+def test_an_energy_counter_that_did_not_advance_is_no_reading_not_zero_watts():
+    # A timed window shorter than NVML's update period: the counter is there but reads the same
+    # value throughout. That is not 0 J / 0 W, and not "counter unavailable" either.
+    payloads = _nvml_payloads()
+    columns = payloads[0]["columns"]
+    columns["t_s"] = [0.05 * i for i in range(6)]
+    columns["gpu_energy_j"] = [5000.0] * 6
+    summary = ts.summarize(payloads, tokens=1000, window_s=0.3, device_type="cuda")
+    flat = summary.per_rank[0]
+    assert flat.energy_j is None and flat.avg_power_w == pytest.approx(610.0)  # the sampled power's mean
+    assert flat.missing["gpu_energy_j"] == (
+        "the GPU energy counter did not advance over 0.25 s of samples (NVML updates it every ~100 ms or "
+        "slower): the timed window is too short to measure energy"
+    )
+    assert summary.missing["gpu_energy_j"] == f"rank 0: {flat.missing['gpu_energy_j']}"
+    assert summary.energy_per_token_j is None and summary.energy_j is None and summary.energy_source is None
+    assert summary.missing["energy_per_token_j"] == (
+        "GPU energy counter did not advance on rank(s) 0 (window 0.25 s; NVML updates it every ~100 ms or "
+        "slower: a longer timed window is needed)"
+    )
+    assert "unavailable" not in summary.missing["energy_per_token_j"]
+    assert summary.avg_power_w_per_device == pytest.approx((610.0 + 700.0) / 2)  # rank 1's counter: 700 W
+    # A counter-less rank beside a flat one: both reasons, each for its rank.
+    del payloads[1]["columns"]["gpu_energy_j"]
+    payloads[1]["missing"] = {"nvml.energy": "NVMLError_NotSupported: Not Supported"}
+    both = ts.summarize(payloads, tokens=1000, window_s=0.3, device_type="cuda")
+    assert both.missing["energy_per_token_j"].startswith(
+        "GPU energy counter unavailable on rank(s) 1; GPU energy counter did not advance on rank(s) 0 (window 0.25 s;"
+    )
+
+
+def test_the_update_period_of_a_counter_is_the_median_gap_between_its_changes():
+    # A clock in milliseconds (one tick per reading) and a counter that changes every 20 of them.
+    ticks = iter(range(10_000))
+    now = [0]
+
+    def clock() -> int:
+        now[0] = next(ticks)
+        return now[0]
+
+    period, changes = rd.update_period(lambda: now[0] // 20, 500, clock=clock)
+    assert (period, changes) == (20, 24)  # changes at 20, 40, ... 480 ms
+    assert rd.update_period(lambda: 7.0, 500, clock=iter(range(1000)).__next__) == (None, 0)  # never moved
+
+
 def _sysfs(root: Path, files: dict[str, str]) -> Path:
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
