@@ -19,8 +19,11 @@ of a point, `sweep.repeats`, are several runs of it). The conventions:
   whichever command computes it.
 
 The random draws depend only on the run lengths and the stream, never on the data or on what
-else is being bootstrapped: a report bootstraps thousands of cells in a few vectorised calls and
-still gets, for each cell, what `check` gets for that cell alone.
+else is being bootstrapped: a report bootstraps thousands of cells in a few vectorised calls, and
+`check` compares thousands of points in a few (`compare_many`), and each still gets, for each cell
+or point, what it would get for that one alone. Each resample's median is found by selection on the
+steps' ranks (one byte each for up to 255 steps), not as the median of gathered values: the same
+two middle values, the same numbers, a fraction of the memory traffic.
 """
 
 from __future__ import annotations
@@ -38,7 +41,9 @@ from bench.schema.spec import SERIES_DROPPED
 if TYPE_CHECKING:
     import numpy as np
 
-N_BOOT = 2000  # the 2.5 % and 97.5 % percentiles move by well under 1 % of the width between seeds
+# 2,000 resamples: reseeded, a 95 % interval's bounds move by a median 3 % of its width (at most 27 %,
+# where 2 runs of 3 steps leave the resampled medians a handful of values); docs/reports.md.
+N_BOOT = 2000
 CONFIDENCE = 0.95
 # The level as printed ("95"): every "95% CI" in a table or a message is formatted from CONFIDENCE.
 CONFIDENCE_PCT = f"{CONFIDENCE * 100:g}"
@@ -88,6 +93,114 @@ def _resample_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> tuple[
     return index.reshape(n_boot, -1), valid.reshape(n_boot, -1)
 
 
+# Runs of up to this many steps in all find their resamples' middles by counting (below); longer
+# ones by partitioning ranks, whose cost grows with the steps rather than with their square.
+_COUNTING_MAX_STEPS = 128
+
+
+@dataclass(frozen=True)
+class _RankPlan:
+    """A resampling plan as the median kernels read it (data-independent, cached with the plan).
+
+    `index` points at a step's position, or past the last step (a sentinel rank, which sorts last)
+    where the plan's slot is empty; `counts[b, i]` is how often resample b drew step i (for the
+    counting kernel); `low`/`high` are the order statistics whose mean is each resample's median
+    (equal for an odd count), one per resample.
+    """
+
+    index: np.ndarray  # (n_boot, slots)
+    counts: np.ndarray | None  # (n_boot, steps) float32, exact for counts below 2**24
+    low: np.ndarray  # (n_boot,)
+    high: np.ndarray
+    full: bool  # every slot filled: every resample has the same count, so one partition serves all
+
+
+@lru_cache(maxsize=256)
+def _rank_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> _RankPlan:
+    import numpy as np
+
+    index, valid = _resample_plan(lengths, stream, n_boot)
+    total = sum(lengths)
+    per_resample = valid.sum(axis=1)
+    counts = None
+    if total <= _COUNTING_MAX_STEPS:
+        counts = np.zeros((n_boot, total + 1), dtype=np.float32)
+        np.add.at(counts, (np.repeat(np.arange(n_boot), index.shape[1]), index.ravel()), valid.ravel())
+        counts = np.ascontiguousarray(counts[:, :total])
+    index = np.where(valid, index, total).astype(np.intp)
+    return _RankPlan(index, counts, (per_resample - 1) // 2, per_resample // 2, bool(valid.all()))
+
+
+def _rank_dtype(total: int):
+    """The smallest unsigned type that holds ranks 0..total (total itself is the empty slot's sentinel)."""
+    import numpy as np
+
+    return np.uint8 if total <= 0xFF else np.uint16 if total <= 0xFFFF else np.int64
+
+
+def _resampled_medians(data: np.ndarray, plan: _RankPlan) -> np.ndarray:
+    """(items, n_boot) pooled medians of `data`'s rows (items x total steps) resampled by `plan`.
+
+    Selection on ranks, not medians of gathered values: each row is sorted once and each resample's
+    two middle order statistics are found as ranks, which index the sorted row. The same numbers as
+    the median of the gathered values (the same two middle values, averaged the same way), several
+    times faster. Few steps (`_COUNTING_MAX_STEPS`): how many of a resample's draws rank at or below
+    each rank is one matrix product of the plan's draw counts with the rows' rank indicators, and
+    the k-th order statistic is the number of ranks whose count stays at or below k. More steps: the
+    plan's slots pick the rows' ranks (one byte each up to 255 steps) and a partition selects.
+    """
+    import numpy as np
+
+    items, total = data.shape
+    order = np.argsort(data, axis=1, kind="stable")
+    ordered = np.take_along_axis(data, order, axis=1)
+    out = np.empty((items, plan.index.shape[0]))
+    if plan.counts is not None:
+        ranks = np.argsort(order, axis=1)  # (items, steps): each step's rank in its row
+        below = np.arange(total)
+        chunk = max(1, _CHUNK_ELEMENTS // (plan.counts.shape[0] * total))
+        for start in range(0, items, chunk):
+            part = ranks[start : start + chunk]
+            indicators = (part[:, :, None] <= below).astype(np.float32)  # (chunk, step, rank)
+            at_or_below = plan.counts @ indicators.transpose(1, 0, 2).reshape(total, -1)
+            at_or_below = at_or_below.reshape(len(plan.counts), len(part), total)  # (n_boot, chunk, rank)
+            low = (at_or_below <= plan.low[:, None, None]).sum(axis=2).T
+            high = (at_or_below <= plan.high[:, None, None]).sum(axis=2).T
+            rows = ordered[start : start + chunk]
+            out[start : start + chunk] = (np.take_along_axis(rows, low, 1) + np.take_along_axis(rows, high, 1)) / 2
+        return out
+    dtype = _rank_dtype(total)
+    ranks = np.empty((items, total + 1), dtype=dtype)
+    np.put_along_axis(ranks, order, np.arange(total, dtype=dtype)[None, :], axis=1)
+    ranks[:, total] = total  # the sentinel of an empty slot: larger than every rank
+    chunk = max(1, _CHUNK_ELEMENTS // plan.index.size)
+    resample = np.arange(len(plan.low))
+    for start in range(0, items, chunk):
+        picked = ranks[start : start + chunk][:, plan.index]  # (chunk, n_boot, slots) ranks
+        rows = ordered[start : start + chunk]
+        if plan.full:
+            low_k, high_k = int(plan.low[0]), int(plan.high[0])
+            picked.partition(sorted({low_k, high_k}), axis=2)
+            low, high = picked[..., low_k], picked[..., high_k]
+        else:
+            picked.sort(axis=2)  # resamples of different counts: their middles sit at different places
+            low, high = picked[:, resample, plan.low], picked[:, resample, plan.high]
+        flat = rows.ravel()
+        base = (np.arange(len(rows)) * total)[:, None]
+        out[start : start + chunk] = (flat[base + low] + flat[base + high]) / 2
+    return out
+
+
+def _medians_of_gathered(data: np.ndarray, index: np.ndarray, valid: np.ndarray) -> np.ndarray:
+    """The median of the gathered values themselves: for rows holding a NaN (which np.median propagates)."""
+    import numpy as np
+
+    values = data[:, index]
+    if valid.all():
+        return np.median(values, axis=2)
+    return np.nanmedian(np.where(valid, values, np.nan), axis=2)
+
+
 def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: int = N_BOOT) -> np.ndarray:
     """(len(items), n_boot) bootstrap pooled medians; rows of empty items are NaN.
 
@@ -102,18 +215,16 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
         if arrays:
             groups.setdefault(tuple(len(a) for a in arrays), []).append((position, np.concatenate(arrays)))
     for lengths, members in groups.items():
-        index, valid = _resample_plan(lengths, stream, n_boot)
-        chunk = max(1, _CHUNK_ELEMENTS // index.size)
-        for start in range(0, len(members), chunk):
-            part = members[start : start + chunk]
-            data = np.stack([flat for _, flat in part])  # (chunk, total steps)
-            values = data[:, index]  # (chunk, n_boot, runs x width)
-            if not valid.all():
-                values = np.where(valid, values, np.nan)
-                medians = np.nanmedian(values, axis=2)
-            else:
-                medians = np.median(values, axis=2)
-            out[[position for position, _ in part]] = medians
+        positions = np.array([position for position, _ in members])
+        data = np.stack([flat for _, flat in members])  # (items, total steps)
+        finite = np.isfinite(data).all(axis=1)
+        if finite.all():
+            out[positions] = _resampled_medians(data, _rank_plan(lengths, stream, n_boot))
+            continue
+        plan = _resample_plan(lengths, stream, n_boot)
+        if finite.any():
+            out[positions[finite]] = _resampled_medians(data[finite], _rank_plan(lengths, stream, n_boot))
+        out[positions[~finite]] = _medians_of_gathered(data[~finite], *plan)
     return out
 
 
@@ -126,9 +237,13 @@ def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tup
     with np.errstate(all="ignore"):
         low = np.full(len(boot), np.nan)
         high = np.full(len(boot), np.nan)
-        rows = ~np.isnan(boot).all(axis=1)
-        if rows.any():
-            low[rows], high[rows] = np.nanpercentile(boot[rows], [tail, 100 - tail], axis=1)
+        nan = np.isnan(boot)
+        whole = ~nan.any(axis=1)  # np.percentile on these rows: nanpercentile's numbers, in one call
+        if whole.any():
+            low[whole], high[whole] = np.percentile(boot[whole], [tail, 100 - tail], axis=1)
+        partial = nan.any(axis=1) & ~nan.all(axis=1)
+        if partial.any():
+            low[partial], high[partial] = np.nanpercentile(boot[partial], [tail, 100 - tail], axis=1)
     return low, high
 
 
@@ -199,24 +314,75 @@ def compare_runs(baseline: Runs, current: Runs) -> Comparison:
 
     The interval is computed whatever the number of runs: callers decide whether it may gate.
     """
-    base, cur = clean_runs(baseline), clean_runs(current)
-    if not base or not cur:
+    return compare_many([(baseline, current)])[0]
+
+
+def compare_many(pairs: Sequence[tuple[Runs, Runs]]) -> list[Comparison]:
+    """compare_runs of every (baseline, current) pair, computed together: the same numbers as one
+    pair at a time (each pair's resamples depend only on its run lengths and the streams), with
+    the bootstraps of all pairs in a few vectorised calls and the U tests of samples of one size
+    in one call. `check` compares thousands of points this way."""
+    import numpy as np
+
+    sides = [(clean_runs(baseline), clean_runs(current)) for baseline, current in pairs]
+    if any(not base or not cur for base, cur in sides):
         raise ValueError("compare_runs: each side needs at least one step")
-    ratio, low, high = ratio_ci(cur, base, min_runs=1)
-    p_greater, p_less = shift_p_values(base, cur)
-    return Comparison(
-        baseline_median=pooled_median(base),
-        current_median=pooled_median(cur),
-        ratio=ratio,
-        ci_low=low,
-        ci_high=high,
-        p_greater=p_greater,
-        p_less=p_less,
-        n_baseline=sum(len(r) for r in base),
-        n_current=sum(len(r) for r in cur),
-        runs_baseline=len(base),
-        runs_current=len(cur),
-    )
+    numerators = bootstrap_medians([cur for _, cur in sides], NUMERATOR)
+    denominators = bootstrap_medians([base for base, _ in sides], DENOMINATOR)
+    lows, highs = ratio_interval(numerators, denominators, np.ones(len(sides)))
+    pooled = [(np.concatenate(base), np.concatenate(cur)) for base, cur in sides]
+    p_values = _shift_p_values_many(pooled)
+    comparisons = []
+    for (base, cur), (base_steps, cur_steps), low, high, (p_greater, p_less) in zip(
+        sides, pooled, lows, highs, p_values, strict=True
+    ):
+        base_median, cur_median = float(np.median(base_steps)), float(np.median(cur_steps))
+        comparisons.append(
+            Comparison(
+                baseline_median=base_median,
+                current_median=cur_median,
+                ratio=cur_median / base_median if base_median else float("nan"),
+                ci_low=float(low),
+                ci_high=float(high),
+                p_greater=p_greater,
+                p_less=p_less,
+                n_baseline=len(base_steps),
+                n_current=len(cur_steps),
+                runs_baseline=len(base),
+                runs_current=len(cur),
+            )
+        )
+    return comparisons
+
+
+# Above this many steps per side scipy's U test is the normal approximation whatever the ties
+# (scipy.stats._mannwhitneyu._mwu_choose_method), so samples of one size can be tested in one call
+# with each row's own tie correction: the p-values one call per pair gives.
+_ASYMPTOTIC_ABOVE = 8
+
+
+def _shift_p_values_many(pooled: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[float, float]]:
+    """shift_p_values of every (baseline steps, current steps) pair."""
+    import numpy as np
+    from scipy.stats import mannwhitneyu
+
+    out: list[tuple[float, float] | None] = [None] * len(pooled)
+    batches: dict[tuple[int, int], list[int]] = {}
+    for position, (base, cur) in enumerate(pooled):
+        constant = np.all(base == base[0]) and np.all(cur == base[0])
+        finite = np.isfinite(base).all() and np.isfinite(cur).all()
+        if constant or not finite or min(len(base), len(cur)) <= _ASYMPTOTIC_ABOVE:
+            out[position] = shift_p_values([base], [cur])
+        else:
+            batches.setdefault((len(base), len(cur)), []).append(position)
+    for positions in batches.values():
+        base = np.stack([pooled[i][0] for i in positions])
+        cur = np.stack([pooled[i][1] for i in positions])
+        greater = mannwhitneyu(cur, base, alternative="greater", axis=1).pvalue
+        less = mannwhitneyu(cur, base, alternative="less", axis=1).pvalue
+        for position, p_greater, p_less in zip(positions, greater, less, strict=True):
+            out[position] = (float(p_greater), float(p_less))
+    return out  # type: ignore[return-value]
 
 
 def scaling_efficiency(tokens_per_s, baseline_tokens_per_s, nodes, baseline_nodes):

@@ -79,11 +79,11 @@ def test_dry_run_command_lines_merge_common_and_point_values(tmp_path):
     out = run_script(tmp_path / "res", FSDP_BENCH_GPU_CHECK_DRY="config").stdout
     results = str(tmp_path / "res")
     a = command_line(out, "a-debug-bf16")
-    assert a[:4] == ["timeout", "-k", "30", "40"]
+    assert a[:4] == ["timeout", "-k", "30", "55"]
     assert a[4:8] == ["python3", "-m", "bench", "run"]
     for item in ("nodes=1", "gpus_per_node=1", "cluster=h200-8x", "launcher=local", f"results_dir={results}",
                  "sweep.name=gpu_check", "train.steps=8", "train.warmup_steps=2", "model=debug",
-                 "precision=bf16", "sweep.point_timeout_s=15"):  # fmt: skip
+                 "precision=bf16", "sweep.point_timeout_s=30"):  # fmt: skip
         assert item in a
     # The first GPU run exercises async saves into pinned memory: two saves (steps 3 and 6 of 6 timed).
     assert {"train.checkpoint=async", "train.checkpoint_every=3"} <= set(a)
@@ -91,21 +91,21 @@ def test_dry_run_command_lines_merge_common_and_point_values(tmp_path):
     b = command_line(out, "b-tinyllama-bf16-compile")
     assert "train.warmup_steps=3" in b and "train.warmup_steps=2" not in b  # the point's value wins
     assert "train.compile=true" in b
-    assert "train.steps=35" in b and "train.steps=8" not in b  # 32 timed steps: ~2 s for NVML's energy
+    assert "train.steps=45" in b and "train.steps=8" not in b  # 42 timed steps: ~2 s for NVML's energy
     c = command_line(out, "c-llama2-7b-bf16-ac")
     assert "train.steps=7" in c and "train.steps=8" not in c
     assert {"model=llama2-7b", "train.activation_checkpointing=full", "train.seq_len=4096"} <= set(c)
     # fp8 runs compiled, in b's shape: b against d compares bf16 with fp8, both compiled.
     d = command_line(out, "d-tinyllama-fp8-compile")
-    assert {"precision=fp8", "train.compile=true", "train.warmup_steps=3", "train.steps=35"} <= set(d)
+    assert {"precision=fp8", "train.compile=true", "train.warmup_steps=3", "train.steps=45"} <= set(d)
     same = ("model=", "train.", "sweep.point_timeout_s=")
     assert [w for w in d if w.startswith(same)] == [w for w in b if w.startswith(same)]
     assert "train.steps=24" in command_line(out, "e-tinyllama-fp16")
     assert "train.cpu_offload=true" in command_line(out, "f-debug-bf16-offload")
     timeouts = {label: int(command_line(out, label)[3]) for label in LABELS}
     assert timeouts == {
-        "a-debug-bf16": 40, "b-tinyllama-bf16-compile": 120, "c-llama2-7b-bf16-ac": 90,
-        "d-tinyllama-fp8-compile": 120, "e-tinyllama-fp16": 45, "f-debug-bf16-offload": 35,
+        "a-debug-bf16": 55, "b-tinyllama-bf16-compile": 115, "c-llama2-7b-bf16-ac": 80,
+        "d-tinyllama-fp8-compile": 115, "e-tinyllama-fp16": 45, "f-debug-bf16-offload": 40,
     }  # fmt: skip
     assert "worst case: 450 s of points" in out
     assert "global deadline 480 s" in out
@@ -125,7 +125,7 @@ def test_dry_run_point_selection(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "ok      c-llama2-7b-bf16-ac" in proc.stdout and "ok      e-tinyllama-fp16" in proc.stdout
     assert "a-debug-bf16" not in proc.stdout
-    assert "worst case: 135 s of points" in proc.stdout  # c 90 + e 45
+    assert "worst case: 125 s of points" in proc.stdout  # c 80 + e 45
     none = run_script(tmp_path / "res", FSDP_BENCH_GPU_CHECK_DRY="config", FSDP_BENCH_GPU_CHECK_POINTS="zz")
     assert none.returncode == 2 and "selects no point" in none.stderr
 

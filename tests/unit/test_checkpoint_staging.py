@@ -102,3 +102,22 @@ def test_the_record_holds_the_most_degraded_staging_last():
         assert CheckpointMetrics(mode="async", every=1, dir="d", staging=staging).staging == staging
     with pytest.raises(ValueError, match="staging"):
         CheckpointMetrics(mode="async", every=1, dir="d", staging="unpinned")
+
+
+def test_a_save_with_its_own_stager_keeps_the_writer_from_copying_ahead(monkeypatch, tmp_path):
+    # With a stager of its own, the writer would otherwise copy ahead from the device in its upload
+    # thread, synchronising that thread's current GPU (0) with the training loop every 10 MB.
+    import types
+
+    import fsdp_core.checkpoint as checkpoint
+
+    saves = []
+    monkeypatch.setattr(checkpoint.dcp, "async_save", lambda state, **kwargs: saves.append(kwargs) or "upload")
+    owner = types.SimpleNamespace(_staging=AsyncStaging(CPU, rank=0), group="checkpoint group")
+    assert checkpoint.Checkpointer._stage_and_upload(owner, {"w": torch.ones(2)}, str(tmp_path / "step")) == "upload"
+    (kwargs,) = saves
+    assert kwargs["async_stager"] is owner._staging.stager() and kwargs["process_group"] == "checkpoint group"
+    assert kwargs["storage_writer"].per_thread_copy_ahead == 0
+    # Without a stager (a torch without DefaultStager) the writer stages, and turns copying ahead off itself.
+    plain = checkpoint.writer(str(tmp_path / "step"))
+    assert plain.per_thread_copy_ahead == 10_000_000

@@ -13,13 +13,21 @@ with the baseline's: a curve that diverged or a non-finite loss fails.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from bench.analysis.check.numerics import LOSS_RTOL, compare_curves, exact_rule
 from bench.analysis.check.points import PointData
 from bench.analysis.check.thresholds import COUNTERS, METRICS, TIMINGS, Threshold, Thresholds
-from bench.analysis.check.timings import TimingComparison, compare_timing_metric, has_timing, timing_runs
-from bench.analysis.stats import CONFIDENCE_PCT, MIN_RUNS
+from bench.analysis.check.timings import (
+    TimingComparison,
+    compare_samples,
+    compare_timing_metric,
+    has_timing,
+    samples_kind,
+    timing_runs,
+)
+from bench.analysis.stats import CONFIDENCE_PCT, MIN_RUNS, Comparison
 
 # Floats such as flops_per_token are products of integers: a relative 1e-9 absorbs rounding
 # in the JSON round trip and nothing else.
@@ -104,6 +112,7 @@ def compare(
     report = CheckReport(thresholds=thresholds.describe())
     ran = {p.key for p in current if p.status not in NOT_RUN}
     report.only_in_baseline = [p.label for p in baseline if p.key not in ran]
+    pairs = []
     for point in sorted(current, key=lambda p: p.label):
         base = base_by_key.get(point.key)
         if point.status in NOT_RUN:
@@ -111,13 +120,41 @@ def compare(
         if base is None or base.status != "ok":
             report.only_in_current.append(point.label)
             continue
-        report.matched += 1
+        pairs.append((base, point))
+    report.matched = len(pairs)
+    for (base, point), samples in zip(pairs, timing_comparisons(pairs), strict=True):
         report.findings.extend(
-            compare_point(base, point, thresholds, gate_timings=gate_timings, alpha=alpha, min_runs=min_runs)
+            compare_point(
+                base, point, thresholds, gate_timings=gate_timings, alpha=alpha, min_runs=min_runs, samples=samples
+            )
         )
         if numerics and point.status == "ok":
             report.findings.extend(filter(None, [compare_numerics(point.label, base, point, loss_rtol)]))
     return report
+
+
+def timing_comparisons(pairs: Sequence[tuple[PointData, PointData]]) -> list[dict[str, Comparison]]:
+    """The comparisons every matched (baseline, current) pair's timings need, by samples_kind, all
+    computed together (a 10,000-record check compares thousands of points): the step times once
+    per pair for step time, tokens/s and MFU, each run-level metric's values once."""
+    wanted = []
+    for position, (base, cur) in enumerate(pairs):
+        if cur.status != "ok":
+            continue
+        kinds = {samples_kind(name): name for name in TIMINGS if comparable(base, cur, name)}
+        wanted += [(position, kind, metric) for kind, metric in kinds.items()]
+    results = compare_samples([(*pairs[position], metric) for position, _, metric in wanted])
+    out: list[dict[str, Comparison]] = [{} for _ in pairs]
+    for (position, kind, _), result in zip(wanted, results, strict=True):
+        out[position][kind] = result
+    return out
+
+
+def comparable(base: PointData, cur: PointData, metric: str) -> bool:
+    """Both sides have the timing and enough samples of it for compare_timing to compare them."""
+    if not has_timing(base, metric) or not has_timing(cur, metric):
+        return False
+    return min(sum(map(len, timing_runs(point, metric))) for point in (base, cur)) >= MIN_SAMPLES
 
 
 def compare_point(
@@ -128,13 +165,24 @@ def compare_point(
     gate_timings: bool,
     alpha: float,
     min_runs: int = MIN_RUNS,
+    samples: Mapping[str, Comparison] | None = None,
 ) -> list[Finding]:
-    """Findings for one matched pair; a current point that is no longer ok fails on its status."""
+    """Findings for one matched pair; a current point that is no longer ok fails on its status.
+    `samples`: the pair's timing_comparisons, where the caller computed them for many pairs."""
     if cur.status != "ok":
         return [Finding(cur.label, "status", "status", base.status, cur.status, None, "regression")]
     findings = [compare_counter(cur.label, base, cur, thresholds[name]) for name in COUNTERS]
     findings += [
-        compare_timing(cur.label, base, cur, thresholds[name], alpha=alpha, gating=gate_timings, min_runs=min_runs)
+        compare_timing(
+            cur.label,
+            base,
+            cur,
+            thresholds[name],
+            alpha=alpha,
+            gating=gate_timings,
+            min_runs=min_runs,
+            samples=(samples or {}).get(samples_kind(name)),
+        )  # fmt: skip
         for name in TIMINGS
     ]
     return [f for f in findings if f is not None]
@@ -187,11 +235,12 @@ def compare_timing(
     alpha: float,
     gating: bool,
     min_runs: int = MIN_RUNS,
+    samples: Comparison | None = None,
 ) -> Finding | None:
     """Noise-aware comparison of one timing's per-step samples (None when neither side has any).
 
     With fewer than `min_runs` runs on a side the numbers are still shown, but the verdict is a
-    non-gating `insufficient` with a hint.
+    non-gating `insufficient` with a hint. `samples`: the comparison of its samples, precomputed.
     """
     name = threshold.metric
     before, after = has_timing(base, name), has_timing(cur, name)
@@ -204,7 +253,7 @@ def compare_timing(
     if min(n_before, n_after) < MIN_SAMPLES:
         note = f"n={n_before}/{n_after} < {MIN_SAMPLES}"
         return Finding(label, name, "timing", None, None, None, "insufficient", note, gating=False)
-    result = compare_timing_metric(base, cur, name)
+    result = compare_timing_metric(base, cur, name, samples)
     verdict, p = timing_verdict(result, threshold, alpha)
     confidence = f"p={p:.2g} CI[{result.ci_low:.3f},{result.ci_high:.3f}] n={n_before}/{n_after}"
     runs_before, runs_after = len(base_runs), len(cur_runs)

@@ -13,11 +13,12 @@ interval is coarse and the test cannot reach significance (docs/checks.md says h
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bench.analysis.check.points import PointData
 from bench.analysis.check.thresholds import METRICS
-from bench.analysis.stats import Comparison, compare_runs
+from bench.analysis.stats import Comparison, compare_many, compare_runs
 
 
 @dataclass(frozen=True)
@@ -59,15 +60,30 @@ def timing_runs(point: PointData, metric: str) -> list[list[float]]:
     return point.step_runs
 
 
+def samples_kind(metric: str) -> str:
+    """What a metric's comparison compares: the step times (one comparison serves step time,
+    tokens/s and MFU) or a run-level metric's own values."""
+    return metric if is_run_level(metric) else "step_time_s"
+
+
+def compare_samples(wanted: Sequence[tuple[PointData, PointData, str]]) -> list[Comparison]:
+    """The comparison of the samples behind each (baseline, current, metric), all computed together
+    (bench.analysis.stats.compare_many: the numbers of one comparison at a time)."""
+    return compare_many([(timing_runs(base, metric), timing_runs(cur, metric)) for base, cur, metric in wanted])
+
+
 def has_timing(point: PointData, metric: str) -> bool:
     if is_run_level(metric):
         return bool(point.run_values.get(metric))
     return bool(point.step_runs) and (metric == "step_time_s" or _scale(point, metric) is not None)
 
 
-def compare_timing_metric(base: PointData, cur: PointData, metric: str) -> TimingComparison:
-    """The comparison of one timing metric (both points must have it: `has_timing`)."""
-    steps: Comparison = compare_runs(timing_runs(base, metric), timing_runs(cur, metric))
+def compare_timing_metric(
+    base: PointData, cur: PointData, metric: str, samples: Comparison | None = None
+) -> TimingComparison:
+    """The comparison of one timing metric (both points must have it: `has_timing`). `samples`: the
+    comparison of its samples (`samples_kind`) when the caller computed it already (compare_samples)."""
+    steps: Comparison = samples or compare_runs(timing_runs(base, metric), timing_runs(cur, metric))
     common = (steps.n_baseline, steps.n_current, steps.runs_baseline, steps.runs_current)
     if metric == "step_time_s" or is_run_level(metric):
         return TimingComparison(

@@ -234,7 +234,9 @@ def _add_efficiency_ci(data: pd.DataFrame, base_cell: pd.Series) -> None:
     rows = data[mask]
     base_rows = data.set_index("cell").loc[base_cell[mask]]
     own = np.vstack(list(rows["step_boot"]))
-    base = bootstrap_medians(list(base_rows["step_runs"]), DENOMINATOR)
+    # Each baseline cell is resampled once on the baseline's stream, whatever number of cells it serves.
+    base_cells, serves = np.unique(base_cell[mask].to_numpy(), return_inverse=True)
+    base = bootstrap_medians(list(data.set_index("cell").loc[base_cells, "step_runs"]), DENOMINATOR)[serves]
     low, high = ratio_interval(own, base, np.ones(len(rows)))
     tokens = rows["tokens_per_step"].to_numpy(float) / base_rows["tokens_per_step"].to_numpy(float)
     k = tokens / (rows["nodes"].to_numpy(float) / base_rows["nodes"].to_numpy(float))
