@@ -17,7 +17,7 @@ test-fast:
 	scripts/setup.sh dev
 	env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest tests/unit -q
 
-# Benchmarks (not part of `make test`): every benchmark (benchmarks/run.py: report, store add and history
+# Benchmarks (not part of `make test`): every benchmark (benchmarks/run.py: report, check, store add and history
 # of 10,000 records, the pytest-benchmark hot paths) against benchmarks/baseline.json, exit 1 on a
 # significant slowdown of more than 20 %; then the engine's tokens/s (scripts/bench_engine.py).
 # `make bench-baseline` takes the baseline on purpose (on a quiet machine).

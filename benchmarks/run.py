@@ -71,6 +71,7 @@ class Script:
 # Every timed script. A new one is one line here (it prints timing.py's run lines and takes --runs).
 SCRIPTS = (
     Script("report_10k", "benchmarks/bench_report.py", ("--records", "40")),
+    Script("check_10k", "benchmarks/bench_check.py", ("--records", "40")),
     Script("store_add_10k", "benchmarks/bench_store.py", ("--series", "10", "--nights", "2")),
     Script("history_10k", "benchmarks/bench_history.py", ("--series", "10", "--nights", "6")),
 )
