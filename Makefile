@@ -1,5 +1,5 @@
 # The two commands of the README's quick start, plus helpers. Each installs what it needs.
-.PHONY: sweep test test-fast bench lint setup image
+.PHONY: sweep test test-fast bench bench-baseline lint setup image
 
 setup:
 	scripts/setup.sh
@@ -17,12 +17,23 @@ test-fast:
 	scripts/setup.sh dev
 	env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest tests/unit -q
 
-# Benchmarks (not part of `make test`): the engine's tokens/s and overhead, then the hot paths
-# (a debug train step, planning, composing, rendering, checking) under pytest-benchmark.
+# Benchmarks (not part of `make test`): every benchmark (benchmarks/run.py: report, check, store add and history
+# of 10,000 records, the pytest-benchmark hot paths) against benchmarks/baseline.json, exit 1 on a
+# significant slowdown of more than 20 %; then the engine's tokens/s (scripts/bench_engine.py).
+# `make bench-baseline` takes the baseline on purpose (on a quiet machine).
+# BENCH_SETUP and BENCH_PYTHON let a checkout use another environment (make bench BENCH_SETUP=true
+# BENCH_PYTHON=python); BENCH_ARGS passes flags on (BENCH_ARGS="--only store_add_10k --runs 5").
+BENCH_SETUP ?= scripts/setup.sh dev
+BENCH_PYTHON ?= .venv/bin/python
+BENCH_ARGS ?=
 bench:
-	scripts/setup.sh dev
-	.venv/bin/python scripts/bench_engine.py
-	.venv/bin/python -m pytest benchmarks --benchmark-enable -q
+	$(BENCH_SETUP)
+	$(BENCH_PYTHON) benchmarks/run.py $(BENCH_ARGS)
+	$(BENCH_PYTHON) scripts/bench_engine.py
+
+bench-baseline:
+	$(BENCH_SETUP)
+	$(BENCH_PYTHON) benchmarks/run.py --update-baseline
 
 lint:
 	scripts/setup.sh dev

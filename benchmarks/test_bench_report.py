@@ -18,7 +18,7 @@ GRID = [
 def sweep_records():
     records = []
     for i, (nodes, strategy, precision) in enumerate(GRID):
-        spec = {"nodes": nodes, "strategy": strategy, "precision": precision, "sweep": "bench"}
+        spec = {"nodes": nodes, "strategy": strategy, "precision": precision, "sweep.name": "bench"}
         records.append(make_record(step_times(0.01 * (1 + 0.1 * nodes), 0.05, 50, seed=i), spec=spec))
     return records
 
@@ -26,7 +26,7 @@ def sweep_records():
 def test_render_report(benchmark, sweep_records, tmp_path):
     from bench.present.report.build import build_report
 
-    page = benchmark.pedantic(build_report, args=(sweep_records, tmp_path / "report"), rounds=3, iterations=1)
+    page = benchmark.pedantic(build_report, args=(sweep_records, tmp_path / "report"), rounds=5, iterations=1)
     assert page.name == "report.html" and page.stat().st_size > 0
     benchmark.extra_info["points"] = len(sweep_records)
 

@@ -48,8 +48,9 @@ from bench.schema.protocol import PREFLIGHT_RECORD
 from bench.schema.record import RunResult
 
 # 2: the git sha of each run as a column, and an index by start time (history's order).
-# 3: the preflights table.
-STORE_SCHEMA_VERSION = 4
+# 3: the preflights table. 4: rows keyed by the migrated record. 5: the content hash of the model's
+# own JSON (content_hash), rows and preflights rekeyed.
+STORE_SCHEMA_VERSION = 5
 # Parallel sweeps on one store wait for each other's short write transactions; 60 s is far
 # beyond any one batch (a few hundred small rows) yet still fails loudly on a stuck writer.
 BUSY_TIMEOUT_S = 60.0
@@ -107,24 +108,43 @@ CREATE INDEX IF NOT EXISTS preflights_time ON preflights (started_at);
 
 def _rekey_results(conn: sqlite3.Connection) -> sqlite3.Connection:
     """Rows keyed as today's code keys them: a record stored before it was migrated on read (schema 1
-    rows hold the record as written) gets the point id and content hash of its migrated form, so
-    ingesting the same result.json again finds it instead of storing it twice."""
+    rows hold the record as written), or hashed by an older rule (before schema 5), gets the point id
+    and content hash of its migrated form, so ingesting the same result.json again finds it instead
+    of storing it twice."""
     rows = conn.execute("SELECT rowid, point_id, content_hash, record FROM results").fetchall()
     for rowid, point_id, old_hash, blob in rows:
         try:
             record = parse_record(json.loads(blob))
         except ValueError:
             continue  # unreadable today: left as stored (records() reports it)
-        key = (record.point_id, content_hash(record))
+        text = record.model_dump_json()
+        key = (record.point_id, _hash(text))
         if key == (point_id, old_hash):
             continue
         if conn.execute("SELECT 1 FROM results WHERE point_id = ? AND content_hash = ?", key).fetchone():
             conn.execute("DELETE FROM results WHERE rowid = ?", (rowid,))  # the same record, stored twice
         else:
             conn.execute(
-                "UPDATE results SET point_id = ?, content_hash = ?, record = ? WHERE rowid = ?",
-                (*key, json.dumps(record.model_dump(mode="json")), rowid),
+                "UPDATE results SET point_id = ?, content_hash = ?, record = ? WHERE rowid = ?", (*key, text, rowid)
             )
+    return conn
+
+
+def _rekey_preflights(conn: sqlite3.Connection) -> sqlite3.Connection:
+    """Preflight rows keyed by today's content hash (schema 5), duplicates dropped, as `_rekey_results`."""
+    rows = conn.execute("SELECT rowid, sweep, shape, content_hash, record FROM preflights").fetchall()
+    for rowid, sweep, shape, old_hash, blob in rows:
+        try:
+            text = PREFLIGHT.parse(json.loads(blob)).model_dump_json()
+        except ValueError:
+            continue
+        key = (sweep, shape, _hash(text))
+        if key[2] == old_hash:
+            continue
+        if conn.execute("SELECT 1 FROM preflights WHERE sweep = ? AND shape = ? AND content_hash = ?", key).fetchone():
+            conn.execute("DELETE FROM preflights WHERE rowid = ?", (rowid,))
+        else:
+            conn.execute("UPDATE preflights SET content_hash = ?, record = ? WHERE rowid = ?", (key[2], text, rowid))
     return conn
 
 
@@ -150,6 +170,7 @@ CREATE INDEX IF NOT EXISTS results_time ON results (started_at);
 """),
     2: _sql(_PREFLIGHTS),
     3: _rekey_results,
+    4: lambda conn: _rekey_preflights(_rekey_results(conn)),
 }
 STORE = Versioned("store", current=STORE_SCHEMA_VERSION, steps=STORE_MIGRATIONS)
 
@@ -174,9 +195,14 @@ class IngestReport:
 
 
 def content_hash(record: RunResult | PreflightResult) -> str:
-    """sha256 of the record's canonical JSON: equal records, equal hash, whatever the key order on disk."""
-    blob = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(blob.encode()).hexdigest()
+    """sha256 of the record's own JSON (the model's serialization, fields in the model's order): equal
+    records, equal hash, whatever the key order on disk. The stored `record` column is that same
+    text, so a row is serialized once (sorting the keys first cost four times the serialization)."""
+    return _hash(record.model_dump_json())
+
+
+def _hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def env_fingerprint(record: RunResult) -> str:
@@ -318,7 +344,7 @@ class ResultStore:
             single_preflight = root.name == PREFLIGHT_RECORD
             paths, preflight_paths = ([], [root]) if single_preflight else ([root], [])
         else:
-            paths, preflight_paths = sorted(root.rglob(RESULT_FILE)), sorted(root.rglob(PREFLIGHT_RECORD))
+            paths, preflight_paths = _find(root, RESULT_FILE), _find(root, PREFLIGHT_RECORD)
         report, rows, preflight_rows = IngestReport(), [], []
         for path in paths:
             try:
@@ -337,29 +363,18 @@ class ResultStore:
         return self._insert_batches(rows, report)
 
     def _insert_batches(self, rows: Sequence[tuple], report: IngestReport) -> IngestReport:
-        for start in range(0, len(rows), BATCH_SIZE):
-            report.merge(self._insert(rows[start : start + BATCH_SIZE]))
+        """BATCH_SIZE rows per write transaction, on one connection (each close of a WAL connection
+        checkpoints: a connection per batch cost a checkpoint per 200 records)."""
+        with self._connect() as conn:
+            for start in range(0, len(rows), BATCH_SIZE):
+                batch = rows[start : start + BATCH_SIZE]
+                added = _insert_rows(conn, "results", _COLUMNS, batch)
+                report.merge(IngestReport(added=added, unchanged=len(batch) - added))
         return report
 
-    def _insert(self, rows: Sequence[tuple]) -> IngestReport:
-        added = self._insert_rows("results", _COLUMNS, rows)
-        return IngestReport(added=added, unchanged=len(rows) - added)
-
     def _insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
-        """Insert rows not yet present in one write transaction; returns how many were new."""
-        placeholders = ", ".join("?" * len(columns))
-        sql = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
         with self._connect() as conn:
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                before = conn.total_changes
-                conn.executemany(sql, rows)
-                added = conn.total_changes - before
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
-        return added
+            return _insert_rows(conn, table, columns, rows)
 
     def count(self, **where: object) -> int:
         """Rows matching column=value filters (e.g. count(status="ok"))."""
@@ -409,6 +424,27 @@ class ResultStore:
             conn.execute("DELETE FROM preflights")
 
 
+def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
+    """Insert rows not yet present in one write transaction; returns how many were new."""
+    placeholders = ", ".join("?" * len(columns))
+    sql = f"INSERT OR IGNORE INTO {table} ({', '.join(columns)}) VALUES ({placeholders})"
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        before = conn.total_changes
+        conn.executemany(sql, rows)
+        added = conn.total_changes - before
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return added
+
+
+def _find(root: Path, name: str) -> list[Path]:
+    """Every file called `name` under `root`, sorted (os.walk: pathlib's rglob builds a Path per folder)."""
+    return sorted(Path(folder, name) for folder, _, files in os.walk(root) if name in files)
+
+
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
     """Bring an older store up to STORE_SCHEMA_VERSION, step by step, in one write transaction.
 
@@ -440,16 +476,16 @@ def _where(filters: dict[str, object]) -> tuple[str, list[object]]:
 
 
 def _row(record: RunResult, source: str | None) -> tuple:
-    spec = record.spec
+    spec, text = record.spec, record.model_dump_json()
     values = {
-        "point_id": record.point_id, "content_hash": content_hash(record), "sweep": record.sweep,
+        "point_id": record.point_id, "content_hash": _hash(text), "sweep": record.sweep,
         "status": record.status, "error": record.error, "model": spec.model.name, "strategy": spec.strategy,
         "precision": spec.precision, "cluster": spec.cluster.name, "launcher": spec.launcher, "nodes": spec.nodes,
         "gpus_per_node": spec.gpus_per_node, "world_size": spec.world_size, "micro_batch": spec.train.micro_batch,
         "grad_accum": spec.train.grad_accum, "seq_len": spec.train.seq_len, "repeat": spec.repeat,
         **metric_values(record, "store"), "env_fingerprint": env_fingerprint(record),
         "started_at": record.started_at, "finished_at": record.finished_at, "source": source,
-        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": text,
         "git_sha": record.env.git_sha,
     }  # fmt: skip
     return tuple(values[column] for column in _COLUMNS)
@@ -462,12 +498,12 @@ _PREFLIGHT_COLUMNS = [
 
 
 def _preflight_row(record: PreflightResult, source: str | None) -> tuple:
-    spec = record.spec
+    spec, text = record.spec, record.model_dump_json()
     values = {
-        "sweep": record.sweep, "shape": f"{spec.nodes}x{spec.gpus_per_node}", "content_hash": content_hash(record),
+        "sweep": record.sweep, "shape": f"{spec.nodes}x{spec.gpus_per_node}", "content_hash": _hash(text),
         "status": record.status, "cluster": spec.cluster.name, "nodes": spec.nodes,
         "gpus_per_node": spec.gpus_per_node, "started_at": record.started_at, "source": source,
-        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": record.model_dump_json(),
+        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": text,
     }  # fmt: skip
     return tuple(values[column] for column in _PREFLIGHT_COLUMNS)
 

@@ -209,7 +209,7 @@ def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
     conn.commit()
     conn.close()
     store = ResultStore(path)
-    assert schema_version(path) == STORE_SCHEMA_VERSION == 4
+    assert schema_version(path) == STORE_SCHEMA_VERSION == 5
     assert store.count(git_sha="a" * 40) == 1
     read, problems = store.records(latest_only=False)
     assert problems == [] and record in read and len(read) == 2
@@ -224,7 +224,7 @@ def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
 
     path = tmp_path / "v9.sqlite"
     sqlite3.connect(path).execute("PRAGMA user_version = 9").connection.close()
-    with pytest.raises(ValueError, match="schema version 9, this fsdp-bench reads up to 4; rebuild it"):
+    with pytest.raises(ValueError, match="schema version 9, this fsdp-bench reads up to 5; rebuild it"):
         ResultStore(path)
 
 

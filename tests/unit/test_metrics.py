@@ -105,13 +105,13 @@ def test_check_reads_counters_and_run_values_at_the_catalogues_paths(telemetry_r
     assert record_run_values(record) == {"utilization": record.metrics.telemetry.util_pct}  # no energy: no RAPL
 
 
-def test_the_store_keeps_its_metric_columns_of_schema_4(tmp_path):
+def test_the_store_keeps_its_metric_columns_of_schema_5(tmp_path):
     """A metric added to the store's view changes its table: that needs a STORE_MIGRATIONS step and a
     new STORE_SCHEMA_VERSION (and this test's update with them)."""
     import sqlite3
     from contextlib import closing
 
-    assert STORE_SCHEMA_VERSION == 4
+    assert STORE_SCHEMA_VERSION == 5
     assert [m.key for m in shown_in("store")] == ["tokens_per_s", "tokens_per_s_per_device", "mfu", "peak_mem_bytes"]
     ResultStore(tmp_path / "store.db")
     with closing(sqlite3.connect(tmp_path / "store.db")) as conn:

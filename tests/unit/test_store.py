@@ -124,7 +124,7 @@ def test_store_command_add_rebuild_export_stats(tmp_path):
     run = in_process("store", "rebuild", results, "--store", db)
     assert (run.rc, run.stdout) == (1, f"store {db}: 1 added, 0 already stored, 1 refused; 1 records in all\n")
     run = in_process("store", "stats", "--store", db)
-    assert (run.rc, run.stdout) == (0, f"store {db}: 1 records, 0 preflights (schema 4)\n")
+    assert (run.rc, run.stdout) == (0, f"store {db}: 1 records, 0 preflights (schema 5)\n")
     run = in_process("store", "export", tmp_path / "t.csv", "--store", db)
     assert (run.rc, run.stdout) == (0, f"store {db}: wrote {tmp_path / 't.csv'}\n")
     assert len(pd.read_csv(tmp_path / "t.csv")) == 1
@@ -155,7 +155,7 @@ def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp
     sqlite3.connect(newer).execute("PRAGMA user_version = 9").connection.close()
     with sqlite3.connect(foreign) as conn:
         conn.execute("CREATE TABLE t (x)")
-    for store, reason in ((newer, "schema version 9, this fsdp-bench reads up to 4; rebuild it"),
+    for store, reason in ((newer, "schema version 9, this fsdp-bench reads up to 5; rebuild it"),
                           (foreign, "foreign SQLite file")):  # fmt: skip
         commands = [
             ["store", "stats", "--store", store], ["store", "export", tmp_path / "t.csv", "--store", store],
@@ -170,3 +170,28 @@ def test_a_store_this_code_cannot_read_is_one_line_exit_2_and_left_as_it_was(tmp
     assert not out.exists() and not (tmp_path / "t.csv").exists()
     with sqlite3.connect(foreign) as conn:
         assert conn.execute("SELECT name FROM sqlite_master").fetchall() == [("t",)]
+
+
+def test_a_schema_4_store_is_rekeyed_so_its_records_are_not_stored_twice(tmp_path):
+    """Schema 4 hashed the sorted-key JSON; schema 5 hashes the model's own JSON. Opening a schema-4
+    store rekeys its rows, so adding the same result.json again finds it."""
+    import hashlib
+    import sqlite3
+    from contextlib import closing
+
+    from bench.analysis.store import STORE_SCHEMA_VERSION, schema_version
+
+    record = make_record()
+    path = tmp_path / "r" / "result.json"
+    write_record(record, path)
+    store_path = tmp_path / "s.sqlite"
+    ResultStore(store_path).ingest([record])
+    old = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    with closing(sqlite3.connect(store_path)) as conn, conn:
+        conn.execute("UPDATE results SET content_hash = ?", (hashlib.sha256(old.encode()).hexdigest(),))
+        conn.execute("PRAGMA user_version = 4")
+    store = ResultStore(store_path)
+    assert schema_version(store_path) == STORE_SCHEMA_VERSION == 5
+    report = store.ingest_paths(path)
+    assert (report.added, report.unchanged, store.count()) == (0, 1, 1)
+    assert content_hash(store.records()[0][0]) == content_hash(record)

@@ -32,9 +32,12 @@ from bench.present.report.html import render_figure, render_html
 from bench.present.report.tables import Table
 from bench.schema.files import write_bytes_atomic, write_text_atomic
 
-# Plots beyond this many series would make the page unwieldy: series with change points or numerics
-# failures come first, then the longest; the tables list every series.
-MAX_PLOTS = 60
+# The series drawn: those with change points or numerics failures first (new regressions first), then
+# the longest, at most MAX_PLOTS; the tables list every series and every change. A plot costs about a
+# quarter of a second of CPU: 60 of them were two thirds of `history` over a 1,000-series store
+# (docs/results/history.md), and a reader of 1,000 series looks at the changed ones, which the change
+# table lists in full.
+MAX_PLOTS = 10
 
 
 def _table(headers: tuple[str, ...], rows: list[list[str]], flagged: list[bool] | None = None) -> Table:
@@ -49,7 +52,9 @@ def _changes_table(changes: list) -> Table:
 
 
 def _plotted(results: list[SeriesResult]) -> list[SeriesResult]:
-    ranked = sorted(results, key=lambda r: (not (r.changes or r.numerics), -len(r.series.runs), r.series.label))
+    ranked = sorted(
+        results, key=lambda r: (not (r.changes or r.numerics), not r.failing, -len(r.series.runs), r.series.label)
+    )
     return [r for r in ranked if len(r.series.runs) >= 2][:MAX_PLOTS]
 
 
@@ -82,6 +87,7 @@ def write_history(history: History, out: Path, *, store: str, command: str) -> P
         "numerics": _table(NUMERICS_HEADERS, numerics_rows(history), [n.new for n in history.numerics_issues]),
         "series": _table(SERIES_HEADERS, series_rows(history), [bool(r.failing) for r in history.results]),
         "figures": figures["metric"],
+        "max_plots": MAX_PLOTS,
         "efficiency_figures": figures["efficiency"],
         "links": _table(LINK_HEADERS, history.links),
         "too_short": [f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short],

@@ -1,0 +1,50 @@
+"""Benchmark: `fsdp-bench store add` of 10,000 result records into a new store (target: under 5 s).
+
+Writes ten nights of a 1,000-configuration nightly sweep as result.json files into a temporary
+folder (benchmarks/nightly.py; not timed), then times the real command line,
+`fsdp-bench store add RESULTS --store S`, into a fresh store per run, end to end: interpreter start,
+finding, reading and validating every record, and indexing them in SQLite. Each run's store must
+hold every record.
+
+    .venv/bin/python benchmarks/bench_store.py                       # 10,000 records, 3 timed runs
+    .venv/bin/python benchmarks/bench_store.py --series 20 --nights 2 --runs 1
+
+Prints each run's wall and CPU time and the medians (benchmarks/timing.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from nightly import NIGHTS, SERIES, write_nights
+from timing import print_runs, time_command
+
+from bench.analysis.store import ResultStore
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--series", type=int, default=SERIES, help="configurations per night")
+    parser.add_argument("--nights", type=int, default=NIGHTS, help="results folders, one per night")
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bench_store-") as tmp:
+        results = Path(tmp) / "results"
+        written = write_nights(results, args.series, args.nights)
+        print(f"bench_store: {written} records written to {results}")
+        timings = []
+        for run in range(args.runs):
+            store = Path(tmp) / f"store{run}.sqlite"
+            timings.append(time_command(["store", "add", str(results), "--store", str(store)]))
+            stored = ResultStore(store).count()
+            if stored != written:
+                raise SystemExit(f"bench_store: the store holds {stored} records, not {written}")
+        print_runs("bench_store", timings, f"store add of {written} records")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

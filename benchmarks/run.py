@@ -1,0 +1,285 @@
+"""The harness watches its own speed: run every benchmark, compare with the committed baseline, exit 1
+on a significant slowdown of more than 20 %.
+
+    .venv/bin/python benchmarks/run.py                    # make bench: every benchmark against baseline.json
+    .venv/bin/python benchmarks/run.py --update-baseline  # make bench-baseline: take baseline.json on purpose
+    .venv/bin/python benchmarks/run.py --smoke            # each benchmark once, tiny, untimed (the test suite)
+    .venv/bin/python benchmarks/run.py --only store_add_10k,history_10k --runs 3
+
+What runs: each timed script of SCRIPTS (its own records, the real command line, RUNS runs; the
+harness reads each run's wall time from the run lines the script prints, benchmarks/timing.py), then
+the pytest-benchmark hot paths of benchmarks/test_*.py (every measured round, at most MAX_SAMPLES
+of them kept, evenly spaced in the order they ran).
+
+How it judges: each benchmark's wall times against the baseline's with `check`'s own timing rule
+(bench.analysis.check.compare.compare_timing, the statistics of bench.analysis.stats): a
+regression is a slowdown beyond SLOWDOWN_PCT whose one-sided Mann-Whitney U p is below `check`'s
+alpha and whose bootstrap interval of the median ratio excludes 1; each run is one sample (a
+run-level timing, as `check` treats one). A slower median that is not significant is `noise` and
+passes. Exit 0 when nothing regressed, 1 when something did (named, with how much) or a benchmark
+failed to run, 2 on bad input (an unknown --only name, an unreadable baseline).
+
+The baseline (BASELINE) keeps every sample with the machine, the commit and the load it was taken
+at; it changes only with --update-baseline. `make bench` also runs scripts/bench_engine.py after
+this (its own tolerance: the engine's tokens/s against wall-clock throughput).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from timing import parse_runs
+
+from bench.analysis.check.compare import ALPHA, Finding, compare_timing
+from bench.analysis.check.points import PointData
+from bench.analysis.check.thresholds import Threshold
+from bench.schema.files import write_text_atomic
+
+ROOT = Path(__file__).resolve().parent.parent
+BASELINE = ROOT / "benchmarks" / "baseline.json"
+BASELINE_VERSION = 1
+# A slowdown beyond this, significant by check's rule, fails `make bench`.
+SLOWDOWN_PCT = 20.0
+# Timed runs per script: 5 against 5 lets the U test reach p = 0.004 (3 against 3 cannot go below 0.05).
+RUNS = 5
+# Rounds kept per pytest benchmark (a fast one measures thousands).
+MAX_SAMPLES = 200
+# Step times are what check's timing rule compares; a benchmark's wall time is one, lower is better.
+RULE = Threshold("step_time_s", SLOWDOWN_PCT)
+
+
+@dataclass(frozen=True)
+class Script:
+    """A timed benchmark script: its name in the baseline, its path, and the arguments of a smoke run
+    (a tiny size; the harness adds `--runs`)."""
+
+    name: str
+    path: str
+    smoke: tuple[str, ...]
+
+
+# Every timed script. A new one is one line here (it prints timing.py's run lines and takes --runs).
+SCRIPTS = (
+    Script("report_10k", "benchmarks/bench_report.py", ("--records", "40")),
+    Script("check_10k", "benchmarks/bench_check.py", ("--records", "40")),
+    Script("store_add_10k", "benchmarks/bench_store.py", ("--series", "10", "--nights", "2")),
+    Script("history_10k", "benchmarks/bench_history.py", ("--series", "10", "--nights", "6")),
+)
+PYTEST_NAME = "pytest"  # what --only calls the pytest-benchmark hot paths as a group
+
+
+@dataclass
+class Measured:
+    """One benchmark's samples (seconds) from this run, or why it has none."""
+
+    name: str
+    wall_s: list[float]
+    cpu_s: list[float]
+    failure: str = ""
+
+
+def run_script(script: Script, runs: int, smoke: bool) -> Measured:
+    args = [*script.smoke, "--runs", "1"] if smoke else ["--runs", str(runs)]
+    proc = subprocess.run([sys.executable, str(ROOT / script.path), *args], capture_output=True, text=True, cwd=ROOT)
+    print(proc.stdout, end="", flush=True)
+    found = parse_runs(proc.stdout)
+    expected = 1 if smoke else runs
+    if proc.returncode != 0 or len(found) != expected:
+        tail = "\n".join(proc.stderr.strip().splitlines()[-5:])
+        why = f"exit {proc.returncode}, {len(found)} of {expected} run line(s)" + (f"\n{tail}" if tail else "")
+        return Measured(script.name, [], [], why)
+    return Measured(script.name, [w for w, _ in found], [c for _, c in found])
+
+
+def run_pytest(smoke: bool) -> list[Measured]:
+    """The pytest-benchmark hot paths: timed (each round a sample), or once each untimed (smoke)."""
+    command = [sys.executable, "-m", "pytest", "benchmarks", "-q", "-p", "no:cacheprovider"]
+    if smoke:
+        proc = subprocess.run([*command, "--benchmark-disable"], capture_output=True, text=True, cwd=ROOT)
+        print(proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else "", flush=True)
+        failure = "" if proc.returncode == 0 else f"pytest exit {proc.returncode}\n{proc.stdout[-2000:]}"
+        return [Measured(PYTEST_NAME, [], [], failure)]
+    with tempfile.TemporaryDirectory(prefix="bench-pytest-") as tmp:
+        out = Path(tmp) / "bench.json"
+        proc = subprocess.run(
+            [*command, "--benchmark-enable", f"--benchmark-json={out}"], capture_output=True, text=True, cwd=ROOT
+        )
+        if proc.returncode != 0 or not out.is_file():
+            return [Measured(PYTEST_NAME, [], [], f"pytest exit {proc.returncode}\n{proc.stdout[-2000:]}")]
+        entries = json.loads(out.read_text())["benchmarks"]
+    print(f"pytest-benchmark: {len(entries)} benchmark(s)", flush=True)
+    return [Measured(entry["name"], thinned(entry["stats"]["data"]), []) for entry in entries]
+
+
+def thinned(samples: list[float], keep: int = MAX_SAMPLES) -> list[float]:
+    """At most `keep` samples, evenly spaced in the order they ran (so drift is kept, not sorted away)."""
+    if len(samples) <= keep:
+        return list(samples)
+    step = len(samples) / keep
+    return [samples[int(i * step)] for i in range(keep)]
+
+
+def measure(names: set[str] | None, runs: int, smoke: bool) -> list[Measured]:
+    measured = [run_script(s, runs, smoke) for s in SCRIPTS if names is None or s.name in names]
+    if names is None or PYTEST_NAME in names:
+        measured += run_pytest(smoke)
+    return measured
+
+
+def point(name: str, samples: list[float]) -> PointData:
+    """A benchmark's samples as check's point: one run-level sample per run."""
+    data = PointData(name, name, {}, "ok", len(samples))
+    data.step_runs = [[s] for s in samples]
+    return data
+
+
+def judge(name: str, baseline: list[float], current: list[float]) -> Finding:
+    """check's timing finding of the current samples against the baseline's (lower is better)."""
+    return compare_timing(name, point(name, baseline), point(name, current), RULE, alpha=ALPHA, gating=True)
+
+
+def machine() -> dict:
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "node": platform.node()}  # fmt: skip
+
+
+def commit() -> str:
+    def git(*args: str) -> str:
+        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+
+    sha = git("rev-parse", "--short=12", "HEAD") or "unknown"
+    return sha + (".dirty" if git("status", "--porcelain", "--untracked-files=no") else "")
+
+
+def read_baseline(path: Path) -> dict:
+    """The baseline file; one line and exit 2 when it is missing, unreadable or of another version."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        problem = f"{exc}; take one with `make bench-baseline`" if isinstance(exc, OSError) else str(exc)
+        refuse(f"--baseline: {path}: {problem}")
+    if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION:
+        found = data.get("version") if isinstance(data, dict) else None
+        refuse(f"--baseline: {path}: version {found!r}; allowed: {BASELINE_VERSION}")
+    return data
+
+
+def refuse(line: str) -> None:
+    print(f"error: {line}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def write_baseline(path: Path, measured: list[Measured], runs: int, loads: tuple[float, float]) -> None:
+    data = {
+        "version": BASELINE_VERSION,
+        "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "machine": machine(),
+        "load_average": {"before": loads[0], "after": loads[1]},
+        "runs": runs,
+        "benchmarks": {
+            m.name: {"median_wall_s": statistics.median(m.wall_s), "wall_s": m.wall_s, "cpu_s": m.cpu_s}
+            for m in measured
+        },
+    }
+    write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+
+
+HEADERS = ("benchmark", "baseline s", "now s", "change", "p, 95% CI, n", "verdict")
+
+
+def comparison_rows(measured: list[Measured], baseline: dict) -> tuple[list[list[str]], list[str]]:
+    """The table's rows, and one line per failure (a regression, or a benchmark that did not run)."""
+    rows, failures = [], []
+    for m in measured:
+        base = baseline["benchmarks"].get(m.name)
+        if m.failure:
+            rows.append([m.name, "", "", "", "", "FAILED TO RUN"])
+            failures.append(f"{m.name} failed to run: {m.failure}")
+            continue
+        now = statistics.median(m.wall_s)
+        if base is None:
+            rows.append([m.name, "", f"{now:.4g}", "", "", "new (not in the baseline)"])
+            continue
+        finding = judge(m.name, base["wall_s"], m.wall_s)
+        before = statistics.median(base["wall_s"])  # check's pooled median of one-sample runs, also below 3 samples
+        verdict = finding.verdict.upper() if finding.fails else finding.verdict
+        rows.append(
+            [m.name, f"{before:.4g}", f"{now:.4g}", f"{(now / before - 1) * 100:+.1f}%", finding.confidence, verdict]
+        )
+        if finding.fails:
+            failures.append(
+                f"{m.name} is {finding.change * 100:.1f}% slower than the baseline "
+                f"({finding.baseline:.4g} s -> {finding.current:.4g} s, {finding.confidence})"
+            )
+    return rows, failures
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--update-baseline", action="store_true", help="write the baseline from this run")
+    mode.add_argument("--smoke", action="store_true", help="each benchmark once at a tiny size; no timing")
+    parser.add_argument("--baseline", type=Path, default=BASELINE, help=f"default: {BASELINE.relative_to(ROOT)}")
+    parser.add_argument("--runs", type=int, default=RUNS, help=f"timed runs per script (default {RUNS})")
+    allowed = [s.name for s in SCRIPTS] + [PYTEST_NAME]
+    parser.add_argument("--only", help=f"comma-separated; allowed: {', '.join(allowed)}")
+    args = parser.parse_args(argv)
+    if args.runs < 1:
+        parser.error(f"--runs: must be >= 1, got {args.runs}")
+    if args.only and (unknown := set(args.only.split(",")) - set(allowed)):
+        parser.error(f"--only: unknown {', '.join(sorted(unknown))}; allowed: {', '.join(allowed)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    from bench.present.check.table import text_table
+
+    baseline = None if args.update_baseline or args.smoke else read_baseline(args.baseline)
+    names = set(args.only.split(",")) if args.only else None
+    load_before = os.getloadavg()[0]
+    measured = measure(names, args.runs, args.smoke)
+    loads = (load_before, os.getloadavg()[0])
+    print(f"bench: load average {loads[0]:.2f} before, {loads[1]:.2f} after; {os.cpu_count()} CPUs")
+    failed = [m for m in measured if m.failure]
+    for m in failed:
+        print(f"bench: {m.name} failed to run: {m.failure}")
+    if args.smoke:
+        print(f"bench: smoke {'FAIL' if failed else 'PASS'}: {len(measured) - len(failed)} of {len(measured)} ran")
+        return 1 if failed else 0
+    if args.update_baseline:
+        if failed:
+            print("bench: baseline not written (a benchmark failed)")
+            return 1
+        write_baseline(args.baseline, measured, args.runs, loads)
+        rows = [[m.name, f"{statistics.median(m.wall_s):.4g}", str(len(m.wall_s))] for m in measured]
+        print(text_table(rows, ("benchmark", "median s", "samples")))
+        print(f"bench: wrote {args.baseline} (commit {commit()})")
+        return 0
+    taken = f"commit {baseline['commit']}, {baseline['taken_at']}, {baseline['machine']['cpus']} CPUs"
+    if baseline["machine"]["cpus"] != os.cpu_count():
+        print(
+            f"bench: warning: the baseline was taken on {baseline['machine']['cpus']} CPUs, this machine has {os.cpu_count()}"
+        )
+    rows, failures = comparison_rows(measured, baseline)
+    print(f"bench: against {args.baseline.name} ({taken}); a regression: > {SLOWDOWN_PCT:g}% slower, p < {ALPHA:g}")
+    print(text_table(rows, HEADERS))
+    for line in failures:
+        print(f"bench: FAIL: {line}")
+    print(f"bench: {'FAIL' if failures else 'PASS'} ({len(measured)} benchmark(s), {len(failures)} failing)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
