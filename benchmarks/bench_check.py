@@ -17,32 +17,16 @@ Prints each run's wall time, its CPU time (user + system) and the medians.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from bench_report import write_records
+from timing import print_runs, time_command
 
 # `check` exits 0 (pass) or 1 (a regression: some points failed in one sweep and not the other).
 CHECK_EXITS = (0, 1)
-
-
-def time_check(current: Path, baseline: Path) -> tuple[float, float, int]:
-    """(wall seconds, CPU seconds, exit code) of one `fsdp-bench check`."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    command = [sys.executable, "-m", "bench", "check", str(current), "--baseline", str(baseline)]
-    code = subprocess.run(command, stdout=subprocess.DEVNULL).returncode
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if code not in CHECK_EXITS:
-        raise SystemExit(f"bench_check: `{' '.join(command)}` exited {code}")
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), code
 
 
 def main() -> int:
@@ -60,19 +44,9 @@ def main() -> int:
         print(
             f"bench_check: {written} records a side written to {tmp}; baseline {baseline.stat().st_size / 2**20:.1f} MiB"
         )
-        walls, cpus = [], []
-        for run in range(args.runs):
-            load = os.getloadavg()[0]
-            wall, cpu, code = time_check(current, baseline)
-            walls.append(wall)
-            cpus.append(cpu)
-            print(
-                f"bench_check: run {run + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU, exit {code} (load average before: {load:.2f})"
-            )
-        print(
-            f"bench_check: {written} records against a baseline of {written}, {os.cpu_count()} CPUs: median "
-            f"{statistics.median(walls):.2f} s wall, {statistics.median(cpus):.2f} s CPU over {len(walls)} run(s)"
-        )
+        check = ["check", str(current), "--baseline", str(baseline)]
+        timings = [time_command(check, exits=CHECK_EXITS) for _ in range(args.runs)]
+        print_runs("bench_check", timings, f"{written} records against a baseline of {written}")
     return 0
 
 

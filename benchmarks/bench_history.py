@@ -15,23 +15,18 @@ Prints each run's wall and CPU time and the medians (benchmarks/timing.py), and 
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
-from nightly import NIGHTS, SERIES, write_nights
+from nightly import parse_args, write_nights
 from timing import print_runs, time_command
 
 from bench.analysis import store
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--series", type=int, default=SERIES, help="configurations per night")
-    parser.add_argument("--nights", type=int, default=NIGHTS, help="runs per series")
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = parse_args(__doc__.splitlines()[0], argv, nights="runs per series")
     with tempfile.TemporaryDirectory(prefix="bench_history-") as tmp:
         results, path = Path(tmp) / "results", Path(tmp) / "store.sqlite"
         written = write_nights(results, args.series, args.nights)

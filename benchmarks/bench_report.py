@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import os
 import random
-import resource
-import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from timing import print_runs, time_command
 
 from bench.analysis.check.synthetic import make_record, step_times
 from bench.analysis.records import write_record
@@ -86,17 +83,6 @@ def write_records(root: Path, count: int, seed: int = 0) -> int:
     return written
 
 
-def time_report(results: Path, out: Path) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the command and its figure workers)."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    command = [sys.executable, "-m", "bench", "report", str(results), "-o", str(out)]
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
@@ -106,18 +92,12 @@ def main() -> int:
         results = Path(tmp) / "results"
         written = write_records(results, args.records)
         print(f"bench_report: {written} records written to {results}")
-        walls, cpus = [], []
-        for run in range(args.runs):
-            load = os.getloadavg()[0]
-            wall, cpu = time_report(results, Path(tmp) / f"report{run}")
-            walls.append(wall)
-            cpus.append(cpu)
-            print(f"bench_report: run {run + 1}: {wall:.2f} s wall, {cpu:.2f} s CPU (load average before: {load:.2f})")
+        timings = [
+            time_command(["report", str(results), "-o", str(Path(tmp) / f"report{run}")]) for run in range(args.runs)
+        ]
+        print_runs("bench_report", timings, f"{written} records")
         size = (Path(tmp) / "report0" / "report.html").stat().st_size
-        print(
-            f"bench_report: {written} records, {os.cpu_count()} CPUs: median {statistics.median(walls):.2f} s wall, "
-            f"{statistics.median(cpus):.2f} s CPU over {len(walls)} run(s); report.html {size / 2**20:.1f} MiB"
-        )
+        print(f"bench_report: report.html {size / 2**20:.1f} MiB")
     return 0
 
 

@@ -14,23 +14,18 @@ Prints each run's wall and CPU time and the medians (benchmarks/timing.py).
 
 from __future__ import annotations
 
-import argparse
 import sys
 import tempfile
 from pathlib import Path
 
-from nightly import NIGHTS, SERIES, write_nights
+from nightly import parse_args, write_nights
 from timing import print_runs, time_command
 
 from bench.analysis.store import ResultStore
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--series", type=int, default=SERIES, help="configurations per night")
-    parser.add_argument("--nights", type=int, default=NIGHTS, help="results folders, one per night")
-    parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args(argv)
+    args = parse_args(__doc__.splitlines()[0], argv, nights="results folders, one per night")
     with tempfile.TemporaryDirectory(prefix="bench_store-") as tmp:
         results = Path(tmp) / "results"
         written = write_nights(results, args.series, args.nights)

@@ -14,6 +14,7 @@ x 10 nights = 10,000 records: the size of docs/results/store.md and docs/results
 
 from __future__ import annotations
 
+import argparse
 import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -104,3 +105,13 @@ def write_nights(root: Path, series: int = SERIES, nights: int = NIGHTS) -> int:
             write_plain(record, Path(record.log_dir) / "result.json")
             written += 1
     return written
+
+
+def parse_args(description: str, argv: list[str] | None, nights: str) -> argparse.Namespace:
+    """The nightly benchmarks' shared options: the size of the nights (`nights`: what a night is to
+    this benchmark) and the number of timed runs."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--series", type=int, default=SERIES, help="configurations per night")
+    parser.add_argument("--nights", type=int, default=NIGHTS, help=nights)
+    parser.add_argument("--runs", type=int, default=3)
+    return parser.parse_args(argv)

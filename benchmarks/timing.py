@@ -2,9 +2,8 @@
 
 The run line, `NAME: run N: W s wall, C s CPU ...`, is what the harness (benchmarks/run.py) reads
 from a script's output: `parse_runs` takes the wall and CPU seconds of every run from it. Every
-timed script prints it (benchmarks/bench_report.py in its own words, the same format), so a script
-joins the harness by printing its runs this way, taking `--runs N`, and being named in run.py's
-SCRIPTS.
+timed script prints it through `print_runs`, so a script joins the harness by timing its command
+with `time_command`, taking `--runs N`, and being named in run.py's SCRIPTS.
 """
 
 from __future__ import annotations
@@ -31,23 +30,30 @@ class Timing:
     wall_s: float
     cpu_s: float
     load: float
+    exit_code: int = 0
 
 
-def time_command(argv: Sequence[str]) -> Timing:
-    """Run `python -m bench ARGV` (the real command line, interpreter start included); raise on failure."""
+def time_command(argv: Sequence[str], exits: Sequence[int] = (0,)) -> Timing:
+    """Run `python -m bench ARGV` (the real command line, interpreter start included); stop the
+    benchmark on an exit code outside `exits` (check's 1 is a verdict, not a failure)."""
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "bench", *argv], check=True, stdout=subprocess.DEVNULL)
+    code = subprocess.run([sys.executable, "-m", "bench", *argv], stdout=subprocess.DEVNULL).returncode
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return Timing(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), load)
+    if code not in exits:
+        raise SystemExit(f"`fsdp-bench {' '.join(argv)}` exited {code}")
+    return Timing(wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), load, code)
 
 
 def print_runs(name: str, timings: Sequence[Timing], what: str) -> None:
     """Each run's line, then the medians (the figures docs/results quote)."""
     for number, t in enumerate(timings, start=1):
-        print(f"{name}: run {number}: {t.wall_s:.2f} s wall, {t.cpu_s:.2f} s CPU (load average before: {t.load:.2f})")
+        code = f", exit {t.exit_code}" if t.exit_code else ""
+        print(
+            f"{name}: run {number}: {t.wall_s:.2f} s wall, {t.cpu_s:.2f} s CPU{code} (load average before: {t.load:.2f})"
+        )
     walls, cpus = [t.wall_s for t in timings], [t.cpu_s for t in timings]
     print(
         f"{name}: {what}, {os.cpu_count()} CPUs: median {statistics.median(walls):.2f} s wall, "
