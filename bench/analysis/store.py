@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
 from bench.config.paths import nearest_existing, read_only_error
 from bench.schema.files import Versioned, VersionError
@@ -400,7 +402,7 @@ class ResultStore:
         records, problems = [], []
         for source, blob in selected:
             try:
-                records.append(parse_record(json.loads(blob)))
+                records.append(_stored_record(blob))
             except ValueError as exc:  # json.JSONDecodeError is a ValueError too
                 problems.append(RecordProblem(Path(source or self.path), f"stored record invalid: {exc}"))
         return records, problems
@@ -422,6 +424,17 @@ class ResultStore:
         with self._connect() as conn:
             conn.execute("DELETE FROM results")
             conn.execute("DELETE FROM preflights")
+
+
+def _stored_record(blob: str) -> RunResult:
+    """A stored record's JSON as today's RunResult. A row written by this schema holds the current
+    version's JSON, which pydantic validates from the text directly (as bench/analysis/records.py reads
+    a current result.json: several times faster than json.loads and validating the objects); anything
+    else (an older row's version, a broken row) takes the migrating path, which reads it or says why not."""
+    try:
+        return RunResult.model_validate_json(blob)
+    except ValidationError:
+        return parse_record(json.loads(blob))
 
 
 def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:

@@ -16,7 +16,7 @@ from bench.analysis.check.numerics import LOSS_RTOL
 from bench.analysis.history.analyse import History, analyse
 from bench.analysis.history.detect import detector_name
 from bench.analysis.history.links import link_rows
-from bench.analysis.history.series import Series, build_series, efficiency_series
+from bench.analysis.history.series import Series, history_series
 from bench.analysis.records import RecordProblem
 from bench.config.problems import ConfigError
 
@@ -77,9 +77,7 @@ def stored_history(query: HistoryQuery) -> StoredHistory:
 def select_series(records: list, query: HistoryQuery, since: datetime | None) -> list[Series]:
     """The metric's series since `since` (tokens/s brings the efficiency series along), those the
     filter names: a label containing it (case-insensitive) or an id starting with it."""
-    series = build_series(records, query.metric, since)
-    if query.metric == "tokens_per_s":
-        series += efficiency_series(records, since)
+    series = history_series(records, query.metric, since)
     if not series:
         when = f" since {query.since}" if query.since else ""
         raise ConfigError([f"no ok run{when} in {query.store} measured {query.metric}"])

@@ -47,6 +47,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.analysis.gc_pause import gc_paused
+
+    with gc_paused():  # the store's records stay alive until the pages are written (bench/analysis/gc_pause.py)
+        return _history(args)
+
+
+def _history(args: argparse.Namespace) -> int:
     from bench.analysis.history.build import HistoryQuery, stored_history
     from bench.analysis.history.detect import MIN_RUNS_AFTER
     from bench.config.paths import input_problem, output_problem, require
