@@ -40,6 +40,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from bench.analysis.forking import can_fork, cpus
 from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
 from bench.config.paths import nearest_existing, read_only_error
 from bench.schema.files import Versioned, VersionError
@@ -441,8 +442,8 @@ def _read_rows(paths: Sequence[Path]) -> Iterator[tuple[list[tuple], list[Record
     before. Platforms without fork and processes running other threads (fork would copy their
     locks mid-use) read serially; the rows are the same either way."""
     chunks = [paths[start : start + BATCH_SIZE] for start in range(0, len(paths), BATCH_SIZE)]
-    workers = _cpus()
-    if len(paths) < PARALLEL_MIN_RECORDS or workers < 2 or not _can_fork():
+    workers = cpus()
+    if len(paths) < PARALLEL_MIN_RECORDS or workers < 2 or not can_fork():
         yield from map(_rows_of, chunks)
         return
     import multiprocessing

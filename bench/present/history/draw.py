@@ -1,5 +1,5 @@
 """The drawn half of history.html: every plotted series' figure PNG-encoded, and the page rendered
-from bench/present/history/page.py's PageInputs (the report's Jinja2 template helpers and Table).
+from bench/present/history/inputs.py's PageInputs (the report's Jinja2 template helpers and Table).
 
 The figures are independent and drawing is most of this module's time (a plot is ~0.15 s of CPU),
 so with PARALLEL_MIN_PLOTS or more they are drawn on forked workers, one per CPU, that inherit the
@@ -11,10 +11,9 @@ byte-identical either way.
 from __future__ import annotations
 
 import multiprocessing
-import os
 
-from bench.present.history.drawing import can_fork
-from bench.present.history.page import PageInputs, PlottedSeries, TableRows
+from bench.analysis.forking import can_fork, cpus
+from bench.present.history.inputs import PageInputs, PlottedSeries, TableRows
 from bench.present.history.plots import series_figure
 from bench.present.report.flag_rules import flag_rules
 from bench.present.report.html import RenderedFigure, render_figure, render_html
@@ -55,7 +54,7 @@ def _draw_shared(index: int) -> RenderedFigure:
 
 def _draw_all(plotted: list[PlottedSeries]) -> list[RenderedFigure]:
     global _SHARED
-    workers = min(_cpus(), len(plotted))
+    workers = min(cpus(), len(plotted))
     if len(plotted) < PARALLEL_MIN_PLOTS or workers < 2 or not can_fork():
         return [_draw(p) for p in plotted]
     _SHARED = plotted
@@ -64,7 +63,3 @@ def _draw_all(plotted: list[PlottedSeries]) -> list[RenderedFigure]:
             return pool.map(_draw_shared, range(len(plotted)), chunksize=1)
     finally:
         _SHARED = None
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

@@ -3,7 +3,7 @@
 Importing the drawing libraries (matplotlib, pandas, Jinja2: ~2 s of CPU) and drawing the figures
 (~1.5 s for ten) are a third of `fsdp-bench history` over a 10,000-run store, and none of it needs
 the store: a process forked when the command starts imports them while the command loads and
-analyses, then receives bench/present/history/page.py's PageInputs and sends back the PNG bytes and
+analyses, then receives bench/present/history/inputs.py's PageInputs and sends back the PNG bytes and
 the page's text (bench/present/history/draw.py). The command writes every file itself, so a full
 or read-only disk fails there as it always did. Where fork is not safe (no fork, or other threads
 running) `drawing_process` gives None and the page is drawn in the command's own process: the same
@@ -13,15 +13,11 @@ bytes either way.
 from __future__ import annotations
 
 import multiprocessing
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-
-def can_fork() -> bool:
-    """fork is there and safe: no other thread whose locks the child would copy mid-use."""
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+from bench.analysis.forking import can_fork
 
 
 class DrawingProcess:
