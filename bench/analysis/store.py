@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import itertools
 import json
 import os
 import shutil
@@ -40,7 +39,6 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from bench.analysis.forking import can_fork, cpus
 from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
 from bench.config.paths import nearest_existing, read_only_error
 from bench.schema.files import Versioned, VersionError
@@ -64,9 +62,6 @@ BATCH_SIZE = 200
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Free space under which SQLite's "disk I/O error" means a full disk (it needs a few pages to go on).
 NEARLY_FULL_BYTES = 1 << 20
-# Result files from which an ingest reads them on worker processes (fewer: a few tenths of a second
-# serially, about what starting the workers costs).
-PARALLEL_MIN_RECORDS = 1000
 # What `export` writes, by the file's suffix.
 EXPORT_FORMATS = (".csv", ".parquet")
 
@@ -339,20 +334,25 @@ class ResultStore:
     def ingest(self, records: Iterable[RunResult], source: str | None = None) -> IngestReport:
         """Insert records not yet present, BATCH_SIZE per write transaction."""
         rows = [_row(record, source) for record in records]
-        return self._insert_batches([rows], IngestReport())
+        return self._insert_batches(rows, IngestReport())
 
     def ingest_paths(self, root: Path | str) -> IngestReport:
         """Ingest every result.json and preflight.json under `root` (or one file); unreadable records
         become problems."""
-        from bench.analysis.preflight import read_preflight  # the planner's modules, only when ingesting
-
         root = Path(root)
         if root.is_file():
             single_preflight = root.name == PREFLIGHT_RECORD
             paths, preflight_paths = ([], [root]) if single_preflight else ([root], [])
         else:
             paths, preflight_paths = _find(root, RESULT_FILE), _find(root, PREFLIGHT_RECORD)
-        report, preflight_rows = IngestReport(), []
+        report, rows, preflight_rows = IngestReport(), [], []
+        for path in paths:
+            try:
+                rows.append(_row(read_record(path), str(path)))
+            except ValueError as exc:
+                report.problems.append(RecordProblem(path, str(exc)))
+        if preflight_paths:
+            from bench.analysis.preflight import read_preflight  # the planner's modules (~0.2 s): only for preflights
         for path in preflight_paths:
             try:
                 preflight_rows.append(_preflight_row(read_preflight(path), str(path)))
@@ -362,22 +362,16 @@ class ResultStore:
             added = self._insert_rows("preflights", _PREFLIGHT_COLUMNS, preflight_rows)
             report.preflights_added += added
             report.preflights_unchanged += len(preflight_rows) - added
-        return self._insert_batches(_stamped(_read_rows(paths), report), report)
+        return self._insert_batches(rows, report)
 
-    def _insert_batches(self, chunks: Iterable[Sequence[tuple]], report: IngestReport) -> IngestReport:
+    def _insert_batches(self, rows: Sequence[tuple], report: IngestReport) -> IngestReport:
         """BATCH_SIZE rows per write transaction, on one connection (each close of a WAL connection
-        checkpoints: a connection per batch cost a checkpoint per 200 records), opened once the
-        first rows are there (the workers that read them are forked before it)."""
-        chunks = iter(chunks)
-        first = next(chunks, None)
-        if first is None:
-            return report
+        checkpoints: a connection per batch cost a checkpoint per 200 records)."""
         with self._connect() as conn:
-            for rows in itertools.chain([first], chunks):
-                for start in range(0, len(rows), BATCH_SIZE):
-                    batch = rows[start : start + BATCH_SIZE]
-                    added = _insert_rows(conn, "results", _COLUMNS, batch)
-                    report.merge(IngestReport(added=added, unchanged=len(batch) - added))
+            for start in range(0, len(rows), BATCH_SIZE):
+                batch = rows[start : start + BATCH_SIZE]
+                added = _insert_rows(conn, "results", _COLUMNS, batch)
+                report.merge(IngestReport(added=added, unchanged=len(batch) - added))
         return report
 
     def _insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
@@ -432,58 +426,6 @@ class ResultStore:
             conn.execute("DELETE FROM preflights")
 
 
-def _read_rows(paths: Sequence[Path]) -> Iterator[tuple[list[tuple], list[RecordProblem]]]:
-    """The store's rows of the readable records at `paths` (unstamped: `_stamped`) and a problem for
-    each other, BATCH_SIZE files at a time, in order.
-
-    Reading is most of an ingest (validating, serializing and hashing each record: ~2.3 CPU-seconds
-    for 10,000) and each file is independent, so from PARALLEL_MIN_RECORDS files on the batches are
-    read on forked workers, one per CPU, and come back in order while this process writes the ones
-    before. Platforms without fork and processes running other threads (fork would copy their
-    locks mid-use) read serially; the rows are the same either way."""
-    chunks = [paths[start : start + BATCH_SIZE] for start in range(0, len(paths), BATCH_SIZE)]
-    workers = cpus()
-    if len(paths) < PARALLEL_MIN_RECORDS or workers < 2 or not can_fork():
-        yield from map(_rows_of, chunks)
-        return
-    import multiprocessing
-
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
-        yield from pool.imap(_rows_of, chunks)
-
-
-def _rows_of(paths: Sequence[Path]) -> tuple[list[tuple], list[RecordProblem]]:
-    rows, problems = [], []
-    for path in paths:
-        try:
-            rows.append(_row(read_record(path), str(path), ingested_at=None))
-        except ValueError as exc:
-            problems.append(RecordProblem(path, str(exc)))
-    return rows, problems
-
-
-_INGESTED_AT = _COLUMNS.index("ingested_at")
-
-
-def _stamped(chunks: Iterable[tuple[list[tuple], list[RecordProblem]]], report: IngestReport) -> Iterator[list[tuple]]:
-    """Each chunk's rows with their ingested_at stamped as they are taken (so the stamps follow the
-    files' order, wherever the rows were read), its problems added to `report`."""
-    for rows, problems in chunks:
-        report.problems += problems
-        yield [row[:_INGESTED_AT] + (datetime.now(timezone.utc).isoformat(),) + row[_INGESTED_AT + 1 :] for row in rows]
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def _can_fork() -> bool:
-    import multiprocessing
-    import threading
-
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
-
-
 def _stored_record(blob: str) -> RunResult:
     """A stored record's JSON as today's RunResult. A row written by this schema holds the current
     version's JSON, which pydantic validates from the text directly (as bench/analysis/records.py reads
@@ -512,8 +454,15 @@ def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str], r
 
 
 def _find(root: Path, name: str) -> list[Path]:
-    """Every file called `name` under `root`, sorted (os.walk: pathlib's rglob builds a Path per folder)."""
-    return sorted(Path(folder, name) for folder, _, files in os.walk(root) if name in files)
+    """Every file called `name` under `root`, sorted as their Paths sort (os.walk: pathlib's rglob builds a
+    Path per folder). Every folder os.walk names is `root` joined with folder names, so comparing the
+    names (the text split at the separator) is comparing the Paths' parts, without building and
+    comparing 10,000 Paths (a third of the walk's time)."""
+    folders = [folder for folder, _, files in os.walk(root) if name in files]
+    if os.name == "posix":  # elsewhere Paths compare their parts case-folded: let them sort themselves
+        folders.sort(key=lambda folder: folder.split(os.sep))
+        return [Path(folder, name) for folder in folders]
+    return sorted(Path(folder, name) for folder in folders)
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:
@@ -546,8 +495,7 @@ def _where(filters: dict[str, object]) -> tuple[str, list[object]]:
     return " WHERE " + " AND ".join(f"{key} = ?" for key in filters), list(filters.values())
 
 
-def _row(record: RunResult, source: str | None, ingested_at: str | None = "now") -> tuple:
-    """The record's row of the results table; `ingested_at` None leaves the stamp to the caller."""
+def _row(record: RunResult, source: str | None) -> tuple:
     spec, text = record.spec, record.model_dump_json()
     values = {
         "point_id": record.point_id, "content_hash": _hash(text), "sweep": record.sweep,
@@ -557,8 +505,8 @@ def _row(record: RunResult, source: str | None, ingested_at: str | None = "now")
         "grad_accum": spec.train.grad_accum, "seq_len": spec.train.seq_len, "repeat": spec.repeat,
         **metric_values(record, "store"), "env_fingerprint": env_fingerprint(record),
         "started_at": record.started_at, "finished_at": record.finished_at, "source": source,
-        "ingested_at": datetime.now(timezone.utc).isoformat() if ingested_at == "now" else ingested_at,
-        "record": text, "git_sha": record.env.git_sha,
+        "ingested_at": datetime.now(timezone.utc).isoformat(), "record": text,
+        "git_sha": record.env.git_sha,
     }  # fmt: skip
     return tuple(values[column] for column in _COLUMNS)
 
