@@ -345,19 +345,15 @@ class ResultStore:
             paths, preflight_paths = ([], [root]) if single_preflight else ([root], [])
         else:
             paths, preflight_paths = _find(root, RESULT_FILE), _find(root, PREFLIGHT_RECORD)
-        report, rows, preflight_rows = IngestReport(), [], []
-        for path in paths:
-            try:
-                rows.append(_row(read_record(path), str(path)))
-            except ValueError as exc:
-                report.problems.append(RecordProblem(path, str(exc)))
+        report = IngestReport()
+        rows = _rows_of(paths, lambda path: _row(read_record(path), str(path)), report)
+        preflight_rows = []
         if preflight_paths:
             from bench.analysis.preflight import read_preflight  # the planner's modules (~0.2 s): only for preflights
-        for path in preflight_paths:
-            try:
-                preflight_rows.append(_preflight_row(read_preflight(path), str(path)))
-            except ValueError as exc:
-                report.problems.append(RecordProblem(path, str(exc)))
+
+            preflight_rows = _rows_of(
+                preflight_paths, lambda path: _preflight_row(read_preflight(path), str(path)), report
+            )
         if preflight_rows:
             added = self._insert_rows("preflights", _PREFLIGHT_COLUMNS, preflight_rows)
             report.preflights_added += added
@@ -451,6 +447,17 @@ def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str], r
         conn.execute("ROLLBACK")
         raise
     return added
+
+
+def _rows_of(paths: Sequence[Path], row: Callable[[Path], tuple], report: IngestReport) -> list[tuple]:
+    """The row of each file that reads; each other one a problem in `report`."""
+    rows = []
+    for path in paths:
+        try:
+            rows.append(row(path))
+        except ValueError as exc:
+            report.problems.append(RecordProblem(path, str(exc)))
+    return rows
 
 
 def _find(root: Path, name: str) -> list[Path]:
