@@ -28,6 +28,7 @@ two middle values, the same numbers, a fraction of the memory traffic.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -228,6 +229,98 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
     return out
 
 
+@dataclass(frozen=True)
+class _DrawCounts:
+    """A resampling plan as counts (data-independent, cached): `counts[i, b]` is how often resample
+    b drew step i (the plan of `_resample_plan`, the same draws), in the smallest unsigned type that
+    holds every resample's total count; `low`/`high` as in `_RankPlan`, in that type too, and one
+    number each where every resample has the same count (runs of one length): comparing with a
+    scalar is twice as fast as with a row."""
+
+    counts: np.ndarray  # (steps, n_boot)
+    low: np.ndarray | np.generic  # (n_boot,) or one for all
+    high: np.ndarray | np.generic
+
+
+@lru_cache(maxsize=256)
+def _draw_counts(lengths: tuple[int, ...], stream: int, n_boot: int) -> _DrawCounts:
+    import numpy as np
+
+    index, valid = _resample_plan(lengths, stream, n_boot)
+    total = sum(lengths)
+    per_resample = valid.sum(axis=1)
+    dtype = _rank_dtype(max(total, int(per_resample.max())))
+    resample = np.broadcast_to(np.arange(n_boot)[:, None], index.shape)
+    counts = np.bincount(index[valid] * n_boot + resample[valid], minlength=total * n_boot)
+    low, high = ((per_resample - 1) // 2).astype(dtype), (per_resample // 2).astype(dtype)
+    if (per_resample == per_resample[0]).all():
+        low, high = low[0], high[0]
+    return _DrawCounts(counts.reshape(total, n_boot).astype(dtype), low, high)
+
+
+# Items per block of the running count: its (items x n_boot) counters stay in the CPU's cache.
+_RUNNING_ITEMS = 64
+
+
+def _counted_medians(data: np.ndarray, plan: _DrawCounts) -> np.ndarray:
+    """(items, n_boot) pooled medians of `data`'s finite rows resampled by `plan`: `_resampled_medians`'
+    numbers by a running count. Each row is sorted once; walking its steps from the smallest up, a
+    resample's draws so far are a sum of the plan's count rows, and the k-th order statistic's rank
+    is the number of steps at which that sum is still at most k. One pass of small integer adds per
+    step, on (items x n_boot) counters that stay in cache, instead of a (steps x steps) product and
+    reductions along the shortest axis."""
+    import numpy as np
+
+    items, total = data.shape
+    order = np.argsort(data, axis=1, kind="stable")  # (items, steps): the step at each rank
+    ordered = np.take_along_axis(data, order, axis=1)
+    n_boot = plan.counts.shape[1]
+    out = np.empty((items, n_boot))
+    for start in range(0, items, _RUNNING_ITEMS):
+        steps = order[start : start + _RUNNING_ITEMS]
+        shape = (len(steps), n_boot)
+        drawn, low, high = (np.zeros(shape, dtype=plan.counts.dtype) for _ in range(3))
+        below = np.empty(shape, dtype=bool)
+        for rank in range(total):
+            np.add(drawn, plan.counts[steps[:, rank]], out=drawn)  # draws at or below this rank
+            np.less_equal(drawn, plan.low, out=below)
+            np.add(low, below.view(np.uint8), out=low)
+            np.less_equal(drawn, plan.high, out=below)
+            np.add(high, below.view(np.uint8), out=high)
+        flat = ordered[start : start + _RUNNING_ITEMS].ravel()
+        row = (np.arange(len(steps)) * total)[:, None]  # where each item's sorted row starts in `flat`
+        out[start : start + _RUNNING_ITEMS] = (flat[row + low] + flat[row + high]) / 2
+    return out
+
+
+def bootstrap_medians_counted(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: int = N_BOOT) -> np.ndarray:
+    """bootstrap_medians' numbers (the same draws, the same two middle values, averaged the same
+    way) by the running-count kernel, for the many items of a check (`compare_many`); items with a
+    non-finite step go to bootstrap_medians, which handles them."""
+    import numpy as np
+
+    out = np.full((len(items), n_boot), np.nan)
+    groups: dict[tuple[int, ...], list[int]] = {}
+    steps: dict[int, np.ndarray] = {}
+    others = []
+    for position, runs in enumerate(items):
+        arrays = clean_runs(runs)
+        if not arrays:
+            continue
+        flat = np.concatenate(arrays)
+        if not np.isfinite(flat).all():
+            others.append(position)
+            continue
+        groups.setdefault(tuple(map(len, arrays)), []).append(position)
+        steps[position] = flat
+    for lengths, positions in groups.items():
+        data = np.stack([steps[position] for position in positions])
+        out[positions] = _counted_medians(data, _draw_counts(lengths, stream, n_boot))
+    if others:
+        out[others] = bootstrap_medians([items[position] for position in others], stream, n_boot)
+    return out
+
+
 def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise percentile interval of a (rows, n_boot) array (NaN rows give NaN bounds)."""
     import numpy as np
@@ -327,8 +420,8 @@ def compare_many(pairs: Sequence[tuple[Runs, Runs]]) -> list[Comparison]:
     sides = [(clean_runs(baseline), clean_runs(current)) for baseline, current in pairs]
     if any(not base or not cur for base, cur in sides):
         raise ValueError("compare_runs: each side needs at least one step")
-    numerators = bootstrap_medians([cur for _, cur in sides], NUMERATOR)
-    denominators = bootstrap_medians([base for base, _ in sides], DENOMINATOR)
+    numerators = bootstrap_medians_counted([cur for _, cur in sides], NUMERATOR)
+    denominators = bootstrap_medians_counted([base for base, _ in sides], DENOMINATOR)
     lows, highs = ratio_interval(numerators, denominators, np.ones(len(sides)))
     pooled = [(np.concatenate(base), np.concatenate(cur)) for base, cur in sides]
     p_values = _shift_p_values_many(pooled)
@@ -362,9 +455,9 @@ _ASYMPTOTIC_ABOVE = 8
 
 
 def _shift_p_values_many(pooled: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[float, float]]:
-    """shift_p_values of every (baseline steps, current steps) pair."""
+    """shift_p_values of every (baseline steps, current steps) pair: samples of one size above
+    `_ASYMPTOTIC_ABOVE` steps a side in one `_u_test_normal` call, the others one at a time."""
     import numpy as np
-    from scipy.stats import mannwhitneyu
 
     out: list[tuple[float, float] | None] = [None] * len(pooled)
     batches: dict[tuple[int, int], list[int]] = {}
@@ -378,11 +471,53 @@ def _shift_p_values_many(pooled: Sequence[tuple[np.ndarray, np.ndarray]]) -> lis
     for positions in batches.values():
         base = np.stack([pooled[i][0] for i in positions])
         cur = np.stack([pooled[i][1] for i in positions])
-        greater = mannwhitneyu(cur, base, alternative="greater", axis=1).pvalue
-        less = mannwhitneyu(cur, base, alternative="less", axis=1).pvalue
-        for position, p_greater, p_less in zip(positions, greater, less, strict=True):
-            out[position] = (float(p_greater), float(p_less))
+        for position, p_values in zip(positions, _u_test_normal(cur, base), strict=True):
+            out[position] = p_values
     return out  # type: ignore[return-value]
+
+
+def _u_test_normal(x: np.ndarray, y: np.ndarray) -> list[tuple[float, float]]:
+    """(p x tends greater, p x tends less) of each row pair of `x` (items, n1) and `y` (items, n2):
+    the one-sided Mann-Whitney U tests by the normal approximation with tie and continuity
+    corrections, as scipy.stats.mannwhitneyu(x, y, alternative=..., method="asymptotic") computes
+    them, step by step: the same U (mid-ranks are halves, so their sums are exact), the same tie
+    term and z; the normal tail by math.erf/erfc as scipy's ndtr composes it (agreeing to a few
+    units in the last place). Here so that `check` need not import scipy.stats (a second of its start).
+    Rows must be finite and not all one value."""
+    import numpy as np
+
+    n1, n2 = x.shape[1], y.shape[1]
+    n = n1 + n2
+    xy = np.concatenate([x, y], axis=1)
+    order = np.argsort(xy, axis=1, kind="stable")
+    ordered = np.take_along_axis(xy, order, axis=1)
+    position = np.broadcast_to(np.arange(n), xy.shape)
+    starts = np.ones(xy.shape, dtype=bool)  # each sorted value that begins a run of ties
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(xy.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, n)[:, ::-1], axis=1)[:, ::-1]
+    mid_ranks = (first + last) / 2 + 1  # 1-based average rank of each sorted value
+    r1 = np.where(order < n1, mid_ranks, 0.0).sum(axis=1)
+    u1 = r1 - n1 * (n1 + 1) / 2
+    ties = np.where(starts, last - first + 1, 0).astype(float)
+    tie_term = (ties**3 - ties).sum(axis=-1)
+    s = np.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    mu = n1 * n2 / 2
+    with np.errstate(divide="ignore", invalid="ignore"):  # as scipy: an infinite z has a tail of 0 or 1
+        z_greater = (u1 - mu - 0.5) / s
+        z_less = ((n1 * n2 - u1) - mu - 0.5) / s
+    return [(_normal_sf(g), _normal_sf(le)) for g, le in zip(z_greater.tolist(), z_less.tolist(), strict=True)]
+
+
+def _normal_sf(z: float) -> float:
+    """P(Z > z) for a standard normal Z, composed as scipy's ndtr(-z) (cephes): erf near 0, erfc in the tails."""
+    x = -z * math.sqrt(0.5)
+    if abs(x) < math.sqrt(0.5):
+        return min(max(0.5 + 0.5 * math.erf(x), 0.0), 1.0)
+    tail = 0.5 * math.erfc(abs(x))
+    return min(max(1.0 - tail if x > 0 else tail, 0.0), 1.0)
 
 
 def scaling_efficiency(tokens_per_s, baseline_tokens_per_s, nodes, baseline_nodes):
