@@ -229,98 +229,6 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
     return out
 
 
-@dataclass(frozen=True)
-class _DrawCounts:
-    """A resampling plan as counts (data-independent, cached): `counts[i, b]` is how often resample
-    b drew step i (the plan of `_resample_plan`, the same draws), in the smallest unsigned type that
-    holds every resample's total count; `low`/`high` as in `_RankPlan`, in that type too, and one
-    number each where every resample has the same count (runs of one length): comparing with a
-    scalar is twice as fast as with a row."""
-
-    counts: np.ndarray  # (steps, n_boot)
-    low: np.ndarray | np.generic  # (n_boot,) or one for all
-    high: np.ndarray | np.generic
-
-
-@lru_cache(maxsize=256)
-def _draw_counts(lengths: tuple[int, ...], stream: int, n_boot: int) -> _DrawCounts:
-    import numpy as np
-
-    index, valid = _resample_plan(lengths, stream, n_boot)
-    total = sum(lengths)
-    per_resample = valid.sum(axis=1)
-    dtype = _rank_dtype(max(total, int(per_resample.max())))
-    resample = np.broadcast_to(np.arange(n_boot)[:, None], index.shape)
-    counts = np.bincount(index[valid] * n_boot + resample[valid], minlength=total * n_boot)
-    low, high = ((per_resample - 1) // 2).astype(dtype), (per_resample // 2).astype(dtype)
-    if (per_resample == per_resample[0]).all():
-        low, high = low[0], high[0]
-    return _DrawCounts(counts.reshape(total, n_boot).astype(dtype), low, high)
-
-
-# Items per block of the running count: its (items x n_boot) counters stay in the CPU's cache.
-_RUNNING_ITEMS = 64
-
-
-def _counted_medians(data: np.ndarray, plan: _DrawCounts) -> np.ndarray:
-    """(items, n_boot) pooled medians of `data`'s finite rows resampled by `plan`: `_resampled_medians`'
-    numbers by a running count. Each row is sorted once; walking its steps from the smallest up, a
-    resample's draws so far are a sum of the plan's count rows, and the k-th order statistic's rank
-    is the number of steps at which that sum is still at most k. One pass of small integer adds per
-    step, on (items x n_boot) counters that stay in cache, instead of a (steps x steps) product and
-    reductions along the shortest axis."""
-    import numpy as np
-
-    items, total = data.shape
-    order = np.argsort(data, axis=1, kind="stable")  # (items, steps): the step at each rank
-    ordered = np.take_along_axis(data, order, axis=1)
-    n_boot = plan.counts.shape[1]
-    out = np.empty((items, n_boot))
-    for start in range(0, items, _RUNNING_ITEMS):
-        steps = order[start : start + _RUNNING_ITEMS]
-        shape = (len(steps), n_boot)
-        drawn, low, high = (np.zeros(shape, dtype=plan.counts.dtype) for _ in range(3))
-        below = np.empty(shape, dtype=bool)
-        for rank in range(total):
-            np.add(drawn, plan.counts[steps[:, rank]], out=drawn)  # draws at or below this rank
-            np.less_equal(drawn, plan.low, out=below)
-            np.add(low, below.view(np.uint8), out=low)
-            np.less_equal(drawn, plan.high, out=below)
-            np.add(high, below.view(np.uint8), out=high)
-        flat = ordered[start : start + _RUNNING_ITEMS].ravel()
-        row = (np.arange(len(steps)) * total)[:, None]  # where each item's sorted row starts in `flat`
-        out[start : start + _RUNNING_ITEMS] = (flat[row + low] + flat[row + high]) / 2
-    return out
-
-
-def bootstrap_medians_counted(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: int = N_BOOT) -> np.ndarray:
-    """bootstrap_medians' numbers (the same draws, the same two middle values, averaged the same
-    way) by the running-count kernel, for the many items of a check (`compare_many`); items with a
-    non-finite step go to bootstrap_medians, which handles them."""
-    import numpy as np
-
-    out = np.full((len(items), n_boot), np.nan)
-    groups: dict[tuple[int, ...], list[int]] = {}
-    steps: dict[int, np.ndarray] = {}
-    others = []
-    for position, runs in enumerate(items):
-        arrays = clean_runs(runs)
-        if not arrays:
-            continue
-        flat = np.concatenate(arrays)
-        if not np.isfinite(flat).all():
-            others.append(position)
-            continue
-        groups.setdefault(tuple(map(len, arrays)), []).append(position)
-        steps[position] = flat
-    for lengths, positions in groups.items():
-        data = np.stack([steps[position] for position in positions])
-        out[positions] = _counted_medians(data, _draw_counts(lengths, stream, n_boot))
-    if others:
-        out[others] = bootstrap_medians([items[position] for position in others], stream, n_boot)
-    return out
-
-
 def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tuple[np.ndarray, np.ndarray]:
     """Row-wise percentile interval of a (rows, n_boot) array (NaN rows give NaN bounds)."""
     import numpy as np
@@ -412,40 +320,146 @@ def compare_runs(baseline: Runs, current: Runs) -> Comparison:
 
 def compare_many(pairs: Sequence[tuple[Runs, Runs]]) -> list[Comparison]:
     """compare_runs of every (baseline, current) pair, computed together: the same numbers as one
-    pair at a time (each pair's resamples depend only on its run lengths and the streams), with
-    the bootstraps of all pairs in a few vectorised calls and the U tests of samples of one size
-    in one call. `check` compares thousands of points this way."""
+    pair at a time (each pair's resamples depend only on its run lengths and the streams). `check`
+    compares thousands of points this way: pairs of the same run lengths on both sides are stacked
+    into two arrays, and their medians, bootstraps (`_stacked_bootstrap`), intervals and U tests
+    are a few vectorised calls per shape."""
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
+    for position, (baseline, current) in enumerate(pairs):
+        shape = (_run_lengths(baseline), _run_lengths(current))
+        if not shape[0] or not shape[1]:
+            raise ValueError("compare_runs: each side needs at least one step")
+        groups.setdefault(shape, []).append(position)
+    out: list[Comparison | None] = [None] * len(pairs)
+    for (base_lengths, cur_lengths), positions in groups.items():
+        base = _stacked_steps([pairs[position][0] for position in positions])
+        cur = _stacked_steps([pairs[position][1] for position in positions])
+        for position, comparison in zip(positions, _compare_stacked(base, base_lengths, cur, cur_lengths), strict=True):
+            out[position] = comparison
+    return out  # type: ignore[return-value]
+
+
+def _run_lengths(runs: Runs) -> tuple[int, ...]:
+    """The lengths of the runs clean_runs keeps (the empty ones dropped)."""
+    return tuple(n for n in map(len, runs) if n)
+
+
+def _stacked_steps(items: Sequence[Runs]) -> np.ndarray:
+    """(items, steps) every item's steps, its runs concatenated (items of one run-length shape)."""
     import numpy as np
 
-    sides = [(clean_runs(baseline), clean_runs(current)) for baseline, current in pairs]
-    if any(not base or not cur for base, cur in sides):
-        raise ValueError("compare_runs: each side needs at least one step")
-    numerators = bootstrap_medians_counted([cur for _, cur in sides], NUMERATOR)
-    denominators = bootstrap_medians_counted([base for base, _ in sides], DENOMINATOR)
-    lows, highs = ratio_interval(numerators, denominators, np.ones(len(sides)))
-    pooled = [(np.concatenate(base), np.concatenate(cur)) for base, cur in sides]
-    p_values = _shift_p_values_many(pooled)
-    comparisons = []
-    for (base, cur), (base_steps, cur_steps), low, high, (p_greater, p_less) in zip(
-        sides, pooled, lows, highs, p_values, strict=True
-    ):
-        base_median, cur_median = float(np.median(base_steps)), float(np.median(cur_steps))
-        comparisons.append(
-            Comparison(
-                baseline_median=base_median,
-                current_median=cur_median,
-                ratio=cur_median / base_median if base_median else float("nan"),
-                ci_low=float(low),
-                ci_high=float(high),
-                p_greater=p_greater,
-                p_less=p_less,
-                n_baseline=len(base_steps),
-                n_current=len(cur_steps),
-                runs_baseline=len(base),
-                runs_current=len(cur),
-            )
+    return np.array([[step for run in runs for step in run] for runs in items], dtype=float)
+
+
+def _compare_stacked(
+    base: np.ndarray, base_lengths: tuple[int, ...], cur: np.ndarray, cur_lengths: tuple[int, ...]
+) -> list[Comparison]:
+    """The Comparison of each row pair of `base` and `cur` (their steps, runs of these lengths)."""
+    import numpy as np
+
+    numerators = _stacked_bootstrap(cur, cur_lengths, NUMERATOR)
+    denominators = _stacked_bootstrap(base, base_lengths, DENOMINATOR)
+    lows, highs = ratio_interval(numerators, denominators, np.ones(len(base)))
+    base_medians, cur_medians = np.median(base, axis=1).tolist(), np.median(cur, axis=1).tolist()
+    runs = (len(base_lengths), len(cur_lengths))
+    return [
+        Comparison(
+            baseline_median=base_median,
+            current_median=cur_median,
+            ratio=cur_median / base_median if base_median else float("nan"),
+            ci_low=low,
+            ci_high=high,
+            p_greater=p_greater,
+            p_less=p_less,
+            n_baseline=base.shape[1],
+            n_current=cur.shape[1],
+            runs_baseline=runs[0],
+            runs_current=runs[1],
         )
-    return comparisons
+        for base_median, cur_median, low, high, (p_greater, p_less) in zip(
+            base_medians, cur_medians, lows.tolist(), highs.tolist(), _stacked_shift_p_values(base, cur), strict=True
+        )
+    ]
+
+
+def _stacked_bootstrap(data: np.ndarray, lengths: tuple[int, ...], stream: int) -> np.ndarray:
+    """bootstrap_medians of each row of `data` (steps of runs of these lengths): finite rows by the
+    running count (`_counted_medians`, the same numbers), rows with a non-finite step by
+    bootstrap_medians itself."""
+    import numpy as np
+
+    out = np.empty((len(data), N_BOOT))
+    finite = np.isfinite(data).all(axis=1)
+    if finite.any():
+        out[finite] = _counted_medians(data[finite], _draw_counts(lengths, stream, N_BOOT))
+    if not finite.all():
+        cuts = np.cumsum(lengths)[:-1]
+        out[~finite] = bootstrap_medians([np.split(row, cuts) for row in data[~finite]], stream)
+    return out
+
+
+@dataclass(frozen=True)
+class _DrawCounts:
+    """A resampling plan as counts (data-independent, cached): `counts[i, b]` is how often resample
+    b drew step i (the plan of `_resample_plan`, the same draws), in the smallest unsigned type that
+    holds every resample's total count; `low`/`high` as in `_RankPlan`, in that type too, and one
+    number each where every resample has the same count (runs of one length): comparing with a
+    scalar is twice as fast as with a row."""
+
+    counts: np.ndarray  # (steps, n_boot)
+    low: np.ndarray | np.generic  # (n_boot,) or one for all
+    high: np.ndarray | np.generic
+
+
+@lru_cache(maxsize=256)
+def _draw_counts(lengths: tuple[int, ...], stream: int, n_boot: int) -> _DrawCounts:
+    import numpy as np
+
+    index, valid = _resample_plan(lengths, stream, n_boot)
+    total = sum(lengths)
+    per_resample = valid.sum(axis=1)
+    dtype = _rank_dtype(max(total, int(per_resample.max())))
+    resample = np.broadcast_to(np.arange(n_boot)[:, None], index.shape)
+    counts = np.bincount(index[valid] * n_boot + resample[valid], minlength=total * n_boot)
+    low, high = ((per_resample - 1) // 2).astype(dtype), (per_resample // 2).astype(dtype)
+    if (per_resample == per_resample[0]).all():
+        low, high = low[0], high[0]
+    return _DrawCounts(counts.reshape(total, n_boot).astype(dtype), low, high)
+
+
+# Items per block of the running count: its (items x n_boot) counters stay in the CPU's cache.
+_RUNNING_ITEMS = 64
+
+
+def _counted_medians(data: np.ndarray, plan: _DrawCounts) -> np.ndarray:
+    """(items, n_boot) pooled medians of `data`'s finite rows resampled by `plan`: `_resampled_medians`'
+    numbers by a running count. Each row is sorted once; walking its steps from the smallest up, a
+    resample's draws so far are a sum of the plan's count rows, and the k-th order statistic's rank
+    is the number of steps at which that sum is still at most k. One pass of small integer adds per
+    step, on (items x n_boot) counters that stay in cache, instead of a (steps x steps) product and
+    reductions along the shortest axis."""
+    import numpy as np
+
+    items, total = data.shape
+    order = np.argsort(data, axis=1, kind="stable")  # (items, steps): the step at each rank
+    ordered = np.take_along_axis(data, order, axis=1)
+    n_boot = plan.counts.shape[1]
+    out = np.empty((items, n_boot))
+    for start in range(0, items, _RUNNING_ITEMS):
+        steps = order[start : start + _RUNNING_ITEMS]
+        shape = (len(steps), n_boot)
+        drawn, low, high = (np.zeros(shape, dtype=plan.counts.dtype) for _ in range(3))
+        below = np.empty(shape, dtype=bool)
+        for rank in range(total):
+            np.add(drawn, plan.counts[steps[:, rank]], out=drawn)  # draws at or below this rank
+            np.less_equal(drawn, plan.low, out=below)
+            np.add(low, below.view(np.uint8), out=low)
+            np.less_equal(drawn, plan.high, out=below)
+            np.add(high, below.view(np.uint8), out=high)
+        flat = ordered[start : start + _RUNNING_ITEMS].ravel()
+        row = (np.arange(len(steps)) * total)[:, None]  # where each item's sorted row starts in `flat`
+        out[start : start + _RUNNING_ITEMS] = (flat[row + low] + flat[row + high]) / 2
+    return out
 
 
 # Above this many steps per side scipy's U test is the normal approximation whatever the ties
@@ -454,26 +468,23 @@ def compare_many(pairs: Sequence[tuple[Runs, Runs]]) -> list[Comparison]:
 _ASYMPTOTIC_ABOVE = 8
 
 
-def _shift_p_values_many(pooled: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[float, float]]:
-    """shift_p_values of every (baseline steps, current steps) pair: samples of one size above
-    `_ASYMPTOTIC_ABOVE` steps a side in one `_u_test_normal` call, the others one at a time."""
+def _stacked_shift_p_values(base: np.ndarray, cur: np.ndarray) -> list[tuple[float, float]]:
+    """shift_p_values of each row pair of `base` and `cur`: above `_ASYMPTOTIC_ABOVE` steps a side
+    all at once by `_u_test_normal`, but the rows scipy would not test so (a non-finite step, or one
+    value on both sides), which go to shift_p_values one at a time, as do smaller samples."""
     import numpy as np
 
-    out: list[tuple[float, float] | None] = [None] * len(pooled)
-    batches: dict[tuple[int, int], list[int]] = {}
-    for position, (base, cur) in enumerate(pooled):
-        constant = np.all(base == base[0]) and np.all(cur == base[0])
-        finite = np.isfinite(base).all() and np.isfinite(cur).all()
-        if constant or not finite or min(len(base), len(cur)) <= _ASYMPTOTIC_ABOVE:
-            out[position] = shift_p_values([base], [cur])
-        else:
-            batches.setdefault((len(base), len(cur)), []).append(position)
-    for positions in batches.values():
-        base = np.stack([pooled[i][0] for i in positions])
-        cur = np.stack([pooled[i][1] for i in positions])
-        for position, p_values in zip(positions, _u_test_normal(cur, base), strict=True):
+    constant = (base == base[:, :1]).all(axis=1) & (cur == base[:, :1]).all(axis=1)
+    finite = np.isfinite(base).all(axis=1) & np.isfinite(cur).all(axis=1)
+    batched = ~constant & finite & (min(base.shape[1], cur.shape[1]) > _ASYMPTOTIC_ABOVE)
+    out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(base)
+    if batched.any():
+        tested = _u_test_normal(cur[batched], base[batched])
+        for position, p_values in zip(np.flatnonzero(batched), tested, strict=True):
             out[position] = p_values
-    return out  # type: ignore[return-value]
+    for position in np.flatnonzero(~batched):
+        out[position] = shift_p_values([base[position]], [cur[position]])
+    return out
 
 
 def _u_test_normal(x: np.ndarray, y: np.ndarray) -> list[tuple[float, float]]:

@@ -1,6 +1,6 @@
-"""The check's batched statistics give the numbers of the one-at-a-time ones (bench.analysis.stats):
-`bootstrap_medians_counted` the very bootstrap medians of `bootstrap_medians`, and `compare_many`'s
-U-test p-values those of scipy's mannwhitneyu (`shift_p_values`), pair by pair."""
+"""The check's batched statistics (bench.analysis.stats `compare_many`) give the numbers of the
+one-at-a-time ones, pair by pair: the intervals of `bootstrap_medians`' resampled medians, and the
+U-test p-values of scipy's mannwhitneyu (`shift_p_values`)."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from bench.analysis.stats import (
     DENOMINATOR,
     NUMERATOR,
     bootstrap_medians,
-    bootstrap_medians_counted,
     compare_many,
     compare_runs,
+    ratio_interval,
     shift_p_values,
 )
 
@@ -32,15 +32,18 @@ def _runs(lengths: tuple[int, ...], seed: int, decimals: int | None = None, medi
 SHAPES = [(10, 10, 10, 10, 10), (10, 10, 10), (10,), (3, 7, 12), (1, 1, 1), (200,), (100, 10, 10), (2,) * 140]
 
 
-@pytest.mark.parametrize("stream", [NUMERATOR, DENOMINATOR])
-def test_counted_bootstrap_medians_are_bootstrap_medians(stream):
-    items = [_runs(shape, seed, decimals) for shape in SHAPES for seed in range(3) for decimals in (None, 3)]
-    items += [[[0.1, math.nan, 0.3], [0.2, 0.2]], [[0.1, math.inf], [0.2]], [], [[0.5] * 10] * 3]
-    counted = bootstrap_medians_counted(items, stream, n_boot=500)
-    expected = bootstrap_medians(items, stream, n_boot=500)
-    assert counted.shape == (len(items), 500)
-    assert np.array_equal(counted, expected, equal_nan=True)
-    assert np.isnan(counted[-2]).all() and (counted[-1] == 0.5).all()
+def test_batched_intervals_and_medians_are_one_pair_at_a_time_by_bootstrap_medians():
+    """compare_many's running-count bootstrap gives, pair by pair, the interval of bootstrap_medians'
+    own resampled medians (to the last bit), whatever the shapes and with non-finite steps."""
+    sides = [_runs(shape, seed, decimals) for shape in SHAPES for seed in range(2) for decimals in (None, 3)]
+    sides += [[[0.1, math.nan, 0.3], [0.2, 0.2]], [[0.1, math.inf], [0.2]], [[0.5] * 10] * 3, [[], [0.2, 0.3, 0.4]]]
+    pairs = list(zip(sides, sides[::-1], strict=True))
+    for (base, cur), comparison in zip(pairs, compare_many(pairs), strict=True):
+        low, high = ratio_interval(bootstrap_medians([cur], NUMERATOR), bootstrap_medians([base], DENOMINATOR), [1.0])
+        assert np.array_equal([comparison.ci_low, comparison.ci_high], [low[0], high[0]], equal_nan=True)
+        medians = [float(np.median(np.concatenate([np.asarray(r, dtype=float) for r in side]))) for side in (base, cur)]
+        assert np.array_equal([comparison.baseline_median, comparison.current_median], medians, equal_nan=True)
+        assert (comparison.n_baseline, comparison.runs_current) == (sum(map(len, base)), sum(1 for r in cur if r))
 
 
 def test_batched_u_tests_are_scipys_pair_by_pair():
