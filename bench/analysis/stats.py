@@ -23,7 +23,9 @@ else is being bootstrapped: a report bootstraps thousands of cells in a few vect
 `check` compares thousands of points in a few (`compare_many`), and each still gets, for each cell
 or point, what it would get for that one alone. Each resample's median is found by selection on the
 steps' ranks (one byte each for up to 255 steps), not as the median of gathered values: the same
-two middle values, the same numbers, a fraction of the memory traffic.
+two middle values, the same numbers, a fraction of the memory traffic. `compare_many` finds them by
+a running count of each resample's draws over the sorted steps (`_counted_medians`), the same
+numbers again, and tests shifts with scipy's normal approximation computed in numpy.
 """
 
 from __future__ import annotations
