@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bench.analysis.check.numerics import LOSS_RTOL, CurveVerdict, compare_curves, exact_rule
-from bench.analysis.history.detect import MIN_SERIES_RUNS, Detected, detect
+from bench.analysis.history.detect import MIN_SERIES_RUNS, Detected, detect, detect_each
 from bench.analysis.history.envdiff import env_changes
 from bench.analysis.history.series import EFFICIENCY, Run, Series
 from bench.analysis.stats import compare_many
@@ -143,22 +143,29 @@ def analyse_series(
     """Change points (with magnitudes) and numerics issues of one series. For
     scripts/validate_history.py: `detector`, another implementation; `intervals=False`, each change's
     ratio without its bootstrap (medians and bounds NaN), which is all the gate needs."""
-    (result,) = _analysed([(series, numerics)], window, loss_rtol, detector, intervals)
+    (result,) = _analysed([(series, numerics)], window, loss_rtol, lambda many: [detector(v) for v in many], intervals)
     return result
+
+
+# The change points of many series' values at once: bench.analysis.history.detect.detect_each, here
+# or in another process.
+DetectEach = Callable[[list[list[float]]], list[list[Detected]]]
 
 
 def _analysed(
     chosen: Sequence[tuple[Series, bool]],
     window: int | None,
     loss_rtol: float,
-    detector: Callable[[Sequence[float]], list[Detected]],
+    detect_many: DetectEach,
     intervals: bool,
 ) -> list[SeriesResult]:
     """`analyse_series` of each (series, numerics guard on), with the magnitudes of every change point
     of every series bootstrapped in one bench.analysis.stats.compare_many call: the numbers of one
     comparison at a time (each depends only on its own samples), in a few vectorised passes instead
     of two per change point."""
-    found = [(s, detector(s.values) if len(s.runs) >= MIN_SERIES_RUNS else []) for s, _ in chosen]
+    tested = [s.values for s, _ in chosen if len(s.runs) >= MIN_SERIES_RUNS]
+    detections = iter(detect_many(tested) if tested else [])
+    found = [(s, next(detections) if len(s.runs) >= MIN_SERIES_RUNS else []) for s, _ in chosen]
     sides = []  # (series' position, its change point, runs before, runs after) of every change point
     for position, (series, detected) in enumerate(found):
         bounds = [0, *(d.index for d in detected), len(series.runs)]
@@ -166,7 +173,9 @@ def _analysed(
             before, after = series.runs[bounds[i] : point.index], series.runs[point.index : bounds[i + 2]]
             sides.append((position, point, before, after))
     if intervals and sides:
-        steps = compare_many([found[p][0].samples(before, after) for p, _, before, after in sides])
+        # The shift tests' p-values are not shown (a change's significance is the detector's t-test).
+        pairs = [found[p][0].samples(before, after) for p, _, before, after in sides]
+        steps = compare_many(pairs, shift_tests=False)
         levels = [
             (c.baseline, c.current, c.ratio, c.ci_low, c.ci_high)
             for c in (found[p][0].comparison(b, a, s) for (p, _, b, a), s in zip(sides, steps, strict=True))
@@ -227,11 +236,12 @@ def numerics_along(series: Series, first_new: int, rtol: float = LOSS_RTOL) -> t
 
 def analyse(
     series: list[Series], *, metric: str, window: int | None = None, numerics: bool = True,
-    loss_rtol: float = LOSS_RTOL, detector: str = "",
+    loss_rtol: float = LOSS_RTOL, detector: str = "", detect_many: DetectEach = detect_each,
 ) -> History:  # fmt: skip
-    """The history of every series, longest first."""
+    """The history of every series, longest first. `detect_many`: where the change points are found
+    (`fsdp-bench history` asks its early process, which imported the detector meanwhile)."""
     # An efficiency series' runs are its largest node count's records, whose curves that series checks.
     chosen = [(s, numerics and s.metric != EFFICIENCY) for s in series]
-    results = _analysed(chosen, window, loss_rtol, detect, intervals=True)
+    results = _analysed(chosen, window, loss_rtol, detect_many, intervals=True)
     results.sort(key=lambda r: (-len(r.series.runs), r.series.label))
     return History(metric, results, window, numerics, detector)

@@ -1,27 +1,33 @@
-"""The process that draws history.html, started before the store is read.
+"""The process that finds history's change points and draws history.html, started before the store
+is read.
 
-Importing the drawing libraries (matplotlib, pandas, Jinja2: ~2 s of CPU) and drawing the figures
-(~1.5 s for ten) are a third of `fsdp-bench history` over a 10,000-run store, and none of it needs
-the store: a process forked when the command starts imports them while the command loads and
-analyses, then receives bench/present/history/inputs.py's PageInputs and sends back the PNG bytes and
-the page's text (bench/present/history/draw.py). The command writes every file itself, so a full
-or read-only disk fails there as it always did. Where fork is not safe (no fork, or other threads
-running) `drawing_process` gives None and the page is drawn in the command's own process: the same
-bytes either way.
+Importing the detector's libraries (Otava and scipy.stats: ~1.2 s of CPU) and the drawing libraries
+(matplotlib, pandas, Jinja2: ~2 s), and drawing the figures (~1.5 s for ten), are half of
+`fsdp-bench history` over a 10,000-run store, and none of it needs the store: a process forked when
+the command starts imports them while the command reads the store and builds the series. It then
+answers two requests, in order: the change points of the series' values (`detect_each`,
+bench/analysis/history/detect.py, the same function the command would call), and, from
+bench/present/history/inputs.py's PageInputs, the PNG bytes and the page's text
+(bench/present/history/draw.py). The command writes every file itself, so a full or read-only disk
+fails there as it always did. Where fork is not safe (no fork, or other threads running)
+`drawing_process` gives None and the command does both itself: the same results either way.
 """
 
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from bench.analysis.forking import can_fork
 
+DETECT, PAGE = "detect", "page"
+
 
 class DrawingProcess:
-    """One forked process: imports bench/present/history/draw.py, renders one PageInputs."""
+    """One forked process: imports the detector and bench/present/history/draw.py, finds the change
+    points of one batch of series and renders one PageInputs."""
 
     def __init__(self) -> None:
         context = multiprocessing.get_context("fork")
@@ -30,11 +36,21 @@ class DrawingProcess:
         self._process.start()
         child.close()
 
+    def detect_each(self, values_of: list[list[float]]) -> list:
+        """bench.analysis.history.detect.detect_each, computed in the process."""
+        self._conn.send((DETECT, values_of))
+        return self._answer()
+
     def send(self, inputs: Any) -> None:
-        self._conn.send(inputs)
+        """The page to draw (the answer: `receive`)."""
+        self._conn.send((PAGE, inputs))
 
     def receive(self) -> tuple[list[tuple[str, bytes]], str]:
-        """The figures and the page's text; the drawing's exception, raised here, where it failed."""
+        """The figures and the page's text."""
+        return self._answer()
+
+    def _answer(self) -> Any:
+        """The request's result; its exception, raised here, where it failed."""
         ok, value = self._conn.recv()
         if not ok:
             raise value
@@ -49,18 +65,32 @@ class DrawingProcess:
 
 
 def _serve(conn) -> None:
-    from bench.present.history.draw import render_page  # the imports this process exists for
+    from bench.analysis.history.detect import detect_each, import_detector
 
-    try:
-        inputs = conn.recv()
-    except EOFError:  # the command ended before it had a page to draw
-        return
-    try:
-        result = (True, render_page(inputs))
-    except BaseException as exc:  # noqa: BLE001 - raised again in the command (DrawingProcess.receive)
-        result = (False, exc)
-    conn.send(result)
-    conn.close()
+    import_detector()  # first: the change points are asked for first
+    handlers: dict[str, Callable[[Any], Any]] = {DETECT: detect_each}
+    while True:
+        if PAGE not in handlers and not conn.poll():  # nothing asked yet: the drawing libraries meanwhile
+            handlers[PAGE] = _page_renderer()
+        try:
+            kind, payload = conn.recv()
+        except EOFError:  # the command ended (or failed) before asking
+            return
+        handler = handlers.get(kind) or handlers.setdefault(PAGE, _page_renderer())
+        try:
+            result = (True, handler(payload))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the command (DrawingProcess._answer)
+            result = (False, exc)
+        conn.send(result)
+        if kind == PAGE:
+            conn.close()
+            return
+
+
+def _page_renderer() -> Callable[[Any], Any]:
+    from bench.present.history.draw import render_page  # matplotlib, pandas, Jinja2
+
+    return render_page
 
 
 @contextmanager
