@@ -22,8 +22,9 @@ The random draws depend only on the run lengths and the stream, never on the dat
 else is being bootstrapped: a report bootstraps thousands of cells in a few vectorised calls, and
 `check` compares thousands of points in a few (`compare_many`), and each still gets, for each cell
 or point, what it would get for that one alone. Each resample's median is found by selection on the
-steps' ranks (one byte each for up to 255 steps), not as the median of gathered values: the same
-two middle values, the same numbers, a fraction of the memory traffic.
+steps' ranks, not as the median of gathered values: its draws counted in rank order (one-byte
+counts while a resample draws at most 255 steps) give the ranks of its two middle values; the same
+two middle values, the same numbers, a fraction of the work.
 """
 
 from __future__ import annotations
@@ -52,8 +53,6 @@ MIN_RUNS = 2
 # The two sides of a ratio use independent streams: NUMERATOR for the current / scaled side,
 # DENOMINATOR for the baseline. A lone interval uses NUMERATOR.
 NUMERATOR, DENOMINATOR = 0, 1
-# Items bootstrapped per numpy call: bounds the (chunk x N_BOOT x steps) gather to ~50 MB.
-_CHUNK_ELEMENTS = 6_000_000
 
 Runs = Sequence[Sequence[float]]
 
@@ -71,6 +70,24 @@ def pooled_median(runs: Runs) -> float:
 
     arrays = clean_runs(runs)
     return float(np.median(np.concatenate(arrays))) if arrays else float("nan")
+
+
+def pooled_medians(items: Sequence[Runs]) -> np.ndarray:
+    """pooled_median of each item, the items of one total number of steps in one np.median call
+    (the same numbers: np.median of each row is np.median of that row alone)."""
+    import numpy as np
+
+    out = np.full(len(items), np.nan)
+    groups: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for position, runs in enumerate(items):
+        arrays = clean_runs(runs)
+        if arrays:
+            steps = np.concatenate(arrays)
+            groups.setdefault(len(steps), []).append((position, steps))
+    for members in groups.values():
+        positions = [position for position, _ in members]
+        out[positions] = np.median(np.stack([steps for _, steps in members]), axis=1)
+    return out
 
 
 @lru_cache(maxsize=256)
@@ -93,26 +110,19 @@ def _resample_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> tuple[
     return index.reshape(n_boot, -1), valid.reshape(n_boot, -1)
 
 
-# Runs of up to this many steps in all find their resamples' middles by counting (below); longer
-# ones by partitioning ranks, whose cost grows with the steps rather than with their square.
-_COUNTING_MAX_STEPS = 128
-
-
 @dataclass(frozen=True)
 class _RankPlan:
-    """A resampling plan as the median kernels read it (data-independent, cached with the plan).
+    """A resampling plan as the median kernel reads it (data-independent, cached with the plan).
 
-    `index` points at a step's position, or past the last step (a sentinel rank, which sorts last)
-    where the plan's slot is empty; `counts[b, i]` is how often resample b drew step i (for the
-    counting kernel); `low`/`high` are the order statistics whose mean is each resample's median
-    (equal for an odd count), one per resample.
+    `counts[i, b]` is how often resample b drew step i (one row per step: a step's counts for every
+    resample are one contiguous row); `low`/`high` are the order statistics whose mean is each
+    resample's median (equal for an odd count), one per resample.
     """
 
-    index: np.ndarray  # (n_boot, slots)
-    counts: np.ndarray | None  # (n_boot, steps) float32, exact for counts below 2**24
+    counts: np.ndarray  # (steps, n_boot), the smallest unsigned type that holds a resample's draws
     low: np.ndarray  # (n_boot,)
     high: np.ndarray
-    full: bool  # every slot filled: every resample has the same count, so one partition serves all
+    full: bool  # every slot filled: every resample has the same count, so the same two order statistics
 
 
 @lru_cache(maxsize=256)
@@ -122,20 +132,23 @@ def _rank_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> _RankPlan:
     index, valid = _resample_plan(lengths, stream, n_boot)
     total = sum(lengths)
     per_resample = valid.sum(axis=1)
-    counts = None
-    if total <= _COUNTING_MAX_STEPS:
-        counts = np.zeros((n_boot, total + 1), dtype=np.float32)
-        np.add.at(counts, (np.repeat(np.arange(n_boot), index.shape[1]), index.ravel()), valid.ravel())
-        counts = np.ascontiguousarray(counts[:, :total])
-    index = np.where(valid, index, total).astype(np.intp)
-    return _RankPlan(index, counts, (per_resample - 1) // 2, per_resample // 2, bool(valid.all()))
+    # Each resample's draws of each step, counted in one pass over the plan (empty slots left out).
+    slots = (index + np.arange(n_boot)[:, None] * total)[valid]
+    drawn = np.bincount(slots, minlength=n_boot * total).reshape(n_boot, total)
+    counts = np.ascontiguousarray(drawn.T, dtype=_count_dtype(int(per_resample.max())))
+    return _RankPlan(counts, (per_resample - 1) // 2, per_resample // 2, bool(valid.all()))
 
 
-def _rank_dtype(total: int):
-    """The smallest unsigned type that holds ranks 0..total (total itself is the empty slot's sentinel)."""
+def _count_dtype(most: int):
+    """The smallest unsigned type that holds counts 0..most."""
     import numpy as np
 
-    return np.uint8 if total <= 0xFF else np.uint16 if total <= 0xFFFF else np.int64
+    return np.uint8 if most <= 0xFF else np.uint16 if most <= 0xFFFF else np.uint32 if most <= 0xFFFFFFFF else np.int64
+
+
+# Items x resamples counted at once: the kernel's five working arrays of this many small integers
+# stay in a core's L2 cache (1.25 MiB in one-byte counts), where each pass over them is cheapest.
+_CHUNK_COUNTS = 262_144
 
 
 def _resampled_medians(data: np.ndarray, plan: _RankPlan) -> np.ndarray:
@@ -143,51 +156,43 @@ def _resampled_medians(data: np.ndarray, plan: _RankPlan) -> np.ndarray:
 
     Selection on ranks, not medians of gathered values: each row is sorted once and each resample's
     two middle order statistics are found as ranks, which index the sorted row. The same numbers as
-    the median of the gathered values (the same two middle values, averaged the same way), several
-    times faster. Few steps (`_COUNTING_MAX_STEPS`): how many of a resample's draws rank at or below
-    each rank is one matrix product of the plan's draw counts with the rows' rank indicators, and
-    the k-th order statistic is the number of ranks whose count stays at or below k. More steps: the
-    plan's slots pick the rows' ranks (one byte each up to 255 steps) and a partition selects.
+    the median of the gathered values (the same two middle values, averaged the same way), many
+    times faster. The k-th order statistic (from 0) of a resample is at the number of ranks at which
+    its running count of draws, the steps taken in rank order, is still at most k: one pass over the
+    ranks keeps, for a chunk of items and every resample at once, the running count and the two
+    numbers of ranks (one byte each while a resample draws at most 255 steps).
     """
     import numpy as np
 
-    items, total = data.shape
-    order = np.argsort(data, axis=1, kind="stable")
+    order = np.argsort(data, axis=1, kind="stable")  # the step at each rank, per row
     ordered = np.take_along_axis(data, order, axis=1)
-    out = np.empty((items, plan.index.shape[0]))
-    if plan.counts is not None:
-        ranks = np.argsort(order, axis=1)  # (items, steps): each step's rank in its row
-        below = np.arange(total)
-        chunk = max(1, _CHUNK_ELEMENTS // (plan.counts.shape[0] * total))
-        for start in range(0, items, chunk):
-            part = ranks[start : start + chunk]
-            indicators = (part[:, :, None] <= below).astype(np.float32)  # (chunk, step, rank)
-            at_or_below = plan.counts @ indicators.transpose(1, 0, 2).reshape(total, -1)
-            at_or_below = at_or_below.reshape(len(plan.counts), len(part), total)  # (n_boot, chunk, rank)
-            low = (at_or_below <= plan.low[:, None, None]).sum(axis=2).T
-            high = (at_or_below <= plan.high[:, None, None]).sum(axis=2).T
-            rows = ordered[start : start + chunk]
-            out[start : start + chunk] = (np.take_along_axis(rows, low, 1) + np.take_along_axis(rows, high, 1)) / 2
-        return out
-    dtype = _rank_dtype(total)
-    ranks = np.empty((items, total + 1), dtype=dtype)
-    np.put_along_axis(ranks, order, np.arange(total, dtype=dtype)[None, :], axis=1)
-    ranks[:, total] = total  # the sentinel of an empty slot: larger than every rank
-    chunk = max(1, _CHUNK_ELEMENTS // plan.index.size)
-    resample = np.arange(len(plan.low))
-    for start in range(0, items, chunk):
-        picked = ranks[start : start + chunk][:, plan.index]  # (chunk, n_boot, slots) ranks
+    counts = plan.counts
+    total, n_boot = counts.shape
+    # Scalars where every resample has the same count: a comparison with a scalar is the cheaper one.
+    low_k = int(plan.low[0]) if plan.full else plan.low.astype(counts.dtype)
+    high_k = int(plan.high[0]) if plan.full else plan.high.astype(counts.dtype)
+    same = plan.full and low_k == high_k
+    # A comparison's booleans add as one-byte counts without a cast.
+    as_counts = np.uint8 if counts.dtype == np.uint8 else bool
+    out = np.empty((len(data), n_boot))
+    chunk = max(1, _CHUNK_COUNTS // n_boot)
+    for start in range(0, len(data), chunk):
+        steps = np.ascontiguousarray(order[start : start + chunk].T)  # (total, chunk): the step at each rank
+        drawn = np.zeros((steps.shape[1], n_boot), dtype=counts.dtype)  # draws at or below the rank so far
+        low = np.zeros_like(drawn)  # ranks at which the count is at most low_k
+        high = low if same else np.zeros_like(drawn)
+        at_most = np.empty(drawn.shape, dtype=bool)
+        for rank in range(total):
+            np.add(drawn, counts[steps[rank]], out=drawn)
+            np.less_equal(drawn, low_k, out=at_most)
+            np.add(low, at_most.view(as_counts), out=low)
+            if not same:
+                np.less_equal(drawn, high_k, out=at_most)
+                np.add(high, at_most.view(as_counts), out=high)
         rows = ordered[start : start + chunk]
-        if plan.full:
-            low_k, high_k = int(plan.low[0]), int(plan.high[0])
-            picked.partition(sorted({low_k, high_k}), axis=2)
-            low, high = picked[..., low_k], picked[..., high_k]
-        else:
-            picked.sort(axis=2)  # resamples of different counts: their middles sit at different places
-            low, high = picked[:, resample, plan.low], picked[:, resample, plan.high]
-        flat = rows.ravel()
-        base = (np.arange(len(rows)) * total)[:, None]
-        out[start : start + chunk] = (flat[base + low] + flat[base + high]) / 2
+        lows = np.take_along_axis(rows, low.astype(np.intp), axis=1)
+        highs = lows if same else np.take_along_axis(rows, high.astype(np.intp), axis=1)
+        out[start : start + chunk] = (lows + highs) / 2
     return out
 
 
@@ -238,13 +243,36 @@ def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tup
         low = np.full(len(boot), np.nan)
         high = np.full(len(boot), np.nan)
         nan = np.isnan(boot)
-        whole = ~nan.any(axis=1)  # np.percentile on these rows: nanpercentile's numbers, in one call
+        whole = ~nan.any(axis=1)  # np.percentile's numbers on these rows: nanpercentile's, in one call
         if whole.any():
-            low[whole], high[whole] = np.percentile(boot[whole], [tail, 100 - tail], axis=1)
+            low[whole], high[whole] = _row_percentiles(boot[whole], [tail, 100 - tail])
         partial = nan.any(axis=1) & ~nan.all(axis=1)
         if partial.any():
             low[partial], high[partial] = np.nanpercentile(boot[partial], [tail, 100 - tail], axis=1)
     return low, high
+
+
+def _row_percentiles(rows: np.ndarray, percents: Sequence[float]) -> list[np.ndarray]:
+    """np.percentile(rows, percents, axis=1) of rows without NaN: the rows sorted (a vectorised sort
+    along the rows is several times faster than the partition np.percentile runs across them), then
+    np.percentile's own arithmetic (its "linear" method: the order statistics either side of (n - 1)
+    x q, interpolated as its `_lerp` does), so the same numbers."""
+    import numpy as np
+
+    ordered = np.sort(rows, axis=1)
+    n = ordered.shape[1]
+    bounds = []
+    for quantile in np.true_divide(percents, 100):
+        virtual = (n - 1) * quantile
+        if not 0 <= virtual < n - 1:  # at an end np.percentile takes the end itself: let it
+            bounds.append(np.percentile(rows, quantile * 100, axis=1))
+            continue
+        below = int(np.floor(virtual))
+        gamma = virtual - below
+        lower, upper = ordered[:, below], ordered[:, below + 1]
+        step = upper - lower
+        bounds.append(upper - step * (1 - gamma) if gamma >= 0.5 else lower + step * gamma)
+    return bounds
 
 
 def median_ci(runs: Runs, min_runs: int = MIN_RUNS) -> tuple[float, float, float]:
