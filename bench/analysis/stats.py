@@ -32,6 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from bench.schema.identity import canonical_json, without
@@ -64,6 +65,19 @@ def clean_runs(runs: Runs) -> list[np.ndarray]:
     return [np.asarray(r, dtype=float) for r in runs if len(r)]
 
 
+def _pooled(runs: Runs) -> tuple[tuple[int, ...], np.ndarray | None]:
+    """(lengths of the non-empty runs, their steps concatenated as floats; None without a step):
+    clean_runs concatenated, in one conversion where the runs are lists (the report's)."""
+    import numpy as np
+
+    lengths = tuple(filter(None, map(len, runs)))
+    if not lengths:
+        return lengths, None
+    if all(type(run) is list for run in runs):
+        return lengths, np.array(list(chain.from_iterable(runs)), dtype=float)
+    return lengths, np.concatenate(clean_runs(runs))
+
+
 def pooled_median(runs: Runs) -> float:
     """The center of a set of runs: the median of all their steps pooled (NaN when empty)."""
     import numpy as np
@@ -80,9 +94,8 @@ def pooled_medians(items: Sequence[Runs]) -> np.ndarray:
     out = np.full(len(items), np.nan)
     groups: dict[int, list[tuple[int, np.ndarray]]] = {}
     for position, runs in enumerate(items):
-        arrays = clean_runs(runs)
-        if arrays:
-            steps = np.concatenate(arrays)
+        _, steps = _pooled(runs)
+        if steps is not None:
             groups.setdefault(len(steps), []).append((position, steps))
     for members in groups.values():
         positions = [position for position, _ in members]
@@ -189,9 +202,11 @@ def _resampled_medians(data: np.ndarray, plan: _RankPlan) -> np.ndarray:
             if not same:
                 np.less_equal(drawn, high_k, out=at_most)
                 np.add(high, at_most.view(as_counts), out=high)
-        rows = ordered[start : start + chunk]
-        lows = np.take_along_axis(rows, low.astype(np.intp), axis=1)
-        highs = lows if same else np.take_along_axis(rows, high.astype(np.intp), axis=1)
+        # The two ranks index the sorted rows (flat: one gather each).
+        rows = ordered[start : start + chunk].ravel()
+        first = (np.arange(len(steps.T)) * total)[:, None]
+        lows = rows[low + first]
+        highs = lows if same else rows[high + first]
         out[start : start + chunk] = (lows + highs) / 2
     return out
 
@@ -216,9 +231,9 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
     out = np.full((len(items), n_boot), np.nan)
     groups: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
     for position, runs in enumerate(items):
-        arrays = clean_runs(runs)
-        if arrays:
-            groups.setdefault(tuple(len(a) for a in arrays), []).append((position, np.concatenate(arrays)))
+        lengths, steps = _pooled(runs)
+        if steps is not None:
+            groups.setdefault(lengths, []).append((position, steps))
     for lengths, members in groups.items():
         positions = np.array([position for position, _ in members])
         data = np.stack([flat for _, flat in members])  # (items, total steps)

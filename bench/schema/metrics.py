@@ -244,7 +244,7 @@ def _part(values: list[Any], fields: list[dict], name: str) -> list[Any]:
         return list(map(itemgetter(name), fields))  # every value holds it: one pass of lookups
     except KeyError:
         pass
-    if all(value is None for value in values):
+    if values.count(None) == len(values):
         return values
     return [
         found[name] if name in found else None if value is None else _item(value, name)

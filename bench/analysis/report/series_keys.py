@@ -14,6 +14,9 @@ enter it (their values, and a section's rules read only that section), so two po
 agree but for the dropped ones have identities that agree but for them, and scaling_key drops them
 (the strong key reads the node count, which each group of strong keys shares through the global
 batch). A field that a rule of its section reads (`only_under`, `Legacy.when`) is never dropped.
+The identities are those of the configurations without their batch (one per group), each weak
+group's the same with its train section's micro-batch and accumulation: fields that enter the
+identity as their plain values (else they stay among the grouped fields).
 """
 
 from __future__ import annotations
@@ -64,13 +67,26 @@ def _read_by_rules(model: type[BaseModel], prefix: FieldPath = ()) -> set[FieldP
     return read
 
 
+def _plain(path: FieldPath) -> bool:
+    """Whether a field enters the identity as its value, whatever its siblings (no rule of its own)."""
+    model: Any = RunSpec
+    for name in path[:-1]:
+        model = model.model_fields[name].annotation
+    role = role_of(model.model_fields[path[-1]])
+    return role is not None and role.enters == "in" and role.only_under is None and role.legacy is None
+
+
 _FIELDS = tuple(_fields(RunSpec))
 _RULES_READ = _read_by_rules(RunSpec)
 # The fields every key keeps (sections by their type: a section that is None is not one whose fields are).
 _KEPT = tuple(
-    (path, section) for path, section in _FIELDS if path not in {*WEAK_DROPPED, *BATCH} or path in _RULES_READ
+    (path, section)
+    for path, section in _FIELDS
+    if path not in {*WEAK_DROPPED, *BATCH} or path in _RULES_READ or (path in BATCH and not _plain(path))
 )
-_BATCH = tuple(path for path in BATCH if path not in _RULES_READ)
+# The per-device batch as the weak keys group it: fields that enter the identity as their values and
+# that no rule reads, so a configuration's identity at another batch is its identity with these values.
+_BATCH = tuple(path for path in BATCH if path not in _RULES_READ and _plain(path))
 # Every path scaling_keys reads (a caller's PathReader can read them with its own, in one pass per model).
 PATHS = (
     *(".".join(("spec", *path)) for path, _ in _KEPT), *(".".join(("spec", *path)) for path in _BATCH),
@@ -84,7 +100,8 @@ def scaling_keys(records: Sequence[Any], read: PathReader | None = None) -> tupl
     read = read or PathReader(records)
     read.read_all(PATHS)
     kept = _group_ids([_column(read, path, section) for path, section in _KEPT])
-    batch = [_column(read, path, False) for path in _BATCH]
+    batch_raw = [read(".".join(("spec", *path))) for path in _BATCH]
+    batch = [_hashable(values) for values in batch_raw]
     nodes, gpus = read("spec.nodes"), read("spec.gpus_per_node")
     micro, accum = read("spec.train.micro_batch"), read("spec.train.grad_accum")
     weak_groups = list(zip(kept, *batch, strict=True))
@@ -92,11 +109,17 @@ def scaling_keys(records: Sequence[Any], read: PathReader | None = None) -> tupl
     global_batch = [n * g * m * a for n, g, m, a in zip(nodes, gpus, micro, accum, strict=True)]
     strong_groups = list(zip(kept, global_batch, strict=True))
     memo = IdentityMemo()
+    configurations: dict[int, dict[str, Any]] = {}  # one member's identity per group of the kept fields
     identities: dict[tuple, dict[str, Any]] = {}
     weak: dict[tuple, str] = {}
     for position, group in enumerate(weak_groups):
         if group not in weak:
-            identities[group] = memo.identity(records[position].spec)
+            identity = configurations.get(kept[position])
+            if identity is None:
+                identity = configurations[kept[position]] = memo.identity(records[position].spec)
+            # At this group's batch: the batch fields are plain values of the train section.
+            batch_values = {path[-1]: column[position] for path, column in zip(_BATCH, batch_raw, strict=True)}
+            identities[group] = {**identity, "train": {**identity["train"], **batch_values}} if _BATCH else identity
             weak[group] = scaling_key(identities[group], "weak", memo.canonical_json)
     strong: dict[tuple, str] = {}
     for position, group in enumerate(strong_groups):
