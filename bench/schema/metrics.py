@@ -145,7 +145,14 @@ class Metric:
 
     def value(self, record: Any) -> float | None:
         """The metric's value in a record (a RunResult or its JSON as a dict); None where it is absent."""
-        return self.values_in(PathReader([record]))[0]
+        if self.path is None:
+            return None
+        value = record
+        for name in self.path.split("."):
+            value = _item(value, name)
+        for step in self.reduce:
+            value = _REDUCERS[step](value)
+        return _number(value)
 
     def values_in(self, read: PathReader) -> list[float | None]:
         """The metric's value in each of the reader's records (`value`, for many records at once)."""
@@ -156,7 +163,7 @@ class Metric:
             values = list(map(_REDUCERS[step], values))
         if set(map(type, values)) <= _NUMBERS:  # already numbers or None: kept as they are
             return values
-        return [None if isinstance(v, bool) or not isinstance(v, int | float) else v for v in values]
+        return list(map(_number, values))
 
     def text(self, value: float | None, missing: str = "-") -> str:
         """The value as check's and history's tables write it (in `unit`)."""
@@ -252,7 +259,13 @@ def _part(values: list[Any], fields: list[dict], name: str) -> list[Any]:
     ]
 
 
+def _number(value: Any) -> float | None:
+    """A metric's value: a number as it is, anything else (a bool, a list, a text) None."""
+    return None if isinstance(value, bool) or not isinstance(value, int | float) else value
+
+
 def _item(value: Any, name: str) -> Any:
+    """One step of a path: a model's attribute or a dict's key; None stays None; a list maps over its items."""
     if value is None:
         return None
     if isinstance(value, list):
@@ -449,7 +462,7 @@ def shown_in(view: View) -> tuple[Metric, ...]:
 
 def values(record: Any, view: View) -> dict[str, float | None]:
     """column -> value of every metric a view shows, for one record."""
-    return {key: column[0] for key, column in columns([record], view).items()}
+    return {metric.key: metric.value(record) for metric in shown_in(view)}
 
 
 def columns(records: Iterable[Any], view: View, read: PathReader | None = None) -> dict[str, list[float | None]]:
