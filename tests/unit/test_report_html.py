@@ -160,6 +160,32 @@ def test_results_csv_has_one_row_per_point_with_efficiency(report):
     assert "step_times_s" not in rows[0]
 
 
+def test_results_csv_bytes_are_what_pandas_to_csv_writes(tmp_path):
+    """write_csv formats cells itself (faster); every kind of column must come out as pandas writes it."""
+    import numpy as np
+    import pandas as pd
+
+    from bench.analysis.report.export import write_csv
+
+    frame = pd.DataFrame(
+        {
+            "float": [0.1, np.nan, 1e16, -0.0, np.inf, 1e-05],
+            "int": [1, 2, 3, 4, 5, 6],
+            "flag": [True, False] * 3,
+            "text": pd.Series(["a", "b,c", None, 'q"x', "", "é"]),
+            "object": pd.Series([None, [1, 2], "x", 3.5, np.float64(2.5), np.nan], dtype=object),
+            "nullable": pd.Series([1, None, 3, 4, 5, 6], dtype="Int64"),
+            "nullable_float": pd.Series([1.5, None, 3, 4, 5, 6], dtype="Float64"),
+            "category": pd.Series(["a", "b", "a", "b", "a", None]).astype("category"),
+        }
+    )
+    for columns in (["float", "int", "flag", "text", "object", "nullable", "nullable_float"], list(frame.columns)):
+        frame[columns].to_csv(tmp_path / "pandas.csv", index=False)
+        written = write_csv(frame[columns], tmp_path / "results.csv").read_bytes()
+        assert written == (tmp_path / "pandas.csv").read_bytes()
+    assert written.splitlines()[1:3] == [b"0.1,1,True,a,,1,1.5,a", b',2,False,"b,c","[1, 2]",,,b']
+
+
 def test_summary_md_escapes_and_reports_headline(report):
     out, _, _ = report
     text = (out / "summary.md").read_text()
