@@ -114,9 +114,10 @@ def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure
         return None
     fig, axes = _panels(sorted(data["model"].unique()))
     for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
-        shown, labels = _top_series(panel), series_labels(panel)
-        for index, (series, line) in enumerate(panel[panel["series"].isin(shown)].groupby("series", sort=False)):
-            line = line.sort_values("nodes")
+        shown = _top_series(panel)
+        labels = series_labels(panel, only=shown)
+        for index, line in enumerate(_series_lines(panel[panel["series"].isin(shown)])):
+            series = line["series"].iat[0]
             style = {"color": PALETTE[index % MAX_SERIES], "marker": MARKERS[index % MAX_SERIES]}
             x, y = line["nodes"].to_numpy(dtype=float), line[column].to_numpy(dtype=float)
             ax.plot(x, y, label=shorten(labels[int(series)]), gid=f"series:{series}", **style)
@@ -125,6 +126,17 @@ def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure
                 ax.plot(x, ideal(line), color=style["color"], gid=f"ideal:{series}", label="_ideal", **IDEAL_STYLE)
         _finish_axes(ax, panel, model, len(shown), ylabel, log_y, ideal is not None)
     return fig
+
+
+def _series_lines(rows: pd.DataFrame) -> list[pd.DataFrame]:
+    """Each series' rows sorted by node count, series in order of first appearance: what
+    `groupby("series", sort=False)` then `sort_values("nodes")` gives, without a frame per step."""
+    series, nodes = rows["series"].to_numpy(), rows["nodes"].to_numpy()
+    lines = []
+    for value in pd.unique(series):
+        positions = np.flatnonzero(series == value)
+        lines.append(rows.iloc[positions[np.argsort(nodes[positions], kind="quicksort")]])
+    return lines
 
 
 def _error_bars(ax, line: pd.DataFrame, x, y, ci, color) -> None:
