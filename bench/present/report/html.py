@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 if TYPE_CHECKING:  # drawn elsewhere: importing this module loads no matplotlib
     from matplotlib.figure import Figure
@@ -54,4 +55,23 @@ def render_html(context: dict[str, Any], template: str = "report.html.j2") -> st
     env = Environment(
         loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True
     )
+    env.globals["table_html"] = table_html
     return env.get_template(template).render(**context)
+
+
+def table_html(table: Any, css: str = "") -> Markup:
+    """A Table (bench/present/report/tables.py) as an HTML table, every header and cell escaped.
+
+    The `table` macro of templates/_macros.html.j2 calls this: the same text a Jinja loop over the
+    cells writes, at a fraction of its cost for a 10,000-row results table."""
+    head = "".join(f"<th>{escape(column)}</th>" for column in table.columns)
+    rows = [
+        (f'\n    <tr class="{escape(css_class)}">' if css_class else "\n    <tr>")
+        + "".join(f"<td>{escape(cell)}</td>" for cell in row)
+        + "</tr>"
+        for row, css_class in zip(table.rows, table.row_classes)
+    ]
+    body = "".join(rows)
+    return Markup(
+        f'<table class="{escape(css)}">\n  <thead><tr>{head}</tr></thead>\n  <tbody>{body}\n  </tbody>\n</table>'
+    )
