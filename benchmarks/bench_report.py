@@ -22,10 +22,10 @@ import sys
 import tempfile
 from pathlib import Path
 
+from nightly import write_plain
 from timing import print_runs, time_command
 
 from bench.analysis.check.synthetic import make_record, step_times
-from bench.analysis.records import write_record
 from bench.config.compose import flavors
 from bench.schema.record import PeakMemory, RunResult
 
@@ -78,7 +78,7 @@ def write_records(root: Path, count: int, seed: int = 0) -> int:
     written = 0
     for combo in combos:
         record = synthetic_record(dict(zip(GRID, combo, strict=True)), rng)
-        write_record(record, root / record.sweep / record.point_id / "result.json")
+        write_plain(record, root / record.sweep / record.point_id / "result.json")
         written += 1
     return written
 

@@ -22,15 +22,19 @@ The random draws depend only on the run lengths and the stream, never on the dat
 else is being bootstrapped: a report bootstraps thousands of cells in a few vectorised calls, and
 `check` compares thousands of points in a few (`compare_many`), and each still gets, for each cell
 or point, what it would get for that one alone. Each resample's median is found by selection on the
-steps' ranks (one byte each for up to 255 steps), not as the median of gathered values: the same
-two middle values, the same numbers, a fraction of the memory traffic.
+steps' ranks, not as the median of gathered values: a running count of each resample's draws over
+the sorted steps (`_counted_medians`, one-byte counts while a resample draws at most 255 steps)
+gives the ranks of its two middle values; the same two middle values, the same numbers, a fraction
+of the work. `compare_many` tests shifts with scipy's normal approximation computed in numpy.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import chain
 from typing import TYPE_CHECKING
 
 from bench.schema.identity import canonical_json, without
@@ -52,8 +56,6 @@ MIN_RUNS = 2
 # The two sides of a ratio use independent streams: NUMERATOR for the current / scaled side,
 # DENOMINATOR for the baseline. A lone interval uses NUMERATOR.
 NUMERATOR, DENOMINATOR = 0, 1
-# Items bootstrapped per numpy call: bounds the (chunk x N_BOOT x steps) gather to ~50 MB.
-_CHUNK_ELEMENTS = 6_000_000
 
 Runs = Sequence[Sequence[float]]
 
@@ -65,12 +67,42 @@ def clean_runs(runs: Runs) -> list[np.ndarray]:
     return [np.asarray(r, dtype=float) for r in runs if len(r)]
 
 
+def _pooled(runs: Runs) -> tuple[tuple[int, ...], np.ndarray | None]:
+    """(lengths of the non-empty runs, their steps concatenated as floats; None without a step):
+    clean_runs concatenated, in one conversion where the runs are lists (the report's)."""
+    import numpy as np
+
+    lengths = tuple(filter(None, map(len, runs)))
+    if not lengths:
+        return lengths, None
+    if all(type(run) is list for run in runs):
+        return lengths, np.array(list(chain.from_iterable(runs)), dtype=float)
+    return lengths, np.concatenate(clean_runs(runs))
+
+
 def pooled_median(runs: Runs) -> float:
     """The center of a set of runs: the median of all their steps pooled (NaN when empty)."""
     import numpy as np
 
     arrays = clean_runs(runs)
     return float(np.median(np.concatenate(arrays))) if arrays else float("nan")
+
+
+def pooled_medians(items: Sequence[Runs]) -> np.ndarray:
+    """pooled_median of each item, the items of one total number of steps in one np.median call
+    (the same numbers: np.median of each row is np.median of that row alone)."""
+    import numpy as np
+
+    out = np.full(len(items), np.nan)
+    groups: dict[int, list[tuple[int, np.ndarray]]] = {}
+    for position, runs in enumerate(items):
+        _, steps = _pooled(runs)
+        if steps is not None:
+            groups.setdefault(len(steps), []).append((position, steps))
+    for members in groups.values():
+        positions = [position for position, _ in members]
+        out[positions] = np.median(np.stack([steps for _, steps in members]), axis=1)
+    return out
 
 
 @lru_cache(maxsize=256)
@@ -93,102 +125,11 @@ def _resample_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> tuple[
     return index.reshape(n_boot, -1), valid.reshape(n_boot, -1)
 
 
-# Runs of up to this many steps in all find their resamples' middles by counting (below); longer
-# ones by partitioning ranks, whose cost grows with the steps rather than with their square.
-_COUNTING_MAX_STEPS = 128
-
-
-@dataclass(frozen=True)
-class _RankPlan:
-    """A resampling plan as the median kernels read it (data-independent, cached with the plan).
-
-    `index` points at a step's position, or past the last step (a sentinel rank, which sorts last)
-    where the plan's slot is empty; `counts[b, i]` is how often resample b drew step i (for the
-    counting kernel); `low`/`high` are the order statistics whose mean is each resample's median
-    (equal for an odd count), one per resample.
-    """
-
-    index: np.ndarray  # (n_boot, slots)
-    counts: np.ndarray | None  # (n_boot, steps) float32, exact for counts below 2**24
-    low: np.ndarray  # (n_boot,)
-    high: np.ndarray
-    full: bool  # every slot filled: every resample has the same count, so one partition serves all
-
-
-@lru_cache(maxsize=256)
-def _rank_plan(lengths: tuple[int, ...], stream: int, n_boot: int) -> _RankPlan:
-    import numpy as np
-
-    index, valid = _resample_plan(lengths, stream, n_boot)
-    total = sum(lengths)
-    per_resample = valid.sum(axis=1)
-    counts = None
-    if total <= _COUNTING_MAX_STEPS:
-        counts = np.zeros((n_boot, total + 1), dtype=np.float32)
-        np.add.at(counts, (np.repeat(np.arange(n_boot), index.shape[1]), index.ravel()), valid.ravel())
-        counts = np.ascontiguousarray(counts[:, :total])
-    index = np.where(valid, index, total).astype(np.intp)
-    return _RankPlan(index, counts, (per_resample - 1) // 2, per_resample // 2, bool(valid.all()))
-
-
 def _rank_dtype(total: int):
     """The smallest unsigned type that holds ranks 0..total (total itself is the empty slot's sentinel)."""
     import numpy as np
 
     return np.uint8 if total <= 0xFF else np.uint16 if total <= 0xFFFF else np.int64
-
-
-def _resampled_medians(data: np.ndarray, plan: _RankPlan) -> np.ndarray:
-    """(items, n_boot) pooled medians of `data`'s rows (items x total steps) resampled by `plan`.
-
-    Selection on ranks, not medians of gathered values: each row is sorted once and each resample's
-    two middle order statistics are found as ranks, which index the sorted row. The same numbers as
-    the median of the gathered values (the same two middle values, averaged the same way), several
-    times faster. Few steps (`_COUNTING_MAX_STEPS`): how many of a resample's draws rank at or below
-    each rank is one matrix product of the plan's draw counts with the rows' rank indicators, and
-    the k-th order statistic is the number of ranks whose count stays at or below k. More steps: the
-    plan's slots pick the rows' ranks (one byte each up to 255 steps) and a partition selects.
-    """
-    import numpy as np
-
-    items, total = data.shape
-    order = np.argsort(data, axis=1, kind="stable")
-    ordered = np.take_along_axis(data, order, axis=1)
-    out = np.empty((items, plan.index.shape[0]))
-    if plan.counts is not None:
-        ranks = np.argsort(order, axis=1)  # (items, steps): each step's rank in its row
-        below = np.arange(total)
-        chunk = max(1, _CHUNK_ELEMENTS // (plan.counts.shape[0] * total))
-        for start in range(0, items, chunk):
-            part = ranks[start : start + chunk]
-            indicators = (part[:, :, None] <= below).astype(np.float32)  # (chunk, step, rank)
-            at_or_below = plan.counts @ indicators.transpose(1, 0, 2).reshape(total, -1)
-            at_or_below = at_or_below.reshape(len(plan.counts), len(part), total)  # (n_boot, chunk, rank)
-            low = (at_or_below <= plan.low[:, None, None]).sum(axis=2).T
-            high = (at_or_below <= plan.high[:, None, None]).sum(axis=2).T
-            rows = ordered[start : start + chunk]
-            out[start : start + chunk] = (np.take_along_axis(rows, low, 1) + np.take_along_axis(rows, high, 1)) / 2
-        return out
-    dtype = _rank_dtype(total)
-    ranks = np.empty((items, total + 1), dtype=dtype)
-    np.put_along_axis(ranks, order, np.arange(total, dtype=dtype)[None, :], axis=1)
-    ranks[:, total] = total  # the sentinel of an empty slot: larger than every rank
-    chunk = max(1, _CHUNK_ELEMENTS // plan.index.size)
-    resample = np.arange(len(plan.low))
-    for start in range(0, items, chunk):
-        picked = ranks[start : start + chunk][:, plan.index]  # (chunk, n_boot, slots) ranks
-        rows = ordered[start : start + chunk]
-        if plan.full:
-            low_k, high_k = int(plan.low[0]), int(plan.high[0])
-            picked.partition(sorted({low_k, high_k}), axis=2)
-            low, high = picked[..., low_k], picked[..., high_k]
-        else:
-            picked.sort(axis=2)  # resamples of different counts: their middles sit at different places
-            low, high = picked[:, resample, plan.low], picked[:, resample, plan.high]
-        flat = rows.ravel()
-        base = (np.arange(len(rows)) * total)[:, None]
-        out[start : start + chunk] = (flat[base + low] + flat[base + high]) / 2
-    return out
 
 
 def _medians_of_gathered(data: np.ndarray, index: np.ndarray, valid: np.ndarray) -> np.ndarray:
@@ -204,27 +145,26 @@ def _medians_of_gathered(data: np.ndarray, index: np.ndarray, valid: np.ndarray)
 def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: int = N_BOOT) -> np.ndarray:
     """(len(items), n_boot) bootstrap pooled medians; rows of empty items are NaN.
 
-    Items with the same run lengths share one resampling plan and are computed together.
+    Items with the same run lengths share one resampling plan and are computed together: the finite
+    ones by the running count (`_counted_medians`), those with a non-finite step as the median of
+    the gathered values (which propagates a NaN as np.median does).
     """
     import numpy as np
 
     out = np.full((len(items), n_boot), np.nan)
     groups: dict[tuple[int, ...], list[tuple[int, np.ndarray]]] = {}
     for position, runs in enumerate(items):
-        arrays = clean_runs(runs)
-        if arrays:
-            groups.setdefault(tuple(len(a) for a in arrays), []).append((position, np.concatenate(arrays)))
+        lengths, steps = _pooled(runs)
+        if steps is not None:
+            groups.setdefault(lengths, []).append((position, steps))
     for lengths, members in groups.items():
         positions = np.array([position for position, _ in members])
         data = np.stack([flat for _, flat in members])  # (items, total steps)
         finite = np.isfinite(data).all(axis=1)
-        if finite.all():
-            out[positions] = _resampled_medians(data, _rank_plan(lengths, stream, n_boot))
-            continue
-        plan = _resample_plan(lengths, stream, n_boot)
         if finite.any():
-            out[positions[finite]] = _resampled_medians(data[finite], _rank_plan(lengths, stream, n_boot))
-        out[positions[~finite]] = _medians_of_gathered(data[~finite], *plan)
+            out[positions[finite]] = _counted_medians(data[finite], _draw_counts(lengths, stream, n_boot))
+        if not finite.all():
+            out[positions[~finite]] = _medians_of_gathered(data[~finite], *_resample_plan(lengths, stream, n_boot))
     return out
 
 
@@ -238,13 +178,36 @@ def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tup
         low = np.full(len(boot), np.nan)
         high = np.full(len(boot), np.nan)
         nan = np.isnan(boot)
-        whole = ~nan.any(axis=1)  # np.percentile on these rows: nanpercentile's numbers, in one call
+        whole = ~nan.any(axis=1)  # np.percentile's numbers on these rows: nanpercentile's, in one call
         if whole.any():
-            low[whole], high[whole] = np.percentile(boot[whole], [tail, 100 - tail], axis=1)
+            low[whole], high[whole] = _row_percentiles(boot[whole], [tail, 100 - tail])
         partial = nan.any(axis=1) & ~nan.all(axis=1)
         if partial.any():
             low[partial], high[partial] = np.nanpercentile(boot[partial], [tail, 100 - tail], axis=1)
     return low, high
+
+
+def _row_percentiles(rows: np.ndarray, percents: Sequence[float]) -> list[np.ndarray]:
+    """np.percentile(rows, percents, axis=1) of rows without NaN: the rows sorted (a vectorised sort
+    along the rows is several times faster than the partition np.percentile runs across them), then
+    np.percentile's own arithmetic (its "linear" method: the order statistics either side of (n - 1)
+    x q, interpolated as its `_lerp` does), so the same numbers."""
+    import numpy as np
+
+    ordered = np.sort(rows, axis=1)
+    n = ordered.shape[1]
+    bounds = []
+    for quantile in np.true_divide(percents, 100):
+        virtual = (n - 1) * quantile
+        if not 0 <= virtual < n - 1:  # at an end np.percentile takes the end itself: let it
+            bounds.append(np.percentile(rows, quantile * 100, axis=1))
+            continue
+        below = int(np.floor(virtual))
+        gamma = virtual - below
+        lower, upper = ordered[:, below], ordered[:, below + 1]
+        step = upper - lower
+        bounds.append(upper - step * (1 - gamma) if gamma >= 0.5 else lower + step * gamma)
+    return bounds
 
 
 def median_ci(runs: Runs, min_runs: int = MIN_RUNS) -> tuple[float, float, float]:
@@ -319,40 +282,147 @@ def compare_runs(baseline: Runs, current: Runs) -> Comparison:
 
 def compare_many(pairs: Sequence[tuple[Runs, Runs]]) -> list[Comparison]:
     """compare_runs of every (baseline, current) pair, computed together: the same numbers as one
-    pair at a time (each pair's resamples depend only on its run lengths and the streams), with
-    the bootstraps of all pairs in a few vectorised calls and the U tests of samples of one size
-    in one call. `check` compares thousands of points this way."""
+    pair at a time (each pair's resamples depend only on its run lengths and the streams). `check`
+    compares thousands of points this way: pairs of the same run lengths on both sides are stacked
+    into two arrays, and their medians, bootstraps (`_stacked_bootstrap`), intervals and U tests
+    are a few vectorised calls per shape."""
+    groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
+    for position, (baseline, current) in enumerate(pairs):
+        shape = (_run_lengths(baseline), _run_lengths(current))
+        if not shape[0] or not shape[1]:
+            raise ValueError("compare_runs: each side needs at least one step")
+        groups.setdefault(shape, []).append(position)
+    out: list[Comparison | None] = [None] * len(pairs)
+    for (base_lengths, cur_lengths), positions in groups.items():
+        base = _stacked_steps([pairs[position][0] for position in positions])
+        cur = _stacked_steps([pairs[position][1] for position in positions])
+        for position, comparison in zip(positions, _compare_stacked(base, base_lengths, cur, cur_lengths), strict=True):
+            out[position] = comparison
+    return out  # type: ignore[return-value]
+
+
+def _run_lengths(runs: Runs) -> tuple[int, ...]:
+    """The lengths of the runs clean_runs keeps (the empty ones dropped)."""
+    return tuple(n for n in map(len, runs) if n)
+
+
+def _stacked_steps(items: Sequence[Runs]) -> np.ndarray:
+    """(items, steps) every item's steps, its runs concatenated (items of one run-length shape)."""
     import numpy as np
 
-    sides = [(clean_runs(baseline), clean_runs(current)) for baseline, current in pairs]
-    if any(not base or not cur for base, cur in sides):
-        raise ValueError("compare_runs: each side needs at least one step")
-    numerators = bootstrap_medians([cur for _, cur in sides], NUMERATOR)
-    denominators = bootstrap_medians([base for base, _ in sides], DENOMINATOR)
-    lows, highs = ratio_interval(numerators, denominators, np.ones(len(sides)))
-    pooled = [(np.concatenate(base), np.concatenate(cur)) for base, cur in sides]
-    p_values = _shift_p_values_many(pooled)
-    comparisons = []
-    for (base, cur), (base_steps, cur_steps), low, high, (p_greater, p_less) in zip(
-        sides, pooled, lows, highs, p_values, strict=True
-    ):
-        base_median, cur_median = float(np.median(base_steps)), float(np.median(cur_steps))
-        comparisons.append(
-            Comparison(
-                baseline_median=base_median,
-                current_median=cur_median,
-                ratio=cur_median / base_median if base_median else float("nan"),
-                ci_low=float(low),
-                ci_high=float(high),
-                p_greater=p_greater,
-                p_less=p_less,
-                n_baseline=len(base_steps),
-                n_current=len(cur_steps),
-                runs_baseline=len(base),
-                runs_current=len(cur),
-            )
+    return np.array([[step for run in runs for step in run] for runs in items], dtype=float)
+
+
+def _compare_stacked(
+    base: np.ndarray, base_lengths: tuple[int, ...], cur: np.ndarray, cur_lengths: tuple[int, ...]
+) -> list[Comparison]:
+    """The Comparison of each row pair of `base` and `cur` (their steps, runs of these lengths)."""
+    import numpy as np
+
+    numerators = _stacked_bootstrap(cur, cur_lengths, NUMERATOR)
+    denominators = _stacked_bootstrap(base, base_lengths, DENOMINATOR)
+    lows, highs = ratio_interval(numerators, denominators, np.ones(len(base)))
+    base_medians, cur_medians = np.median(base, axis=1).tolist(), np.median(cur, axis=1).tolist()
+    runs = (len(base_lengths), len(cur_lengths))
+    return [
+        Comparison(
+            baseline_median=base_median,
+            current_median=cur_median,
+            ratio=cur_median / base_median if base_median else float("nan"),
+            ci_low=low,
+            ci_high=high,
+            p_greater=p_greater,
+            p_less=p_less,
+            n_baseline=base.shape[1],
+            n_current=cur.shape[1],
+            runs_baseline=runs[0],
+            runs_current=runs[1],
         )
-    return comparisons
+        for base_median, cur_median, low, high, (p_greater, p_less) in zip(
+            base_medians, cur_medians, lows.tolist(), highs.tolist(), _stacked_shift_p_values(base, cur), strict=True
+        )
+    ]
+
+
+def _stacked_bootstrap(data: np.ndarray, lengths: tuple[int, ...], stream: int) -> np.ndarray:
+    """bootstrap_medians of each row of `data` (steps of runs of these lengths): finite rows by the
+    running count (`_counted_medians`, the same numbers), rows with a non-finite step by
+    bootstrap_medians itself."""
+    import numpy as np
+
+    out = np.empty((len(data), N_BOOT))
+    finite = np.isfinite(data).all(axis=1)
+    if finite.any():
+        out[finite] = _counted_medians(data[finite], _draw_counts(lengths, stream, N_BOOT))
+    if not finite.all():
+        cuts = np.cumsum(lengths)[:-1]
+        out[~finite] = bootstrap_medians([np.split(row, cuts) for row in data[~finite]], stream)
+    return out
+
+
+@dataclass(frozen=True)
+class _DrawCounts:
+    """A resampling plan as counts (data-independent, cached): `counts[i, b]` is how often resample
+    b drew step i (the plan of `_resample_plan`, the same draws), in the smallest unsigned type that
+    holds every resample's total count; `low`/`high` the order statistics whose mean is each
+    resample's median (equal for an odd count), in that type too, and one number each where every
+    resample has the same count (runs of one length): comparing with a scalar is twice as fast as
+    with a row."""
+
+    counts: np.ndarray  # (steps, n_boot)
+    low: np.ndarray | np.generic  # (n_boot,) or one for all
+    high: np.ndarray | np.generic
+
+
+@lru_cache(maxsize=256)
+def _draw_counts(lengths: tuple[int, ...], stream: int, n_boot: int) -> _DrawCounts:
+    import numpy as np
+
+    index, valid = _resample_plan(lengths, stream, n_boot)
+    total = sum(lengths)
+    per_resample = valid.sum(axis=1)
+    dtype = _rank_dtype(max(total, int(per_resample.max())))
+    resample = np.broadcast_to(np.arange(n_boot)[:, None], index.shape)
+    counts = np.bincount(index[valid] * n_boot + resample[valid], minlength=total * n_boot)
+    low, high = ((per_resample - 1) // 2).astype(dtype), (per_resample // 2).astype(dtype)
+    if (per_resample == per_resample[0]).all():
+        low, high = low[0], high[0]
+    return _DrawCounts(counts.reshape(total, n_boot).astype(dtype), low, high)
+
+
+# Items per block of the running count: its (items x n_boot) counters stay in the CPU's cache.
+_RUNNING_ITEMS = 64
+
+
+def _counted_medians(data: np.ndarray, plan: _DrawCounts) -> np.ndarray:
+    """(items, n_boot) pooled medians of `data`'s finite rows resampled by `plan`: the medians of the
+    gathered values (the same two middle values, averaged alike) by a running count. Each row is sorted once; walking its steps from the smallest up, a
+    resample's draws so far are a sum of the plan's count rows, and the k-th order statistic's rank
+    is the number of steps at which that sum is still at most k. One pass of small integer adds per
+    step, on (items x n_boot) counters that stay in cache, instead of a (steps x steps) product and
+    reductions along the shortest axis."""
+    import numpy as np
+
+    items, total = data.shape
+    order = np.argsort(data, axis=1, kind="stable")  # (items, steps): the step at each rank
+    ordered = np.take_along_axis(data, order, axis=1)
+    n_boot = plan.counts.shape[1]
+    out = np.empty((items, n_boot))
+    for start in range(0, items, _RUNNING_ITEMS):
+        steps = order[start : start + _RUNNING_ITEMS]
+        shape = (len(steps), n_boot)
+        drawn, low, high = (np.zeros(shape, dtype=plan.counts.dtype) for _ in range(3))
+        below = np.empty(shape, dtype=bool)
+        for rank in range(total):
+            np.add(drawn, plan.counts[steps[:, rank]], out=drawn)  # draws at or below this rank
+            np.less_equal(drawn, plan.low, out=below)
+            np.add(low, below.view(np.uint8), out=low)
+            np.less_equal(drawn, plan.high, out=below)
+            np.add(high, below.view(np.uint8), out=high)
+        flat = ordered[start : start + _RUNNING_ITEMS].ravel()
+        row = (np.arange(len(steps)) * total)[:, None]  # where each item's sorted row starts in `flat`
+        out[start : start + _RUNNING_ITEMS] = (flat[row + low] + flat[row + high]) / 2
+    return out
 
 
 # Above this many steps per side scipy's U test is the normal approximation whatever the ties
@@ -361,28 +431,67 @@ def compare_many(pairs: Sequence[tuple[Runs, Runs]]) -> list[Comparison]:
 _ASYMPTOTIC_ABOVE = 8
 
 
-def _shift_p_values_many(pooled: Sequence[tuple[np.ndarray, np.ndarray]]) -> list[tuple[float, float]]:
-    """shift_p_values of every (baseline steps, current steps) pair."""
+def _stacked_shift_p_values(base: np.ndarray, cur: np.ndarray) -> list[tuple[float, float]]:
+    """shift_p_values of each row pair of `base` and `cur`: above `_ASYMPTOTIC_ABOVE` steps a side
+    all at once by `_u_test_normal`, but the rows scipy would not test so (a non-finite step, or one
+    value on both sides), which go to shift_p_values one at a time, as do smaller samples."""
     import numpy as np
-    from scipy.stats import mannwhitneyu
 
-    out: list[tuple[float, float] | None] = [None] * len(pooled)
-    batches: dict[tuple[int, int], list[int]] = {}
-    for position, (base, cur) in enumerate(pooled):
-        constant = np.all(base == base[0]) and np.all(cur == base[0])
-        finite = np.isfinite(base).all() and np.isfinite(cur).all()
-        if constant or not finite or min(len(base), len(cur)) <= _ASYMPTOTIC_ABOVE:
-            out[position] = shift_p_values([base], [cur])
-        else:
-            batches.setdefault((len(base), len(cur)), []).append(position)
-    for positions in batches.values():
-        base = np.stack([pooled[i][0] for i in positions])
-        cur = np.stack([pooled[i][1] for i in positions])
-        greater = mannwhitneyu(cur, base, alternative="greater", axis=1).pvalue
-        less = mannwhitneyu(cur, base, alternative="less", axis=1).pvalue
-        for position, p_greater, p_less in zip(positions, greater, less, strict=True):
-            out[position] = (float(p_greater), float(p_less))
-    return out  # type: ignore[return-value]
+    constant = (base == base[:, :1]).all(axis=1) & (cur == base[:, :1]).all(axis=1)
+    finite = np.isfinite(base).all(axis=1) & np.isfinite(cur).all(axis=1)
+    batched = ~constant & finite & (min(base.shape[1], cur.shape[1]) > _ASYMPTOTIC_ABOVE)
+    out: list[tuple[float, float]] = [(math.nan, math.nan)] * len(base)
+    if batched.any():
+        tested = _u_test_normal(cur[batched], base[batched])
+        for position, p_values in zip(np.flatnonzero(batched), tested, strict=True):
+            out[position] = p_values
+    for position in np.flatnonzero(~batched):
+        out[position] = shift_p_values([base[position]], [cur[position]])
+    return out
+
+
+def _u_test_normal(x: np.ndarray, y: np.ndarray) -> list[tuple[float, float]]:
+    """(p x tends greater, p x tends less) of each row pair of `x` (items, n1) and `y` (items, n2):
+    the one-sided Mann-Whitney U tests by the normal approximation with tie and continuity
+    corrections, as scipy.stats.mannwhitneyu(x, y, alternative=..., method="asymptotic") computes
+    them, step by step: the same U (mid-ranks are halves, so their sums are exact), the same tie
+    term and z; the normal tail by math.erf/erfc as scipy's ndtr composes it (agreeing to a few
+    units in the last place). Here so that `check` need not import scipy.stats (a second of its start).
+    Rows must be finite and not all one value."""
+    import numpy as np
+
+    n1, n2 = x.shape[1], y.shape[1]
+    n = n1 + n2
+    xy = np.concatenate([x, y], axis=1)
+    order = np.argsort(xy, axis=1, kind="stable")
+    ordered = np.take_along_axis(xy, order, axis=1)
+    position = np.broadcast_to(np.arange(n), xy.shape)
+    starts = np.ones(xy.shape, dtype=bool)  # each sorted value that begins a run of ties
+    starts[:, 1:] = ordered[:, 1:] != ordered[:, :-1]
+    ends = np.ones(xy.shape, dtype=bool)
+    ends[:, :-1] = starts[:, 1:]
+    first = np.maximum.accumulate(np.where(starts, position, 0), axis=1)
+    last = np.minimum.accumulate(np.where(ends, position, n)[:, ::-1], axis=1)[:, ::-1]
+    mid_ranks = (first + last) / 2 + 1  # 1-based average rank of each sorted value
+    r1 = np.where(order < n1, mid_ranks, 0.0).sum(axis=1)
+    u1 = r1 - n1 * (n1 + 1) / 2
+    ties = np.where(starts, last - first + 1, 0).astype(float)
+    tie_term = (ties**3 - ties).sum(axis=-1)
+    s = np.sqrt(n1 * n2 / 12 * ((n + 1) - tie_term / (n * (n - 1))))
+    mu = n1 * n2 / 2
+    with np.errstate(divide="ignore", invalid="ignore"):  # as scipy: an infinite z has a tail of 0 or 1
+        z_greater = (u1 - mu - 0.5) / s
+        z_less = ((n1 * n2 - u1) - mu - 0.5) / s
+    return [(_normal_sf(g), _normal_sf(le)) for g, le in zip(z_greater.tolist(), z_less.tolist(), strict=True)]
+
+
+def _normal_sf(z: float) -> float:
+    """P(Z > z) for a standard normal Z, composed as scipy's ndtr(-z) (cephes): erf near 0, erfc in the tails."""
+    x = -z * math.sqrt(0.5)
+    if abs(x) < math.sqrt(0.5):
+        return min(max(0.5 + 0.5 * math.erf(x), 0.0), 1.0)
+    tail = 0.5 * math.erfc(abs(x))
+    return min(max(1.0 - tail if x > 0 else tail, 0.0), 1.0)
 
 
 def scaling_efficiency(tokens_per_s, baseline_tokens_per_s, nodes, baseline_nodes):

@@ -92,15 +92,28 @@ def mfu_per_token_rate(record: RunResult) -> float | None:
 
 
 def points_from_records(records: Iterable[RunResult]) -> list[PointData]:
-    """Group records by matching identity (pooling repeats) into PointData, in first-seen order."""
+    """Group records by matching identity (pooling repeats) into PointData, in first-seen order.
+
+    Repeats of a point have one spec but for its repeat index, and so one identity: the identity
+    and its key are computed once per spec as written without that index (its JSON, from pydantic's
+    serializer, a third of what the identity and its hash cost), not once per record.
+    """
     groups: dict[str, list[RunResult]] = {}
     identities: dict[str, dict[str, Any]] = {}
+    keys: dict[str, str] = {}  # a spec's JSON without its repeat index -> its identity's key
     for record in records:
-        identity = match_identity(record.spec)
-        key = identity_key(identity)
+        spec = record.spec.model_dump_json(exclude=_REPEAT_INDEX)
+        key = keys.get(spec)
+        if key is None:
+            identity = match_identity(record.spec)
+            key = keys[spec] = identity_key(identity)
+            identities[key] = identity
         groups.setdefault(key, []).append(record)
-        identities[key] = identity
     return [_pool(key, identities[key], group) for key, group in groups.items()]
+
+
+# What a spec's JSON leaves out to be the same for every repeat of a point (match_identity drops it).
+_REPEAT_INDEX = frozenset({"repeat"})
 
 
 def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointData:

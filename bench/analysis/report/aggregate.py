@@ -26,7 +26,7 @@ from bench.analysis.stats import (
     NUMERATOR,
     bootstrap_medians,
     percentile_interval,
-    pooled_median,
+    pooled_medians,
     ratio_interval,
     scaling_efficiency,
 )
@@ -91,13 +91,13 @@ def build_cells(frame: pd.DataFrame) -> pd.DataFrame:
     step_times = ok["step_times_s"].to_numpy(object)
     cells["point_ids"] = [list(point_ids[p]) for p in positions]
     cells["step_runs"] = [[step_times[i] for i in p] for p in positions]
-    median_step = np.array([pooled_median(runs) for runs in cells["step_runs"]])
+    median_step = pooled_medians(list(cells["step_runs"]))
     cells["step_time_median_s"] = median_step
     cells["tokens_per_s"] = cells["tokens_per_step"] / median_step
     cells["tokens_per_s_per_device"] = cells["tokens_per_s"] / cells["world_size"]
     # MFU is tokens/s times a constant of the configuration (FLOPs per token over the peak).
     mfu_rate = (ok["mfu"] / ok["tokens_per_s"]).to_numpy(float)
-    cells["mfu"] = [np.median(mfu_rate[p]) for p in positions] * cells["tokens_per_s"]
+    cells["mfu"] = pooled_medians([[mfu_rate[p]] for p in positions]) * cells["tokens_per_s"]
     cells["step_boot"] = list(_bootstrap(cells["step_runs"], cells["repeats"], NUMERATOR))
     low, high = percentile_interval(np.vstack(cells["step_boot"]))
     # A longer step time is a lower throughput: the bounds swap.
@@ -144,12 +144,15 @@ def build_scaling(cells: pd.DataFrame) -> pd.DataFrame:
     covers (otherwise a weak sweep over two batch sizes would sprout spurious strong series).
     Cells in no series of two or more node counts form "single" series with no efficiency.
     """
-    weak = _series(cells, WEAK_KEYS, "weak")
+    weak = _with_efficiency(_series(cells, WEAK_KEYS, "weak"), "weak")
     covered = set(weak["cell"])
     strong = _series(cells, STRONG_KEYS, "strong")
+    # Only the kept strong series get their efficiencies (and their baselines' resamples) computed.
     strong = strong[strong["series"].isin(strong.loc[~strong["cell"].isin(covered), "series"])]
+    strong = _with_efficiency(strong.reset_index(drop=True), "strong")
     covered |= set(strong["cell"])
     single = _series(cells[~cells.index.isin(covered)], WEAK_KEYS, "single")
+    single = _with_efficiency(single, "single")
     parts = [part for part in (weak, strong, single) if len(part)]
     if not parts:
         return pd.DataFrame(columns=_SCALING_COLUMNS)
@@ -168,11 +171,14 @@ def _series(cells: pd.DataFrame, keys: Sequence[str], mode: str) -> pd.DataFrame
     data = data.sort_values("tokens_per_s").drop_duplicates(["series", "nodes"], keep="last")
     spans = data.groupby("series")["nodes"].transform("size")
     data = data[(spans < 2) if mode == "single" else (spans >= 2)].sort_values(["series", "nodes"])
-    return _with_efficiency(data.reset_index(drop=True), mode)
+    return data.reset_index(drop=True)
 
 
 def _with_efficiency(data: pd.DataFrame, mode: str) -> pd.DataFrame:
-    """Speedup and efficiency against each series' first (smallest) node count, vectorised."""
+    """Speedup and efficiency against each series' first (smallest) node count, vectorised (none
+    to compute for no series)."""
+    if data.empty:
+        return data
     base = data.groupby("series")[["nodes", "tokens_per_s", "cell"]].transform("first")
     data = data.assign(mode=mode, baseline_nodes=base["nodes"])
     data["speedup"] = data["tokens_per_s"] / base["tokens_per_s"]

@@ -8,17 +8,19 @@ a failed point keeps its row (status, error) with empty numbers.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from bench.analysis.planner.plan_object import value_at
-from bench.analysis.stats import scaling_key
-from bench.schema.metrics import get, shown_in
-from bench.schema.metrics import values as metric_values
+from bench.analysis.report.series_keys import PATHS as KEY_PATHS
+from bench.analysis.report.series_keys import scaling_keys
+from bench.schema.metrics import PathReader, get, shown_in
+from bench.schema.metrics import columns as metric_columns
 from bench.schema.record import RunResult
-from bench.schema.spec import DebugKnobs
+from bench.schema.spec import DebugKnobs, TrainSpec
 from bench.schema.units import GIB
 
 # Columns that hold one list per row: kept in the frame for plots, left out of CSV.
@@ -52,46 +54,108 @@ METRIC_COLUMNS = [metric.key for metric in shown_in("frame")]
 
 
 def records_to_frame(records: Iterable[RunResult]) -> pd.DataFrame:
-    """One row per point (the latest record per sweep and point id wins)."""
-    rows = [_row(record) for record in records]
-    frame = pd.DataFrame.from_records(rows, columns=COLUMNS)
-    for column in NUMERIC_COLUMNS:
-        frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
-    frame = frame.sort_values("finished_at", na_position="first", kind="stable")
-    frame = frame.drop_duplicates(["sweep", "point_id"], keep="last")
-    return frame.sort_values(SORT_KEYS, kind="stable").reset_index(drop=True)
+    """One row per point (the latest record per sweep and point id wins).
+
+    Built column by column: each column is one pass over the records (bench.schema.metrics.PathReader
+    reads each path once, a model's fields in one pass), and each point's series keys are those of
+    its configuration, written once (series_keys.py)."""
+    records = list(records)
+    read = PathReader(records)
+    read.read_all([*_PATHS.values(), *(m.path for m in shown_in("frame") if m.path), *_READ, *KEY_PATHS])
+    columns: dict[str, list[Any]] = metric_columns(records, "frame", read)
+    columns.update({column: read(path) for column, path in _PATHS.items()})
+    micro, accum, world = columns["micro_batch"], columns["grad_accum"], columns["world_size"]
+    columns["per_device_batch"] = [m * a for m, a in zip(micro, accum, strict=True)]
+    columns["global_batch"] = [w * m * a for w, m, a in zip(world, micro, accum, strict=True)]
+    columns["weak_key"], columns["strong_key"] = scaling_keys(records, read)
+    columns["variant"] = _variants(read)
+    columns["tokens_per_step"] = [
+        tokens or spec.tokens_per_step
+        for tokens, spec in zip(read("metrics.tokens_per_step"), read("spec"), strict=True)
+    ]
+    columns["step_times_s"] = list(map(list, read("metrics.step_times_s")))
+    # Why MFU is null (e.g. a device without a published peak), for the report's plot notes.
+    columns["mfu_note"] = [notes.get("mfu") for notes in read("notes")]
+    # The device's capacity, as the record's cluster says (it carries its facts).
+    columns["device_memory_bytes"] = [gib * GIB for gib in read("spec.cluster.device_memory_gib")]
+    columns["hostnames"] = [" ".join(hosts) for hosts in read("env.hostnames")]
+    checkpoints = read("metrics.checkpoint")
+    columns["ckpt_mode"], columns["ckpt_every"] = (
+        [_MISSING if c is None else getattr(c, name) for c in checkpoints] for name in ("mode", "every")
+    )
+    for sections in (
+        [prediction_values(p) for p in read("prediction")],
+        [_preflight(r) if summary is not None else {} for r, summary in zip(records, read("preflight"), strict=True)],
+        [_host_load(r) if loads else {} for r, loads in zip(records, read("metrics.host_load"), strict=True)],
+        [_telemetry(r) if t is not None else {} for r, t in zip(records, read("metrics.telemetry"), strict=True)],
+    ):
+        columns.update(_spread(sections, _SECTION_COLUMNS))
+    for column in _SECTION_COLUMNS:
+        columns.setdefault(column, [_MISSING] * len(records))
+    return _frame(columns)
 
 
-def _row(record: RunResult) -> dict[str, Any]:
-    spec, train, metrics = record.spec, record.spec.train, record.metrics
-    identity = spec.identity()
-    row: dict[str, Any] = {
-        "sweep": record.sweep, "point_id": record.point_id, "status": record.status, "error": record.error,
-        "model": spec.model.name, "variant": variant(record), "strategy": spec.strategy, "precision": spec.precision,
-        "cluster": spec.cluster.name, "launcher": spec.launcher, "nodes": spec.nodes, "gpus_per_node": spec.gpus_per_node,
-        "world_size": spec.world_size, "micro_batch": train.micro_batch, "grad_accum": train.grad_accum,
-        "per_device_batch": train.micro_batch * train.grad_accum,
-        "global_batch": spec.world_size * train.micro_batch * train.grad_accum,
-        "seq_len": train.seq_len, "activation_checkpointing": train.activation_checkpointing,
-        "compile": train.compile, "cpu_offload": train.cpu_offload, "repeat": spec.repeat, "steps": train.steps,
-        "warmup_steps": train.warmup_steps, "params": record.model_info.params,
-        "weak_key": scaling_key(identity, "weak"), "strong_key": scaling_key(identity, "strong"),
-        "tokens_per_step": metrics.tokens_per_step or spec.tokens_per_step, "wall_s": record.wall_s,
-        "started_at": record.started_at, "finished_at": record.finished_at,
-        "step_times_s": list(metrics.step_times_s),
-        # Why MFU is null (e.g. a device without a published peak), for the report's plot notes.
-        "mfu_note": record.notes.get("mfu"),
-        # The device's capacity, as the record's cluster says (it carries its facts).
-        "device_memory_bytes": record.spec.cluster.device_memory_gib * GIB,
-    }  # fmt: skip
-    row.update(metric_values(record, "frame"))
-    row.update(_env(record))
-    row.update(_checkpoint(record))
-    row.update(prediction_values(record.prediction))
-    row.update(_preflight(record))
-    row.update(_host_load(record))
-    row.update(_telemetry(record))
-    return row
+# The columns read straight from the record (a dotted path each).
+_PATHS = {
+    "sweep": "sweep", "point_id": "point_id", "status": "status", "error": "error", "model": "spec.model.name",
+    "strategy": "spec.strategy", "precision": "spec.precision", "cluster": "spec.cluster.name",
+    "launcher": "spec.launcher", "nodes": "spec.nodes", "gpus_per_node": "spec.gpus_per_node",
+    "world_size": "spec.world_size", "micro_batch": "spec.train.micro_batch", "grad_accum": "spec.train.grad_accum",
+    "seq_len": "spec.train.seq_len", "activation_checkpointing": "spec.train.activation_checkpointing",
+    "compile": "spec.train.compile", "cpu_offload": "spec.train.cpu_offload", "repeat": "spec.repeat",
+    "steps": "spec.train.steps", "warmup_steps": "spec.train.warmup_steps", "params": "model_info.params",
+    "wall_s": "wall_s", "started_at": "started_at", "finished_at": "finished_at",
+    "torch": "env.torch", "cuda": "env.cuda", "nccl": "env.nccl", "device_name": "env.device_name",
+    "device_count": "env.device_count", "git_sha": "env.git_sha", "harness": "env.harness",
+    # Whether the point held the host lock (False: the host was shared; None: a cluster launcher).
+    "exclusive_host": "env.exclusive_host",
+}  # fmt: skip
+# Paths the other columns read (the variant's knobs among them), fetched with the rest.
+_VARIANT_KNOBS = ("ac_every", "ac_save_ops", "checkpoint", "checkpoint_every")
+_READ = (
+    "metrics.tokens_per_step", "metrics.step_times_s", "notes", "spec.cluster.device_memory_gib", "env.hostnames",
+    "metrics.checkpoint", "prediction", "preflight", "metrics.host_load", "metrics.telemetry",
+    "spec.model.overrides", "spec.cluster.overrides", *(f"spec.debug.{name}" for name in DebugKnobs.model_fields),
+    *(f"spec.train.{name}" for name in _VARIANT_KNOBS),
+)  # fmt: skip
+# A column a record has no value for (a section it lacks): NaN, as a row without the key reads.
+_MISSING = np.nan
+
+
+def _spread(rows: list[dict[str, Any]], known: Sequence[str]) -> dict[str, list[Any]]:
+    """Per-record dicts (empty where a record lacks the section) as columns, _MISSING where absent."""
+    if not any(rows):
+        return {}
+    keys = [key for key in known if any(key in row for row in rows)]
+    return {key: [row.get(key, _MISSING) for row in rows] for key in keys}
+
+
+def _frame(columns: dict[str, list[Any]]) -> pd.DataFrame:
+    """The columns as the frame: numbers as floats, every other column typed as pandas infers a row
+    list's; the latest record per (sweep, point id), in SORT_KEYS order."""
+    numeric = set(NUMERIC_COLUMNS)
+    others = [column for column in COLUMNS if column not in numeric]
+    if not columns["sweep"]:  # no records: the frame of an empty row list
+        frame = pd.DataFrame.from_records([], columns=COLUMNS)
+        return frame.astype(dict.fromkeys(NUMERIC_COLUMNS, float))
+    inferred = pd.DataFrame.from_records(list(zip(*(columns[c] for c in others), strict=True)), columns=others)
+    frame = pd.DataFrame(
+        {column: _floats(columns[column]) if column in numeric else inferred[column] for column in COLUMNS},
+        index=inferred.index,
+    )
+    keys = frame[list(dict.fromkeys(["finished_at", "sweep", "point_id", *SORT_KEYS]))]
+    keys = keys.sort_values("finished_at", na_position="first", kind="stable")
+    keys = keys.drop_duplicates(["sweep", "point_id"], keep="last")
+    order = keys.sort_values(SORT_KEYS, kind="stable").index
+    return frame.take(order).reset_index(drop=True)
+
+
+def _floats(values: list[Any]) -> np.ndarray:
+    """A numeric column: numbers as floats, anything else NaN (pd.to_numeric's coercion)."""
+    try:
+        return np.array(values, dtype=float)
+    except (TypeError, ValueError, OverflowError):
+        return pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").astype(float).to_numpy()
 
 
 def _preflight(record: RunResult) -> dict[str, Any]:
@@ -141,44 +205,29 @@ def _telemetry(record: RunResult) -> dict[str, Any]:
     }
 
 
-def _checkpoint(record: RunResult) -> dict[str, Any]:
-    """How the point checkpointed (its metrics are catalogue columns)."""
-    ckpt = record.metrics.checkpoint
-    return {} if ckpt is None else {"ckpt_mode": ckpt.mode, "ckpt_every": ckpt.every}
+def _variants(read: PathReader) -> list[str]:
+    """Each record's non-default model/cluster overrides, debug knobs, checkpointing knobs and DCP
+    checkpoints, as config overrides (the report's rerun commands use them): points differing here
+    never share a series. Column by column: a knob's part of each record's text, then each record's
+    parts joined (DebugKnobs' fields are plain values: their dump is their values)."""
+    parts = [
+        [" ".join(f"model.{k}={v}" for k, v in sorted(o.items())) if o else None for o in read("spec.model.overrides")],
+        [" ".join(f"cluster.{k}={_compact(v)}" for k, v in sorted(o.items())) if o else None
+         for o in read("spec.cluster.overrides")],
+    ]  # fmt: skip
+    for name, default in _DEBUG_DEFAULTS.items():
+        parts.append([f"debug.{name}={v}" if v != default else None for v in read(f"spec.debug.{name}")])
+    for name in _VARIANT_KNOBS:
+        default = getattr(_TRAIN_DEFAULTS, name)
+        parts.append([
+            f"train.{name}=" + (f"[{','.join(v)}]" if isinstance(v, list | tuple) else str(v)) if v != default else None
+            for v in read(f"spec.train.{name}")
+        ])  # fmt: skip
+    return [" ".join(filter(None, record)) for record in zip(*parts, strict=True)]
 
 
-def _env(record: RunResult) -> dict[str, Any]:
-    env = record.env
-    return {
-        "torch": env.torch,
-        "cuda": env.cuda,
-        "nccl": env.nccl,
-        "device_name": env.device_name,
-        "device_count": env.device_count,
-        "hostnames": " ".join(env.hostnames),
-        "git_sha": env.git_sha,
-        "harness": env.harness,
-        # Whether the point held the host lock (False: the host was shared; None: a cluster launcher).
-        "exclusive_host": env.exclusive_host,
-    }
-
-
-def variant(record: RunResult) -> str:
-    """Non-default model/cluster overrides, debug knobs, checkpointing knobs and DCP checkpoints, as
-    config overrides (the report's rerun commands use them): points differing here never share a series."""
-    spec = record.spec
-    parts = [f"model.{k}={v}" for k, v in sorted(spec.model.overrides.items())]
-    parts += [f"cluster.{k}={_compact(v)}" for k, v in sorted(spec.cluster.overrides.items())]
-    defaults = DebugKnobs().model_dump()
-    parts += [f"debug.{k}={v}" for k, v in spec.debug.model_dump().items() if v != defaults[k]]
-    train, train_defaults = spec.train, type(spec.train)()
-    for name in ("ac_every", "ac_save_ops", "checkpoint", "checkpoint_every"):
-        value = getattr(train, name)
-        if value != getattr(train_defaults, name):
-            parts.append(
-                f"train.{name}=" + (f"[{','.join(value)}]" if isinstance(value, (list, tuple)) else str(value))
-            )
-    return " ".join(parts)
+_DEBUG_DEFAULTS = DebugKnobs().model_dump()
+_TRAIN_DEFAULTS = TrainSpec()
 
 
 def _compact(value: Any) -> str:
@@ -199,6 +248,13 @@ def _number(value: Any) -> float | None:
 
 
 SORT_KEYS = ["sweep", "model", "strategy", "precision", "nodes", "gpus_per_node", "per_device_batch", "repeat"]
+
+# The columns the per-record sections give (predictions, preflight, host load, telemetry).
+_SECTION_COLUMNS = [
+    *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops",
+    "peak_tflops", "preflight_stragglers", "host_load_max", "loaded_host", "energy_source", "telemetry_sidecar",
+    "energy_note",
+]  # fmt: skip
 
 NUMERIC_COLUMNS = [
     *METRIC_COLUMNS, "tokens_per_step", "wall_s", "device_memory_bytes", "ckpt_every", *PREDICTION_KEYS.values(),

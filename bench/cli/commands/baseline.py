@@ -16,11 +16,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.analysis.check.baseline import BaselineError, baseline_draft, save_baseline
+    from bench.analysis.gc_pause import gc_paused
     from bench.config.paths import input_problem, output_problem, require
-    from bench.config.problems import ConfigError
 
     require([input_problem("RESULTS", args.results), output_problem("-o/--output", args.output, "file")])
+    with gc_paused():  # every record stays alive until the file is written (bench/analysis/gc_pause.py)
+        return _save(args)
+
+
+def _save(args: argparse.Namespace) -> int:
+    """Load RESULTS, refuse what cannot be a baseline, write the file; the exit code."""
+    from bench.analysis.check.baseline import BaselineError, baseline_draft, save_baseline
+    from bench.config.problems import ConfigError
+
     try:
         draft = baseline_draft(args.results)
     except BaselineError as exc:

@@ -8,8 +8,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bench.cli.options import add_numerics_arguments, numerics_problem
+
+if TYPE_CHECKING:
+    from bench.analysis.check.gate import CheckRequest
 
 HELP = "compare results with a baseline: exact counters, noise-aware timings (exit 1 on a regression)"
 
@@ -57,10 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.analysis.check.gate import CheckRequest, run_check
+    from bench.analysis.check.gate import CheckRequest
+    from bench.analysis.gc_pause import gc_paused
     from bench.config.paths import input_problem, output_problem, require
     from bench.config.problems import ConfigError
-    from bench.present.check.outcome import check_lines, write_outputs
 
     if not 0.0 < args.alpha < 1.0:
         raise ConfigError([f"--alpha: must be between 0 and 1, got {args.alpha}"])
@@ -76,6 +80,17 @@ def main(args: argparse.Namespace) -> int:
         gate_timings=not args.no_gate_timings, alpha=args.alpha, min_runs=args.min_runs,
         numerics=not args.no_numerics, loss_rtol=args.loss_rtol,
     )  # fmt: skip
+    # Both sides' records and points stay alive until the check ends: no cyclic GC over them
+    # (bench/analysis/gc_pause.py).
+    with gc_paused():
+        return _check(request, args)
+
+
+def _check(request: CheckRequest, args: argparse.Namespace) -> int:
+    """Run the check and print (and write) its outcome; the exit code."""
+    from bench.analysis.check.gate import run_check
+    from bench.present.check.outcome import check_lines, write_outputs
+
     outcome = run_check(request)
     for problem in outcome.problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
