@@ -32,11 +32,12 @@ from bench.present.report.html import RenderedFigure
 # Below this many points, drawing serially takes a second or two: not worth starting workers late
 # (a command that starts them early, before the records are read, gets them whatever the size).
 PARALLEL_MIN_POINTS = 1000
-# Big scaling frames carry per-cell bootstrap samples and key tuples that no figure reads:
-# left out of what is pickled to the workers (tens of MB at 10,000 points).
-_DONE = "done"
 # More workers than this wait on each other more than they draw (there are eight figures).
 MAX_WORKERS = 4
+# A worker's last message: (_DONE, how many figures there are).
+_DONE = "done"
+# Big scaling frames carry per-cell bootstrap samples and key tuples that no figure reads:
+# left out of what is pickled to the workers (tens of MB at 10,000 points).
 _NOT_DRAWN = ("step_boot", "step_runs", "point_ids", "weak_key", "strong_key", "hostnames")
 
 
