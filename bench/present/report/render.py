@@ -21,12 +21,12 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
-import threading
 import traceback
 from collections.abc import Iterator
 
 import pandas as pd
 
+from bench.analysis.forking import can_fork, cpus
 from bench.present.report.html import RenderedFigure
 
 # Below this many points, drawing serially takes a second or two: not worth starting workers late
@@ -70,8 +70,8 @@ class FigureWorkers:
     def start(cls, workers: int | None = None) -> FigureWorkers:
         """Fork the workers now (`workers`: None picks one per CPU, at most MAX_WORKERS); with one
         worker or where forking is unsafe, none start and `collect` draws in this process."""
-        count = min(_cpus() if workers is None else workers, MAX_WORKERS)
-        if count < 2 or not _can_fork():
+        count = min(cpus() if workers is None else workers, MAX_WORKERS)
+        if count < 2 or not can_fork():
             return cls([], None)
         # The next figure to draw, shared by the workers: whoever is free takes the next one.
         next_figure = multiprocessing.get_context("fork").Value("i", 0)
@@ -239,12 +239,4 @@ def _drawn_columns(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def _default_workers(n_points: int) -> int:
-    return 1 if n_points < PARALLEL_MIN_POINTS else _cpus()
-
-
-def _cpus() -> int:
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def _can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    return 1 if n_points < PARALLEL_MIN_POINTS else cpus()
