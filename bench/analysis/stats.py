@@ -321,7 +321,7 @@ def _compare_stacked(
 
     numerators = _stacked_bootstrap(cur, cur_lengths, NUMERATOR)
     denominators = _stacked_bootstrap(base, base_lengths, DENOMINATOR)
-    lows, highs = ratio_interval(numerators, denominators, np.ones(len(base)))
+    lows, highs = percentile_interval(numerators / denominators)  # ratio_interval at scale 1 (x / 1 is x)
     base_medians, cur_medians = np.median(base, axis=1).tolist(), np.median(cur, axis=1).tolist()
     runs = (len(base_lengths), len(cur_lengths))
     return [
