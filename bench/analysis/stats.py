@@ -280,12 +280,14 @@ def compare_runs(baseline: Runs, current: Runs) -> Comparison:
     return compare_many([(baseline, current)])[0]
 
 
-def compare_many(pairs: Sequence[tuple[Runs, Runs]]) -> list[Comparison]:
+def compare_many(pairs: Sequence[tuple[Runs, Runs]], *, shift_tests: bool = True) -> list[Comparison]:
     """compare_runs of every (baseline, current) pair, computed together: the same numbers as one
     pair at a time (each pair's resamples depend only on its run lengths and the streams). `check`
     compares thousands of points this way: pairs of the same run lengths on both sides are stacked
     into two arrays, and their medians, bootstraps (`_stacked_bootstrap`), intervals and U tests
-    are a few vectorised calls per shape."""
+    are a few vectorised calls per shape. `shift_tests=False`: no U tests (p-values NaN), for a
+    caller that reads only the medians and intervals (history's change magnitudes), which then
+    needs no scipy."""
     groups: dict[tuple[tuple[int, ...], tuple[int, ...]], list[int]] = {}
     for position, (baseline, current) in enumerate(pairs):
         shape = (_run_lengths(baseline), _run_lengths(current))
@@ -296,7 +298,8 @@ def compare_many(pairs: Sequence[tuple[Runs, Runs]]) -> list[Comparison]:
     for (base_lengths, cur_lengths), positions in groups.items():
         base = _stacked_steps([pairs[position][0] for position in positions])
         cur = _stacked_steps([pairs[position][1] for position in positions])
-        for position, comparison in zip(positions, _compare_stacked(base, base_lengths, cur, cur_lengths), strict=True):
+        compared = _compare_stacked(base, base_lengths, cur, cur_lengths, shift_tests)
+        for position, comparison in zip(positions, compared, strict=True):
             out[position] = comparison
     return out  # type: ignore[return-value]
 
@@ -314,8 +317,9 @@ def _stacked_steps(items: Sequence[Runs]) -> np.ndarray:
 
 
 def _compare_stacked(
-    base: np.ndarray, base_lengths: tuple[int, ...], cur: np.ndarray, cur_lengths: tuple[int, ...]
-) -> list[Comparison]:
+    base: np.ndarray, base_lengths: tuple[int, ...], cur: np.ndarray, cur_lengths: tuple[int, ...],
+    shift_tests: bool = True,
+) -> list[Comparison]:  # fmt: skip
     """The Comparison of each row pair of `base` and `cur` (their steps, runs of these lengths)."""
     import numpy as np
 
@@ -324,6 +328,7 @@ def _compare_stacked(
     lows, highs = percentile_interval(numerators / denominators)  # ratio_interval at scale 1 (x / 1 is x)
     base_medians, cur_medians = np.median(base, axis=1).tolist(), np.median(cur, axis=1).tolist()
     runs = (len(base_lengths), len(cur_lengths))
+    p_values = _stacked_shift_p_values(base, cur) if shift_tests else [(math.nan, math.nan)] * len(base)
     return [
         Comparison(
             baseline_median=base_median,
@@ -339,7 +344,7 @@ def _compare_stacked(
             runs_current=runs[1],
         )
         for base_median, cur_median, low, high, (p_greater, p_less) in zip(
-            base_medians, cur_medians, lows.tolist(), highs.tolist(), _stacked_shift_p_values(base, cur), strict=True
+            base_medians, cur_medians, lows.tolist(), highs.tolist(), p_values, strict=True
         )
     ]
 

@@ -37,7 +37,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from bench.analysis.records import RESULT_FILE, RecordProblem, parse_record, read_record
+from pydantic import ValidationError
+
+from bench.analysis.records import RESULT_FILE, RecordProblem, files_named, parse_record, read_record
 from bench.config.paths import nearest_existing, read_only_error
 from bench.schema.files import Versioned, VersionError
 from bench.schema.metrics import shown_in
@@ -337,25 +339,21 @@ class ResultStore:
     def ingest_paths(self, root: Path | str) -> IngestReport:
         """Ingest every result.json and preflight.json under `root` (or one file); unreadable records
         become problems."""
-        from bench.analysis.preflight import read_preflight  # the planner's modules, only when ingesting
-
         root = Path(root)
         if root.is_file():
             single_preflight = root.name == PREFLIGHT_RECORD
             paths, preflight_paths = ([], [root]) if single_preflight else ([root], [])
         else:
-            paths, preflight_paths = _find(root, RESULT_FILE), _find(root, PREFLIGHT_RECORD)
-        report, rows, preflight_rows = IngestReport(), [], []
-        for path in paths:
-            try:
-                rows.append(_row(read_record(path), str(path)))
-            except ValueError as exc:
-                report.problems.append(RecordProblem(path, str(exc)))
-        for path in preflight_paths:
-            try:
-                preflight_rows.append(_preflight_row(read_preflight(path), str(path)))
-            except ValueError as exc:
-                report.problems.append(RecordProblem(path, str(exc)))
+            paths, preflight_paths = files_named(root, RESULT_FILE), files_named(root, PREFLIGHT_RECORD)
+        report = IngestReport()
+        rows = _rows_of(paths, lambda path: _row(read_record(path), str(path)), report)
+        preflight_rows = []
+        if preflight_paths:
+            from bench.analysis.preflight import read_preflight  # the planner's modules (~0.2 s): only for preflights
+
+            preflight_rows = _rows_of(
+                preflight_paths, lambda path: _preflight_row(read_preflight(path), str(path)), report
+            )
         if preflight_rows:
             added = self._insert_rows("preflights", _PREFLIGHT_COLUMNS, preflight_rows)
             report.preflights_added += added
@@ -400,7 +398,7 @@ class ResultStore:
         records, problems = [], []
         for source, blob in selected:
             try:
-                records.append(parse_record(json.loads(blob)))
+                records.append(_stored_record(blob))
             except ValueError as exc:  # json.JSONDecodeError is a ValueError too
                 problems.append(RecordProblem(Path(source or self.path), f"stored record invalid: {exc}"))
         return records, problems
@@ -424,6 +422,17 @@ class ResultStore:
             conn.execute("DELETE FROM preflights")
 
 
+def _stored_record(blob: str) -> RunResult:
+    """A stored record's JSON as today's RunResult. A row written by this schema holds the current
+    version's JSON, which pydantic validates from the text directly (as bench/analysis/records.py reads
+    a current result.json: several times faster than json.loads and validating the objects); anything
+    else (an older row's version, a broken row) takes the migrating path, which reads it or says why not."""
+    try:
+        return RunResult.model_validate_json(blob)
+    except ValidationError:
+        return parse_record(json.loads(blob))
+
+
 def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
     """Insert rows not yet present in one write transaction; returns how many were new."""
     placeholders = ", ".join("?" * len(columns))
@@ -440,9 +449,15 @@ def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str], r
     return added
 
 
-def _find(root: Path, name: str) -> list[Path]:
-    """Every file called `name` under `root`, sorted (os.walk: pathlib's rglob builds a Path per folder)."""
-    return sorted(Path(folder, name) for folder, _, files in os.walk(root) if name in files)
+def _rows_of(paths: Sequence[Path], row: Callable[[Path], tuple], report: IngestReport) -> list[tuple]:
+    """The row of each file that reads; each other one a problem in `report`."""
+    rows = []
+    for path in paths:
+        try:
+            rows.append(row(path))
+        except ValueError as exc:
+            report.problems.append(RecordProblem(path, str(exc)))
+    return rows
 
 
 def _migrate(conn: sqlite3.Connection, path: Path) -> None:

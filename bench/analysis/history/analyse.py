@@ -19,9 +19,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from bench.analysis.check.numerics import LOSS_RTOL, CurveVerdict, compare_curves, exact_rule
-from bench.analysis.history.detect import MIN_SERIES_RUNS, Detected, detect
+from bench.analysis.history.detect import MIN_SERIES_RUNS, Detected, detect, detect_each
 from bench.analysis.history.envdiff import env_changes
 from bench.analysis.history.series import EFFICIENCY, Run, Series
+from bench.analysis.stats import compare_many
 
 
 @dataclass(frozen=True)
@@ -142,33 +143,71 @@ def analyse_series(
     """Change points (with magnitudes) and numerics issues of one series. For
     scripts/validate_history.py: `detector`, another implementation; `intervals=False`, each change's
     ratio without its bootstrap (medians and bounds NaN), which is all the gate needs."""
-    result = SeriesResult(series)
-    first_new = len(series.runs) - window if window is not None else len(series.runs)
-    detected = detector(series.values) if len(series.runs) >= MIN_SERIES_RUNS else []
-    bounds = [0, *(d.index for d in detected), len(series.runs)]
-    for i, found in enumerate(detected):
-        before, after = series.runs[bounds[i] : found.index], series.runs[found.index : bounds[i + 2]]
-        if intervals:
-            c = series.compare(before, after)
-            levels = (c.baseline, c.current, c.ratio, c.ci_low, c.ci_high)
-        else:
-            levels = (math.nan, math.nan, series.ratio(before, after), math.nan, math.nan)
-        environment = env_changes(series.runs[found.index - 1].record, series.runs[found.index].record)
-        result.changes.append(
+    (result,) = _analysed([(series, numerics)], window, loss_rtol, lambda many: [detector(v) for v in many], intervals)
+    return result
+
+
+# The change points of many series' values at once: bench.analysis.history.detect.detect_each, here
+# or in another process.
+DetectEach = Callable[[list[list[float]]], list[list[Detected]]]
+
+
+def _analysed(
+    chosen: Sequence[tuple[Series, bool]],
+    window: int | None,
+    loss_rtol: float,
+    detect_many: DetectEach,
+    intervals: bool,
+) -> list[SeriesResult]:
+    """`analyse_series` of each (series, numerics guard on), with the magnitudes of every change point
+    of every series bootstrapped in one bench.analysis.stats.compare_many call: the numbers of one
+    comparison at a time (each depends only on its own samples), in a few vectorised passes instead
+    of two per change point."""
+    tested = [s.values for s, _ in chosen if len(s.runs) >= MIN_SERIES_RUNS]
+    detections = iter(detect_many(tested) if tested else [])
+    found = [(s, next(detections) if len(s.runs) >= MIN_SERIES_RUNS else []) for s, _ in chosen]
+    sides = []  # (series' position, its change point, runs before, runs after) of every change point
+    for position, (series, detected) in enumerate(found):
+        bounds = [0, *(d.index for d in detected), len(series.runs)]
+        for i, point in enumerate(detected):
+            before, after = series.runs[bounds[i] : point.index], series.runs[point.index : bounds[i + 2]]
+            sides.append((position, point, before, after))
+    if intervals and sides:
+        # The shift tests' p-values are not shown (a change's significance is the detector's t-test).
+        pairs = [found[p][0].samples(before, after) for p, _, before, after in sides]
+        steps = compare_many(pairs, shift_tests=False)
+        levels = [
+            (c.baseline, c.current, c.ratio, c.ci_low, c.ci_high)
+            for c in (found[p][0].comparison(b, a, s) for (p, _, b, a), s in zip(sides, steps, strict=True))
+        ]
+    else:
+        levels = [(math.nan, math.nan, found[p][0].ratio(b, a), math.nan, math.nan) for p, _, b, a in sides]
+    results = [SeriesResult(series) for series, _ in chosen]
+    for (position, point, before, after), level in zip(sides, levels, strict=True):
+        series = found[position][0]
+        first_new = _first_new(series, window)
+        environment = env_changes(series.runs[point.index - 1].record, series.runs[point.index].record)
+        results[position].changes.append(
             ChangePoint(
                 series,
-                found.index,
-                found.pvalue,
+                point.index,
+                point.pvalue,
                 len(before),
                 len(after),
-                *levels,
+                *level,
                 environment,
-                new=found.index >= first_new,
-            )  # fmt: skip
+                new=point.index >= first_new,
+            )
         )
-    if numerics:
-        result.numerics, result.numerics_checked = numerics_along(series, first_new, loss_rtol)
-    return result
+    for result, (series, numerics) in zip(results, chosen, strict=True):
+        if numerics:
+            result.numerics, result.numerics_checked = numerics_along(series, _first_new(series, window), loss_rtol)
+    return results
+
+
+def _first_new(series: Series, window: int | None) -> int:
+    """The index of a series' first run within the gate's window (past the end without a gate)."""
+    return len(series.runs) - window if window is not None else len(series.runs)
 
 
 def numerics_along(series: Series, first_new: int, rtol: float = LOSS_RTOL) -> tuple[list[NumericsIssue], int]:
@@ -197,13 +236,12 @@ def numerics_along(series: Series, first_new: int, rtol: float = LOSS_RTOL) -> t
 
 def analyse(
     series: list[Series], *, metric: str, window: int | None = None, numerics: bool = True,
-    loss_rtol: float = LOSS_RTOL, detector: str = "",
+    loss_rtol: float = LOSS_RTOL, detector: str = "", detect_many: DetectEach = detect_each,
 ) -> History:  # fmt: skip
-    """The history of every series, longest first."""
+    """The history of every series, longest first. `detect_many`: where the change points are found
+    (`fsdp-bench history` asks its early process, which imported the detector meanwhile)."""
     # An efficiency series' runs are its largest node count's records, whose curves that series checks.
-    results = [
-        analyse_series(s, window=window, numerics=numerics and s.metric != EFFICIENCY, loss_rtol=loss_rtol)
-        for s in series
-    ]
+    chosen = [(s, numerics and s.metric != EFFICIENCY) for s in series]
+    results = _analysed(chosen, window, loss_rtol, detect_many, intervals=True)
     results.sort(key=lambda r: (-len(r.series.runs), r.series.label))
     return History(metric, results, window, numerics, detector)

@@ -13,10 +13,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.analysis.check.numerics import LOSS_RTOL
-from bench.analysis.history.analyse import History, analyse
-from bench.analysis.history.detect import detector_name
+from bench.analysis.history.analyse import DetectEach, History, analyse
+from bench.analysis.history.detect import detect_each, detector_name
 from bench.analysis.history.links import link_rows
-from bench.analysis.history.series import Series, build_series, efficiency_series
+from bench.analysis.history.series import Series, history_series
 from bench.analysis.records import RecordProblem
 from bench.config.problems import ConfigError
 
@@ -53,8 +53,9 @@ def parse_since(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def stored_history(query: HistoryQuery) -> StoredHistory:
-    """The History of every series the query selects in its store (ConfigError on bad input)."""
+def stored_history(query: HistoryQuery, detect_many: DetectEach = detect_each) -> StoredHistory:
+    """The History of every series the query selects in its store (ConfigError on bad input);
+    `detect_many` finds the change points (analyse)."""
     from bench.analysis.store import StoreError, open_existing
 
     since = parse_since(query.since) if query.since else None
@@ -68,7 +69,7 @@ def stored_history(query: HistoryQuery) -> StoredHistory:
         raise ConfigError([f"--store: {query.store} holds no readable record; add results with `fsdp-bench store add`"])
     history = analyse(
         select_series(records, query, since), metric=query.metric, window=query.window, numerics=query.numerics,
-        loss_rtol=query.loss_rtol, detector=detector_name(),
+        loss_rtol=query.loss_rtol, detector=detector_name(), detect_many=detect_many,
     )  # fmt: skip
     history.links = link_rows(preflights, since)
     return StoredHistory(history, problems + preflight_problems)
@@ -77,9 +78,7 @@ def stored_history(query: HistoryQuery) -> StoredHistory:
 def select_series(records: list, query: HistoryQuery, since: datetime | None) -> list[Series]:
     """The metric's series since `since` (tokens/s brings the efficiency series along), those the
     filter names: a label containing it (case-insensitive) or an id starting with it."""
-    series = build_series(records, query.metric, since)
-    if query.metric == "tokens_per_s":
-        series += efficiency_series(records, since)
+    series = history_series(records, query.metric, since)
     if not series:
         when = f" since {query.since}" if query.since else ""
         raise ConfigError([f"no ok run{when} in {query.store} measured {query.metric}"])

@@ -60,6 +60,17 @@ def detect(
     return [Detected(int(p.index), float(p.stats.pvalue)) for p in points if len(values) - p.index >= min_after]
 
 
+def detect_each(values_of: Sequence[Sequence[float]]) -> list[list[Detected]]:
+    """`detect` of each series' values: the change points of many series in one call (what history's
+    early process computes for the command, bench/present/history/drawing.py)."""
+    return [detect(values) for values in values_of]
+
+
+def import_detector() -> None:
+    """Import the detector's libraries now (Otava, and scipy.stats with it: ~1 s), not at the first series."""
+    import otava.analysis  # noqa: F401
+
+
 def detector_name() -> str:
     """`apache-otava 0.8.0`: which implementation found the change points (shown on every output)."""
     from importlib.metadata import PackageNotFoundError, version

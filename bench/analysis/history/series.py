@@ -25,8 +25,8 @@ from typing import Any
 
 from bench.analysis.check.points import PointData, mfu_per_token_rate, record_steps
 from bench.analysis.check.thresholds import METRICS, STEP_TIMINGS
-from bench.analysis.check.timings import TimingComparison, compare_timing_metric
-from bench.analysis.stats import compare_runs, pooled_median, scaling_efficiency, series_key
+from bench.analysis.check.timings import TimingComparison, compare_timing_metric, timing_runs
+from bench.analysis.stats import Comparison, compare_runs, pooled_median, scaling_efficiency, series_key
 from bench.schema.labels import point_label
 from bench.schema.metrics import get
 from bench.schema.preflight import PreflightResult
@@ -74,13 +74,23 @@ class Series:
 
     def compare(self, before: Sequence[Run], after: Sequence[Run]) -> TimingComparison:
         """The two sides' medians, ratio (after / before) and its bootstrap interval (bench.analysis.stats)."""
+        return self.comparison(before, after, compare_runs(*self.samples(before, after)))
+
+    def samples(self, before: Sequence[Run], after: Sequence[Run]) -> tuple[list[list[float]], list[list[float]]]:
+        """The runs of samples `compare` compares, before and after (for bench.analysis.stats.compare_many,
+        which computes the comparisons of many change points together)."""
         if self.metric == EFFICIENCY:
-            steps = compare_runs([s for r in before for s in r.samples], [s for r in after for s in r.samples])
+            return [s for r in before for s in r.samples], [s for r in after for s in r.samples]
+        return timing_runs(self._point(before), self.metric), timing_runs(self._point(after), self.metric)
+
+    def comparison(self, before: Sequence[Run], after: Sequence[Run], steps: Comparison) -> TimingComparison:
+        """`compare` from the comparison of its `samples`, computed already."""
+        if self.metric == EFFICIENCY:
             return TimingComparison(
                 steps.baseline_median, steps.current_median, steps.ratio, steps.ci_low, steps.ci_high,
                 steps.p_greater, steps.p_less, steps.n_baseline, steps.n_current, len(before), len(after),
             )  # fmt: skip
-        return compare_timing_metric(self._point(before), self._point(after), self.metric)
+        return compare_timing_metric(self._point(before), self._point(after), self.metric, samples=steps)
 
     def ratio(self, before: Sequence[Run], after: Sequence[Run]) -> float:
         """after / before of the pooled medians, without an interval (`compare`'s ratio, cheaply)."""
@@ -124,42 +134,79 @@ def _label(identity: dict[str, Any], key: str) -> str:
     return f"{point_label(identity)} {identity['cluster']['name']} #{key[:6]}"
 
 
-def _timed(records: Iterable[RunResult], since: datetime | None) -> list[tuple[datetime, RunResult]]:
-    """Ok records with a known run time (at or after `since`), in run order (ties: sweep, repeat, id)."""
+@dataclass(frozen=True)
+class _Timed:
+    """An ok record with its run time and its series' keys, computed once for every series built from it."""
+
+    moment: datetime
+    record: RunResult
+    identity: dict[str, Any]
+    key: str  # series_key(identity)
+    family: str  # series_key(identity, across_nodes=True)
+
+
+def _timed(records: Iterable[RunResult], since: datetime | None) -> list[_Timed]:
+    """Ok records with a known run time (at or after `since`), in run order (ties: sweep, repeat, id),
+    each with its identity and keys. A family key is a function of its series key (both drop the same
+    fields from the identity, the family more): it is computed once per series, not once per run."""
     timed = [(run_time(r), r) for r in records if r.status == "ok"]
     kept = [(t, r) for t, r in timed if t is not None and (since is None or t >= since)]
-    return sorted(kept, key=lambda item: (item[0], item[1].sweep, item[1].spec.repeat, item[1].point_id))
+    kept.sort(key=lambda item: (item[0], item[1].sweep, item[1].spec.repeat, item[1].point_id))
+    families: dict[str, str] = {}
+    out = []
+    for moment, record in kept:
+        identity = record.spec.identity()
+        key = series_key(identity)
+        family = families.get(key)
+        if family is None:
+            family = families[key] = series_key(identity, across_nodes=True)
+        out.append(_Timed(moment, record, identity, key, family))
+    return out
+
+
+def history_series(records: Iterable[RunResult], metric: str, since: datetime | None = None) -> list[Series]:
+    """What `fsdp-bench history` follows: the metric's series (`build_series`) and, for tokens/s, the
+    efficiency series beside them (`efficiency_series`), from one pass over the records."""
+    timed = _timed(records, since)
+    return _build_series(timed, metric) + (_efficiency_series(timed) if metric == "tokens_per_s" else [])
 
 
 def build_series(records: Iterable[RunResult], metric: str, since: datetime | None = None) -> list[Series]:
     """One series per configuration, of the runs that measured `metric`, in order of their first run."""
+    return _build_series(_timed(records, since), metric)
+
+
+def _build_series(timed: list[_Timed], metric: str) -> list[Series]:
     by_key: dict[str, Series] = {}
-    for moment, record in _timed(records, since):
+    for entry in timed:
+        record = entry.record
         value = metric_value(record, metric)
         if value is None:
             continue
-        identity = record.spec.identity()
-        full_key = series_key(identity)
-        series = by_key.get(full_key)
+        series = by_key.get(entry.key)
         if series is None:
-            key = _short(full_key)
-            series = by_key[full_key] = Series(key, _label(identity, key), metric)
+            key = _short(entry.key)
+            series = by_key[entry.key] = Series(key, _label(entry.identity, key), metric)
             series.tokens_per_step = float(record.metrics.tokens_per_step or record.spec.tokens_per_step)
             series.mfu_per_token_rate = mfu_per_token_rate(record)
-        series.runs.append(Run(record.sweep, moment, value, [record_steps(record)], record))
+        series.runs.append(Run(record.sweep, entry.moment, value, [record_steps(record)], record))
     return list(by_key.values())
 
 
 def efficiency_series(records: Iterable[RunResult], since: datetime | None = None) -> list[Series]:
     """Per family with at least two node counts: the efficiency at its largest node count, one run per
     sweep run that measured the smallest and the largest (repeats pooled)."""
-    families: dict[str, dict[tuple[str, str], dict[int, list[tuple[datetime, RunResult]]]]] = {}
-    for moment, record in _timed(records, since):
+    return _efficiency_series(_timed(records, since))
+
+
+def _efficiency_series(timed: list[_Timed]) -> list[Series]:
+    families: dict[str, dict[tuple[str, str], dict[int, list[_Timed]]]] = {}
+    for entry in timed:
+        record = entry.record
         if not record.metrics.step_times_s:
             continue
-        family = series_key(record.spec.identity(), across_nodes=True)
-        cell = families.setdefault(family, {}).setdefault(_sweep_run(record), {})
-        cell.setdefault(record.spec.nodes, []).append((moment, record))
+        cell = families.setdefault(entry.family, {}).setdefault(_sweep_run(record), {})
+        cell.setdefault(record.spec.nodes, []).append(entry)
     out = []
     for family, sweep_runs in families.items():
         nodes = sorted({n for by_nodes in sweep_runs.values() for n in by_nodes})
@@ -172,10 +219,10 @@ def efficiency_series(records: Iterable[RunResult], since: datetime | None = Non
         for by_nodes in sweep_runs.values():
             if low not in by_nodes or high not in by_nodes:
                 continue
-            first_time, first = by_nodes[high][0]
-            label = label or f"{_label(first.spec.identity(), key)} efficiency vs {low} node(s)"
+            first = by_nodes[high][0]
+            label = label or f"{_label(first.identity, key)} efficiency vs {low} node(s)"
             value = float(scaling_efficiency(_tokens_per_s(by_nodes[high]), _tokens_per_s(by_nodes[low]), high, low))
-            runs.append(Run(first.sweep, first_time, value, [[value]], first))
+            runs.append(Run(first.record.sweep, first.moment, value, [[value]], first.record))
         if runs:
             out.append(Series(key, label, EFFICIENCY, sorted(runs, key=lambda r: (r.started_at, r.sweep))))
     return out
@@ -186,8 +233,8 @@ def _sweep_run(record: RunResult) -> tuple[str, str]:
     return record.sweep, str(Path(record.log_dir).parent) if record.log_dir else ""
 
 
-def _tokens_per_s(timed: list[tuple[datetime, RunResult]]) -> float:
+def _tokens_per_s(timed: list[_Timed]) -> float:
     """Tokens per step over the pooled median step time of the repeats (bench.analysis.stats' center)."""
-    record = timed[0][1]
+    record = timed[0].record
     tokens = float(record.metrics.tokens_per_step or record.spec.tokens_per_step)
-    return tokens / pooled_median([record_steps(r) for _, r in timed])
+    return tokens / pooled_median([record_steps(entry.record) for entry in timed])

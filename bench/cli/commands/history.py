@@ -47,10 +47,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.analysis.gc_pause import gc_paused
+
+    with gc_paused():  # the store's records stay alive until the pages are written (bench/analysis/gc_pause.py)
+        return _history(args)
+
+
+def _history(args: argparse.Namespace) -> int:
     from bench.analysis.history.build import HistoryQuery, stored_history
     from bench.analysis.history.detect import MIN_RUNS_AFTER
     from bench.config.paths import input_problem, output_problem, require
     from bench.config.problems import ConfigError
+    from bench.present.history.drawing import drawing_process
     from bench.present.history.page import reproduce_command, write_history
     from bench.present.history.table import console_lines
 
@@ -68,10 +76,12 @@ def main(args: argparse.Namespace) -> int:
     query = HistoryQuery(
         store, args.metric, args.since, args.series, args.fail_on_new_regression, not args.no_numerics, args.loss_rtol
     )
-    stored = stored_history(query)
-    for problem in stored.problems:
-        print(f"warning: skipped {problem.path}: {problem.reason}", file=sys.stderr)
-    print("\n".join(console_lines(stored.history, str(store))))
-    page = write_history(stored.history, Path(args.out), store=str(store), command=reproduce_command(query, args.out))
+    with drawing_process() as drawing:  # imports and draws the page while the store is read (drawing.py)
+        stored = stored_history(query, **({"detect_many": drawing.detect_each} if drawing else {}))
+        for problem in stored.problems:
+            print(f"warning: skipped {problem.path}: {problem.reason}", file=sys.stderr)
+        print("\n".join(console_lines(stored.history, str(store))))
+        command = reproduce_command(query, args.out)
+        page = write_history(stored.history, Path(args.out), store=str(store), command=command, drawing=drawing)
     print(f"history: wrote {page}")
     return stored.history.exit_code

@@ -42,6 +42,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from bench.analysis.gc_pause import gc_paused
+
+    with gc_paused():  # every record read is kept until its rows are written (bench/analysis/gc_pause.py)
+        return _store(args)
+
+
+def _store(args: argparse.Namespace) -> int:
     from bench.analysis import store
     from bench.config.paths import input_problem, output_problem, require
     from bench.config.problems import ConfigError

@@ -1,0 +1,61 @@
+"""history's page drawn in the process the command starts early (bench/present/history/drawing.py),
+its figures on forked workers (draw.py), against the page drawn serially in this process: the same
+files, byte for byte (apart from the page's "Generated" minute). In tests/e2e: it forks processes."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "records"))
+from record_factory import WIGGLE, make_record, night  # noqa: E402
+
+from bench.analysis.history.analyse import analyse  # noqa: E402
+from bench.analysis.history.series import build_series  # noqa: E402
+
+pytestmark = pytest.mark.timeout(300)
+
+STRATEGIES = ("full_shard", "no_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2")
+
+
+def _history():
+    """Five series of 14 runs, a step at run 9 in every other one: five plots, so the figures go to workers."""
+    records = []
+    for number, strategy in enumerate(STRATEGIES):
+        base = make_record(tokens_per_s=1000.0, strategy=strategy)
+        for i in range(14):
+            factor = 0.75 if number % 2 == 0 and i >= 9 else 1.0
+            records.append(night(i, 1000.0 * WIGGLE[i % len(WIGGLE)] * factor, record=base))
+    series = build_series(records, "tokens_per_s")
+    assert len(series) == len(STRATEGIES)
+    return analyse(series, metric="tokens_per_s", window=6, detector="apache-otava")
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    files = {path.name: path.read_bytes() for path in folder.iterdir()}
+    files["history.html"] = re.sub(rb"Generated [^<]* by", b"Generated (time) by", files["history.html"])
+    return files
+
+
+def test_the_drawing_process_writes_the_serial_page_byte_for_byte(tmp_path, monkeypatch):
+    import bench.present.history.draw as draw
+    from bench.analysis.forking import can_fork
+    from bench.present.history.drawing import drawing_process
+    from bench.present.history.page import write_history
+
+    if not can_fork():
+        pytest.skip("fork is not safe in this process (another thread runs): the page is drawn serially")
+    history = _history()
+    with drawing_process() as drawing:
+        assert drawing is not None
+        write_history(history, tmp_path / "early", store="s.sqlite", command="fsdp-bench history", drawing=drawing)
+    monkeypatch.setattr(draw, "PARALLEL_MIN_PLOTS", 10**6)  # the reference: every figure drawn here, in order
+    write_history(history, tmp_path / "serial", store="s.sqlite", command="fsdp-bench history")
+    early, serial = _files(tmp_path / "early"), _files(tmp_path / "serial")
+    assert sorted(early) == ["history.html", "history.xml", *(f"series{n:03d}.png" for n in range(1, 6)), "summary.md"]
+    assert early == serial
+    assert b"FAIL: 3 new regression(s) in the last 6 run(s)" in early["summary.md"]
