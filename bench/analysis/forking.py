@@ -3,7 +3,7 @@
 A forked child copies every lock of its parent as it was: with another thread running (a test
 runner's, a library's pool) a lock held mid-use stays held in the child forever. So work is forked
 only where fork exists and this process runs one thread; elsewhere it runs serially, with the same
-results. Used by history's drawing process and its figure workers.
+results. Used by history's drawing process and its figure workers, and the report's figure workers.
 """
 
 from __future__ import annotations

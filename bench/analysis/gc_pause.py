@@ -5,7 +5,8 @@ objects that all stay alive until the command ends: the collector's passes over 
 to free (the same peak memory without them) and cost a quarter of a 10,000-record load or render,
 and 0.37 s of a 10,080-point plan's 5.3 s (571 collections timed by gc.callbacks,
 docs/results/planner.md). Nested pauses keep the outer one's state. Used by `report`, `plan`, `check`,
-`baseline save` and the report's builder (which the sweep calls too)."""
+`baseline save`, `store`, `history`, the report's builder (which the sweep calls too) and the
+records reader (bench/analysis/records.py: every command that loads a results folder)."""
 
 from __future__ import annotations
 

@@ -153,3 +153,28 @@ def test_parallel_rendering_gives_the_same_pngs_as_serial(analysis):
     parallel = render_figures(analysis.points, analysis.scaling, workers=2)
     assert [f.name for f in serial] == ["throughput", "efficiency", "tokens_per_device", "mfu", "memory", "step_times"]
     assert [(f.name, f.png) for f in parallel] == [(f.name, f.png) for f in serial]
+
+
+def test_the_report_pipeline_loads_no_matplotlib_until_it_draws():
+    """The `report` command's process only writes tables and the page: its figure workers import
+    matplotlib (bench/present/report/render.py), so the parent must not load it on import."""
+    import subprocess
+
+    modules = ["bench.cli.commands.report", "bench.present.report.build", "bench.present.report.render"]
+    code = (
+        f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\nprint('matplotlib' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_figure_workers_started_before_the_data_draw_what_the_parent_would(analysis):
+    """The `report` command's order: start (no data yet), submit, collect; same PNGs as drawn here."""
+    from bench.present.report.render import FigureWorkers, render_figures
+
+    with FigureWorkers.start(2) as workers:
+        workers.submit(analysis.points, analysis.scaling)
+        early = workers.collect()
+    assert [(f.name, f.png) for f in early] == [
+        (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)
+    ]

@@ -27,12 +27,14 @@ def main(args: argparse.Namespace) -> int:
 
     require([input_problem("RESULTS", args.results), output_problem("-o/--out", args.out, "folder")])
     from bench.analysis.gc_pause import gc_paused
+    from bench.present.report.render import FigureWorkers
 
-    with gc_paused():  # loading keeps one object graph per record (bench/analysis/gc_pause.py)
-        return _report(Path(args.results), Path(args.out), args.title)
+    # Started first: they import matplotlib on another core while this process reads the records.
+    with gc_paused(), FigureWorkers.start() as figure_workers:  # loading keeps one object graph per record
+        return _report(Path(args.results), Path(args.out), args.title, figure_workers)
 
 
-def _report(results: Path, out: Path, title: str | None) -> int:
+def _report(results: Path, out: Path, title: str | None, figure_workers) -> int:
     from bench.analysis.preflight import load_preflights
     from bench.analysis.sources import load_results
     from bench.present.report.build import write_report
@@ -51,9 +53,8 @@ def _report(results: Path, out: Path, title: str | None) -> int:
     preflights, unreadable = load_preflights(results)
     for path, reason in unreadable:
         print(f"report: skipped {path}: {reason}", file=sys.stderr)
-    page = write_report(
-        records, out, title=title, problems=problems, reproduce=reproduce, point_dirs=point_dirs, preflights=preflights
-    )
+    found = {"problems": problems, "point_dirs": point_dirs, "preflights": preflights}
+    page = write_report(records, out, title=title, reproduce=reproduce, figure_workers=figure_workers, **found)
     ok = sum(r.status == "ok" for r in records)
     print(f"report: {page} ({len(records)} points: {ok} ok, {len(records) - ok} not ok)")
     return 0

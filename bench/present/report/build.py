@@ -24,7 +24,7 @@ from bench.present.report.cluster_health import cluster_health
 from bench.present.report.environment import environment_lines
 from bench.present.report.flag_rules import flag_rules
 from bench.present.report.html import RenderedFigure, render_figure, render_html
-from bench.present.report.render import render_figures
+from bench.present.report.render import PARALLEL_MIN_POINTS, FigureWorkers
 from bench.present.report.reproduce import default_commands
 from bench.present.report.summary_md import render_summary
 from bench.schema.files import write_bytes_atomic, write_text_atomic, writing
@@ -41,6 +41,7 @@ def build_report(
     problems: Sequence[tuple[str, str]] = (),
     point_dirs: Mapping[tuple[str, str], Path] | None = None,
     preflights: Sequence[PreflightResult] = (),
+    figure_workers: FigureWorkers | None = None,
 ) -> Path:
     """Write the report of `records` into `out_dir`; returns the path of report.html.
 
@@ -49,9 +50,11 @@ def build_report(
     reason) pairs of records that could not be read, listed on the page. `point_dirs`: each
     record's folder by (sweep, point id), where the telemetry timelines are read from.
     `preflights`: the results' preflight records, drawn in the cluster health section.
+    `figure_workers`: workers started early (the `report` command starts them before it reads the
+    records, bench/present/report/render.py); None starts them here when the report is large.
     """
     with gc_paused():
-        return _build(list(records), Path(out_dir), title, reproduce, problems, point_dirs, preflights)
+        return _build(list(records), Path(out_dir), title, reproduce, problems, point_dirs, preflights, figure_workers)
 
 
 def _build(
@@ -62,44 +65,29 @@ def _build(
     problems: Sequence[tuple[str, str]],
     point_dirs: Mapping[tuple[str, str], Path] | None = None,
     preflights: Sequence[PreflightResult] = (),
+    figure_workers: FigureWorkers | None = None,
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     analysis = analyse(records)
     points = analysis.points
+    if figure_workers is None:
+        figure_workers = FigureWorkers.start(None if len(points) >= PARALLEL_MIN_POINTS else 1)
+    with figure_workers:
+        figure_workers.submit(points, analysis.scaling)  # they draw while this process writes the rest
+        return _write(out, analysis, records, title, reproduce, problems, point_dirs, preflights, figure_workers)
+
+
+def _write(out, analysis, records, title, reproduce, problems, point_dirs, preflights, figure_workers) -> Path:
+    """Everything but the main figures first (the workers draw them meanwhile), then the page."""
+    points = analysis.points
     title = title or _default_title(points)
-    figures = render_figures(points, analysis.scaling)
     timelines = _timelines(points, point_dirs)
     health = cluster_health(preflights, records)
-    for figure in [*figures, *timelines, *health.figures]:
-        write_bytes_atomic(out / f"{figure.name}.png", figure.png)
     environment = environment_lines(points)
     headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
     failed = tables.failed_table(points)
     contention = tables.contention_table(points)
     commands = [*(reproduce or []), "# each configuration alone:", *default_commands(points)]
-    context = {
-        "title": title,
-        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "environment": environment,
-        "headline": headline,
-        "scaling": scaling,
-        "contention": contention,
-        "rules": flag_rules(preflights),
-        "figures": figures,
-        "plot_notes": _plot_notes(figures, points),
-        "telemetry": telemetry_view.telemetry_table(points),
-        "telemetry_figures": timelines,
-        "telemetry_notes": _telemetry_notes(points, timelines, point_dirs),
-        "results": tables.results_table(points),
-        "checkpoints": checkpoint_table(points),
-        "failed": failed,
-        "problems": tables.problems_table(list(problems)),
-        "reproduce": commands,
-        "has_prediction": tables.has_prediction(points),
-        "autotune": autotune_section(analysis.cells, records),
-        "health": health,
-    }
-    write_text_atomic(out / "report.html", render_html(context))
     flagged = tables.flagged_table(points)
     summary = render_summary(
         title,
@@ -113,6 +101,34 @@ def _build(
     )
     write_text_atomic(out / "summary.md", summary)
     write_csv(points, out / "results.csv")
+    context = {
+        "title": title,
+        "environment": environment,
+        "headline": headline,
+        "scaling": scaling,
+        "contention": contention,
+        "rules": flag_rules(preflights),
+        "telemetry": telemetry_view.telemetry_table(points),
+        "telemetry_figures": timelines,
+        "telemetry_notes": _telemetry_notes(points, timelines, point_dirs),
+        "results": tables.results_table(points),
+        "checkpoints": checkpoint_table(points),
+        "failed": failed,
+        "problems": tables.problems_table(list(problems)),
+        "reproduce": commands,
+        "has_prediction": tables.has_prediction(points),
+        "autotune": autotune_section(analysis.cells, records),
+        "health": health,
+    }
+    figures = figure_workers.collect()
+    for figure in [*figures, *timelines, *health.figures]:
+        write_bytes_atomic(out / f"{figure.name}.png", figure.png)
+    context |= {
+        "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "figures": figures,
+        "plot_notes": _plot_notes(figures, points),
+    }
+    write_text_atomic(out / "report.html", render_html(context))
     return out / "report.html"
 
 
@@ -184,6 +200,7 @@ def write_report(
     problems: Sequence[RecordProblem] = (),
     point_dirs: dict[tuple[str, str], Path] | None = None,
     preflights: Sequence[PreflightResult] = (),
+    figure_workers: FigureWorkers | None = None,
 ) -> Path:
     """build_report of these records, a full disk naming the report's folder (`report` and `sweep` call this).
 
@@ -200,4 +217,5 @@ def write_report(
             problems=[(str(p.path), p.reason) for p in problems],
             point_dirs=point_dirs,
             preflights=preflights,
+            figure_workers=figure_workers,
         )

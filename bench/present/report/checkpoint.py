@@ -7,14 +7,16 @@ when no point checkpointed.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pandas as pd
-from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from bench.present.report import formatting as fmt
 from bench.present.report.labels import config_label
 from bench.present.report.tables import Table
-from bench.present.style import LOG_MIN_SPAN, MARKERS, PALETTE, legend_outside, log2_nodes
+
+if TYPE_CHECKING:  # the table needs no matplotlib: the figure's helpers import it when they draw
+    from matplotlib.figure import Figure
 
 GB = 1e9  # storage bandwidth and checkpoint sizes are quoted in decimal units (GB, GB/s)
 
@@ -44,6 +46,8 @@ _PANEL_W, _PANEL_H, _MARGIN_L, _LEGEND_W, _TOP, _BOTTOM = 4.6, 2.7, 0.95, 2.4, 0
 
 
 def _two_panels():
+    from matplotlib.figure import Figure
+
     cell = _MARGIN_L + _PANEL_W + _LEGEND_W
     width, height = 2 * cell, _TOP + _PANEL_H + _BOTTOM
     fig = Figure(figsize=(width, height))
@@ -52,6 +56,8 @@ def _two_panels():
 
 
 def _size_panel(ax, data: pd.DataFrame) -> None:
+    from bench.present.style import MARKERS, PALETTE, legend_outside
+
     for index, (nodes, group) in enumerate(data.groupby("nodes", sort=True)):
         style = {"color": PALETTE[index % len(PALETTE)], "marker": MARKERS[index % len(MARKERS)], "linestyle": ""}
         size = group["ckpt_state_bytes"].to_numpy(dtype=float) / GB
@@ -69,11 +75,18 @@ def _size_panel(ax, data: pd.DataFrame) -> None:
     legend_outside(ax, [])
 
 
-_PLAIN = FuncFormatter(lambda value, _: f"{value:.3g}")
+def _plain():
+    from matplotlib.ticker import FuncFormatter
+
+    return FuncFormatter(lambda value, _: f"{value:.3g}")
 
 
 def _log_if_wide(ax) -> None:
     """Log axes where the values span more than a factor LOG_MIN_SPAN (model sizes do), plain numbers on both."""
+    from matplotlib.ticker import MaxNLocator, NullFormatter
+
+    from bench.present.style import LOG_MIN_SPAN
+
     for axis, (low, high), scale in ((ax.xaxis, ax.dataLim.intervalx, ax.set_xscale),
                                      (ax.yaxis, ax.dataLim.intervaly, ax.set_yscale)):  # fmt: skip
         if low > 0 and high / low > LOG_MIN_SPAN:
@@ -81,11 +94,13 @@ def _log_if_wide(ax) -> None:
             axis.set_label_text(axis.get_label_text() + ", log scale")
         else:
             axis.set_major_locator(MaxNLocator(4))
-        axis.set_major_formatter(_PLAIN)
+        axis.set_major_formatter(_plain())
         axis.set_minor_formatter(NullFormatter())
 
 
 def _bandwidth_panel(ax, data: pd.DataFrame) -> None:
+    from bench.present.style import MARKERS, PALETTE, legend_outside, log2_nodes
+
     for index, (model, group) in enumerate(data.groupby("model", sort=True)):
         group = group.groupby("nodes", as_index=False)[["ckpt_write_bytes_per_s", "ckpt_read_bytes_per_s"]].median()
         color = PALETTE[index % len(PALETTE)]
@@ -98,7 +113,7 @@ def _bandwidth_panel(ax, data: pd.DataFrame) -> None:
         ax.axhline(float(assumed.median()) / 8, color="grey", linestyle="--", label="planner's storage bandwidth")
     log2_nodes(ax, data["nodes"])
     ax.set_ylabel("aggregate GB/s")
-    ax.yaxis.set_major_formatter(_PLAIN)
+    ax.yaxis.set_major_formatter(_plain())
     ax.set_title("Checkpoint bandwidth vs nodes", y=1.0)
     ax.grid(True, alpha=0.3)
     legend_outside(ax, [])

@@ -11,22 +11,19 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-import matplotlib
+from bench.analysis.preflight import nominal_busbw_gbps
+from bench.analysis.stats import stragglers
+from bench.present.report.html import RenderedFigure, render_figure
+from bench.present.report.tables import Table
+from bench.schema.env import HostLoad
+from bench.schema.options import PreflightSettings
+from bench.schema.preflight import PreflightResult
+from bench.schema.record import RunResult
 
-matplotlib.use("Agg")
-
-from matplotlib.figure import Figure  # noqa: E402
-
-from bench.analysis.preflight import nominal_busbw_gbps  # noqa: E402
-from bench.analysis.stats import stragglers  # noqa: E402
-from bench.present.report.html import RenderedFigure, render_figure  # noqa: E402
-from bench.present.report.tables import Table  # noqa: E402
-from bench.present.style import MARKERS, PALETTE  # noqa: E402
-from bench.schema.env import HostLoad  # noqa: E402
-from bench.schema.options import PreflightSettings  # noqa: E402
-from bench.schema.preflight import PreflightResult  # noqa: E402
-from bench.schema.record import RunResult  # noqa: E402
+if TYPE_CHECKING:  # the tables need no matplotlib: the figures import it when a preflight has some to draw
+    from matplotlib.figure import Figure
 
 OPS = ("all_gather", "reduce_scatter", "all_reduce")
 # What the dashed lines are, on the figure's axis: the same share of `inter_node_gbps` (the whole
@@ -86,6 +83,10 @@ def _shape(preflight: PreflightResult) -> str:
 def busbw_figure(preflight: PreflightResult) -> Figure:
     """One panel per collective: bus bandwidth (GB/s) vs message size per group, log-log, with each
     group's nominal link (bench.analysis.preflight.nominal_busbw_gbps) as a dashed line in its colour."""
+    from matplotlib.figure import Figure
+
+    from bench.present.style import MARKERS, PALETTE
+
     ops = [op for op in OPS if any(s.op == op for s in preflight.collectives)]
     fig = Figure(figsize=(4.2 * len(ops) + 1.6, 3.4))
     axes = fig.subplots(1, len(ops), squeeze=False)[0]
@@ -123,6 +124,8 @@ def _group_order(key: tuple[str, int | None]) -> tuple[int, int]:
 
 def matmul_figure(preflight: PreflightResult) -> Figure:
     """A bar per rank (its matmul TFLOP/s), stragglers in red, the median as a line."""
+    from matplotlib.figure import Figure
+
     ranks = preflight.ranks
     slow = {s.rank for s in preflight.stragglers if s.measure == "matmul"}
     fig = Figure(figsize=(min(14.0, max(5.0, 2.0 + 0.35 * len(ranks))), 3.0))

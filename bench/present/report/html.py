@@ -10,14 +10,20 @@ import base64
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
-from matplotlib.figure import Figure
+from markupsafe import Markup, escape
+
+if TYPE_CHECKING:  # drawn elsewhere: importing this module loads no matplotlib
+    from matplotlib.figure import Figure
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 # 100 dpi keeps a two-panel figure near 1,100 px wide: sharp on screen, small enough to embed.
 DPI = 100
+# zlib level 3 instead of Pillow's default 6: the same pixels, ~2 % more bytes, ~40 % less encoding
+# time (a 10,000-point report's six figures: ~0.5 CPU-seconds less).
+PNG_OPTIONS = {"compress_level": 3}
 
 
 @dataclass(frozen=True)
@@ -38,7 +44,7 @@ class RenderedFigure:
 def render_figure(name: str, caption: str, fig: Figure) -> RenderedFigure:
     """PNG-encode a Figure; the pixel size goes into the img tag so the layout does not jump."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=DPI)
+    fig.savefig(buffer, format="png", dpi=DPI, pil_kwargs=PNG_OPTIONS)
     width, height = (int(round(v)) for v in fig.canvas.get_width_height())
     return RenderedFigure(name, caption, buffer.getvalue(), width, height)
 
@@ -49,4 +55,23 @@ def render_html(context: dict[str, Any], template: str = "report.html.j2") -> st
     env = Environment(
         loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True
     )
+    env.globals["table_html"] = table_html
     return env.get_template(template).render(**context)
+
+
+def table_html(table: Any, css: str = "") -> Markup:
+    """A Table (bench/present/report/tables.py) as an HTML table, every header and cell escaped.
+
+    The `table` macro of templates/_macros.html.j2 calls this: the same text a Jinja loop over the
+    cells writes, at a fraction of its cost for a 10,000-row results table."""
+    head = "".join(f"<th>{escape(column)}</th>" for column in table.columns)
+    rows = [
+        (f'\n    <tr class="{escape(css_class)}">' if css_class else "\n    <tr>")
+        + "".join(f"<td>{escape(cell)}</td>" for cell in row)
+        + "</tr>"
+        for row, css_class in zip(table.rows, table.row_classes)
+    ]
+    body = "".join(rows)
+    return Markup(
+        f'<table class="{escape(css)}">\n  <thead><tr>{head}</tr></thead>\n  <tbody>{body}\n  </tbody>\n</table>'
+    )

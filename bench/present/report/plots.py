@@ -22,6 +22,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from bench.analysis.report.aggregate import GROUP_KEYS  # noqa: E402
 from bench.present.report.labels import series_labels  # noqa: E402
 from bench.present.style import (  # noqa: E402
     BOTTOM_IN,
@@ -109,14 +110,15 @@ def _per_device_ideal(series: pd.DataFrame) -> np.ndarray:
 
 def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure | None:
     """One panel per model: a line per series; `ideal(series)` gives the dashed ideal line."""
-    data = scaling[scaling[column].notna()]
+    data = _narrow(scaling[scaling[column].notna()], [column, *(ci or ())])
     if data.empty:
         return None
     fig, axes = _panels(sorted(data["model"].unique()))
     for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
-        shown, labels = _top_series(panel), series_labels(panel)
-        for index, (series, line) in enumerate(panel[panel["series"].isin(shown)].groupby("series", sort=False)):
-            line = line.sort_values("nodes")
+        shown = _top_series(panel)
+        labels = series_labels(panel, only=shown)
+        for index, line in enumerate(_series_lines(panel[panel["series"].isin(shown)])):
+            series = line["series"].iat[0]
             style = {"color": PALETTE[index % MAX_SERIES], "marker": MARKERS[index % MAX_SERIES]}
             x, y = line["nodes"].to_numpy(dtype=float), line[column].to_numpy(dtype=float)
             ax.plot(x, y, label=shorten(labels[int(series)]), gid=f"series:{series}", **style)
@@ -125,6 +127,29 @@ def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure
                 ax.plot(x, ideal(line), color=style["color"], gid=f"ideal:{series}", label="_ideal", **IDEAL_STYLE)
         _finish_axes(ax, panel, model, len(shown), ylabel, log_y, ideal is not None)
     return fig
+
+
+# What the line figures read besides the plotted column: the series' identity and ranking, the
+# ideal lines' baselines and the legend labels' keys (bench/present/report/labels.py series_labels).
+_LINE_COLUMNS = ["model", "series", "nodes", "mode", "tokens_per_s", "tokens_per_s_per_device", "micro_batch",
+                 "grad_accum", "global_batch", *GROUP_KEYS]  # fmt: skip
+
+
+def _narrow(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Only the columns a figure reads: every row selection and group after this copies a handful
+    of columns instead of a hundred (most of the figures' pandas time at 10,000 points)."""
+    return frame[list(dict.fromkeys(c for c in [*_LINE_COLUMNS, *columns] if c in frame.columns))]
+
+
+def _series_lines(rows: pd.DataFrame) -> list[pd.DataFrame]:
+    """Each series' rows sorted by node count, series in order of first appearance: what
+    `groupby("series", sort=False)` then `sort_values("nodes")` gives, without a frame per step."""
+    series, nodes = rows["series"].to_numpy(), rows["nodes"].to_numpy()
+    lines = []
+    for value in pd.unique(series):
+        positions = np.flatnonzero(series == value)
+        lines.append(rows.iloc[positions[np.argsort(nodes[positions], kind="quicksort")]])
+    return lines
 
 
 def _error_bars(ax, line: pd.DataFrame, x, y, ci, color) -> None:
@@ -177,7 +202,9 @@ def _panels(models: list[str]) -> tuple[Figure, list]:
 def memory_figure(points: pd.DataFrame) -> Figure | None:
     """Peak memory per device (GiB) per model panel: a bar group per strategy, a bar per node count,
     and the device capacity as a black line over each group where the cluster's capacity is known."""
-    data = points[points["peak_mem_bytes"].notna()]
+    data = points.loc[
+        points["peak_mem_bytes"].notna(), ["model", "strategy", "nodes", "peak_mem_bytes", "device_memory_bytes"]
+    ]
     if data.empty:
         return None
     node_counts = sorted(data["nodes"].unique())
@@ -244,9 +271,12 @@ def step_time_figure(points: pd.DataFrame, scaling: pd.DataFrame) -> Figure | No
 
 def _step_time_boxes(points: pd.DataFrame, scaling: pd.DataFrame) -> list[tuple[str, list[float]]]:
     """(label, pooled step times) per configuration and node count of the series the line plots show."""
-    labels = series_labels(scaling, omit=())
+    scaling = _narrow(scaling, [])
     shown = {s for _, panel in scaling.groupby("model") for s in _top_series(panel)}
-    data = points[points["series"].isin(shown) & points["step_times_s"].map(len).gt(0)]
+    labels = series_labels(scaling, omit=(), only=shown)
+    data = points.loc[
+        points["series"].isin(shown) & points["step_times_s"].map(len).gt(0), ["series", "nodes", "step_times_s"]
+    ]
     boxes = []
     for (series, nodes), group in data.groupby(["series", "nodes"], sort=True):
         times = [t for row in group["step_times_s"] for t in row]

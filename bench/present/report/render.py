@@ -1,65 +1,242 @@
-"""Build and PNG-encode every figure; large reports use worker processes, one figure each.
+"""Build and PNG-encode every figure, in worker processes that can start before there is data.
 
-Drawing is most of a big report's render time (a 10,000-point report: ~5 of ~9 CPU-seconds)
-and the six figures are independent, so they are drawn in parallel on forked workers that
-inherit the DataFrames (nothing is pickled but the PNG bytes coming back). Small reports,
-platforms without fork, and processes running other threads (fork would copy their locks
-mid-use) draw serially; the PNGs are byte-identical either way.
+Drawing is most of a big report's presentation time and the figures are independent, so they are
+drawn in parallel by forked workers. The `report` command starts them before it reads the records
+(`FigureWorkers.start`): while the parent reads and analyses on one core, the first worker imports
+matplotlib and draws a throw-away figure (fonts and PNG encoder loaded) on another, then forks the
+rest from its warm self, so matplotlib is imported once and never in the parent. The frames arrive
+later over a pipe (`submit`, once per worker, without the columns no figure reads); the parent
+writes tables, CSV and summary while they draw, and `collect` gathers the PNGs in report order.
+
+One core, platforms without fork, and processes running other threads (fork would copy their
+locks mid-use) draw serially in the parent at `collect`; the PNGs are byte-identical either way.
+A worker that dies or fails has its figures drawn in the parent instead, so the report is whole.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
-import threading
+import pickle
+import signal
+import traceback
+from collections.abc import Iterator
 
 import pandas as pd
 
-from bench.present.report.html import RenderedFigure, render_figure
-from bench.present.report.plots import FIGURES
+from bench.analysis.forking import can_fork, cpus
+from bench.present.report.html import RenderedFigure
 
-# Below this many points serial drawing takes a second or two: not worth starting workers.
+# Below this many points, drawing serially takes a second or two: not worth starting workers late
+# (a command that starts them early, before the records are read, gets them whatever the size).
 PARALLEL_MIN_POINTS = 1000
-
-_SHARED: tuple[pd.DataFrame, pd.DataFrame] | None = None
-
-
-def render_figures(points: pd.DataFrame, scaling: pd.DataFrame, workers: int | None = None) -> list[RenderedFigure]:
-    """Every figure that has data, in report order. `workers`: None picks by size and CPUs."""
-    workers = _default_workers(len(points)) if workers is None else workers
-    if workers > 1 and _can_fork():
-        rendered = _render_parallel(points, scaling, workers)
-    else:
-        rendered = [_render(points, scaling, name) for name in FIGURES]
-    return [figure for figure in rendered if figure is not None]
+# More workers than this wait on each other more than they draw (there are eight figures).
+MAX_WORKERS = 4
+# A worker's last message: (_DONE, how many figures there are).
+_DONE = "done"
+# Big scaling frames carry per-cell bootstrap samples and key tuples that no figure reads:
+# left out of what is pickled to the workers (tens of MB at 10,000 points).
+_NOT_DRAWN = ("step_boot", "step_runs", "point_ids", "weak_key", "strong_key", "hostnames")
 
 
-def _render(points: pd.DataFrame, scaling: pd.DataFrame, name: str) -> RenderedFigure | None:
+def figure_names() -> list[str]:
+    """Every figure the report may draw, in report order (bench/present/report/plots.py FIGURES)."""
+    from bench.present.report.plots import FIGURES
+
+    return list(FIGURES)
+
+
+def draw(points: pd.DataFrame, scaling: pd.DataFrame, name: str) -> RenderedFigure | None:
+    """One figure as PNG, or None when the report has nothing to show for it."""
+    from bench.present.report.html import render_figure
+    from bench.present.report.plots import FIGURES
+
     caption, build = FIGURES[name]
     fig = build(points, scaling)
     return None if fig is None else render_figure(name, caption, fig)
 
 
-def _render_shared(name: str) -> RenderedFigure | None:
-    assert _SHARED is not None, "worker started without data"
-    return _render(*_SHARED, name)
+class FigureWorkers:
+    """Figure-drawing processes: `start` (early, no data), `submit` the frames, `collect` the PNGs."""
+
+    def __init__(self, conns: list[multiprocessing.connection.Connection], pid: int | None) -> None:
+        self._conns, self._pid = conns, pid
+        self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
+        self._collected = False
+
+    @classmethod
+    def start(cls, workers: int | None = None) -> FigureWorkers:
+        """Fork the workers now (`workers`: None picks one per CPU, at most MAX_WORKERS); with one
+        worker or where forking is unsafe, none start and `collect` draws in this process."""
+        count = min(cpus() if workers is None else workers, MAX_WORKERS)
+        if count < 2 or not can_fork():
+            return cls([], None)
+        # The next figure to draw, shared by the workers: whoever is free takes the next one.
+        next_figure = multiprocessing.get_context("fork").Value("i", 0)
+        pairs = [multiprocessing.Pipe(duplex=True) for _ in range(count)]
+        pid = os.fork()
+        if pid == 0:  # the first worker: warms up, forks the others, serves, never returns
+            status = 1
+            try:
+                for parent_end, _ in pairs:
+                    parent_end.close()
+                _serve_all([child_end for _, child_end in pairs], next_figure)
+                status = 0
+            finally:
+                os._exit(status)
+        for _, child_end in pairs:
+            child_end.close()
+        return cls([parent_end for parent_end, _ in pairs], pid)
+
+    def submit(self, points: pd.DataFrame, scaling: pd.DataFrame) -> None:
+        """Hand the frames to every worker (they start drawing at once); returns without waiting."""
+        self._frames = (points, scaling)
+        if not self._conns:
+            return
+        payload = pickle.dumps((_drawn_columns(points), _drawn_columns(scaling)), protocol=pickle.HIGHEST_PROTOCOL)
+        for conn in self._conns:
+            try:
+                conn.send_bytes(payload)
+            except OSError:  # a dead worker: the others, or the parent at collect, draw its share
+                pass
+
+    def collect(self) -> list[RenderedFigure]:
+        """Every figure that has data, in report order (waits for the workers, then stops them)."""
+        assert self._frames is not None, "collect before submit"
+        try:
+            done = dict(self._receive())
+            self._collected = True
+        finally:
+            self.close()
+        if not self._complete(done):  # serial, or a worker died: the parent draws what is missing
+            points, scaling = self._frames
+            for index, name in enumerate(figure_names()):
+                if index not in done:
+                    done[index] = draw(points, scaling, name)
+        return [figure for _, figure in sorted(done.items()) if figure is not None]
+
+    def _receive(self) -> Iterator[tuple[int, RenderedFigure | None]]:
+        """(figure index, figure) until every worker has said it is done (or died)."""
+        busy = list(self._conns)
+        self._totals: list[int | None] = []
+        while busy:
+            for conn in multiprocessing.connection.wait(busy):
+                try:
+                    message = conn.recv()
+                except (EOFError, OSError):  # the worker died: its figure is drawn at collect
+                    message = None
+                if message is None or message[0] == _DONE:
+                    self._totals.append(None if message is None else message[1])
+                    busy.remove(conn)
+                    continue
+                index, name, figure, error = message
+                if error is not None:
+                    raise RuntimeError(f"drawing the {name} figure failed in a worker process:\n{error}")
+                yield index, figure
+
+    def _complete(self, done: dict[int, RenderedFigure | None]) -> bool:
+        """Every worker said it was done and how many figures there are, and each one came back."""
+        totals = getattr(self, "_totals", [])
+        return bool(totals) and None not in totals and len(done) == totals[0]
+
+    def close(self) -> None:
+        """Stop the workers (closing their pipes ends them) and reap the first (which reaps the rest).
+
+        Before `collect` (the command failed, or found no records) the first worker may still be
+        importing matplotlib: it is killed rather than waited for; siblings it forked see their pipe
+        close and end by themselves."""
+        for conn in self._conns:
+            conn.close()
+        self._conns = []
+        if self._pid is not None:
+            if not self._collected:
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(self._pid, signal.SIGKILL)
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+    def __enter__(self) -> FigureWorkers:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
-def _render_parallel(points: pd.DataFrame, scaling: pd.DataFrame, workers: int) -> list[RenderedFigure | None]:
-    global _SHARED
-    _SHARED = (points, scaling)
+def render_figures(points: pd.DataFrame, scaling: pd.DataFrame, workers: int | None = None) -> list[RenderedFigure]:
+    """Every figure that has data, in report order. `workers`: None picks by size and CPUs."""
+    workers = _default_workers(len(points)) if workers is None else workers
+    renderer = FigureWorkers.start(workers)
+    renderer.submit(points, scaling)
+    return renderer.collect()
+
+
+def _serve_all(conns: list[multiprocessing.connection.Connection], next_figure) -> None:
+    """The first worker: import and warm matplotlib once, fork one sibling per further pipe, serve."""
+    _warm_up()
+    children = []
+    for index in range(1, len(conns)):
+        pid = os.fork()
+        if pid == 0:
+            status = 1
+            try:
+                for other in conns[:index] + conns[index + 1 :]:
+                    other.close()
+                _serve(conns[index], next_figure)
+                status = 0
+            finally:
+                os._exit(status)
+        children.append(pid)
+        conns[index].close()
     try:
-        with multiprocessing.get_context("fork").Pool(min(workers, len(FIGURES))) as pool:
-            return pool.map(_render_shared, list(FIGURES), chunksize=1)
+        _serve(conns[0], next_figure)
     finally:
-        _SHARED = None
+        for pid in children:
+            os.waitpid(pid, 0)
+
+
+def _serve(conn: multiprocessing.connection.Connection, next_figure) -> None:
+    """Receive the frames, then draw the next undrawn figure until none is left, sending back
+    (index, name, figure, error) for each and (_DONE, number of figures) at the end."""
+    try:
+        points, scaling = pickle.loads(conn.recv_bytes())
+    except (EOFError, OSError):  # the parent finished (or failed) without submitting
+        return
+    names = figure_names()
+    while True:
+        with next_figure.get_lock():
+            index = next_figure.value
+            next_figure.value += 1
+        if index >= len(names):
+            break
+        try:
+            reply = (index, names[index], draw(points, scaling, names[index]), None)
+        except Exception:  # reported to the parent, which raises it there
+            reply = (index, names[index], None, traceback.format_exc())
+        try:
+            conn.send(reply)
+        except OSError:  # the parent is gone
+            return
+    with contextlib.suppress(OSError):
+        conn.send((_DONE, len(names)))
+    conn.close()
+
+
+def _warm_up() -> None:
+    """Load what every figure needs before the data arrives: matplotlib, the fonts, the PNG encoder."""
+    from matplotlib.figure import Figure
+
+    from bench.present.report.html import render_figure
+
+    fig = Figure(figsize=(1, 1))
+    fig.add_axes((0.2, 0.2, 0.7, 0.7)).set_title("warm-up", y=1.0)
+    render_figure("warm-up", "", fig)
+
+
+def _drawn_columns(frame: pd.DataFrame) -> pd.DataFrame:
+    return frame.drop(columns=[c for c in _NOT_DRAWN if c in frame.columns])
 
 
 def _default_workers(n_points: int) -> int:
-    if n_points < PARALLEL_MIN_POINTS:
-        return 1
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-
-
-def _can_fork() -> bool:
-    return "fork" in multiprocessing.get_all_start_methods() and threading.active_count() == 1
+    return 1 if n_points < PARALLEL_MIN_POINTS else cpus()

@@ -13,17 +13,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from bench.present.report import formatting as fmt
 from bench.present.report.labels import config_label
 from bench.present.report.tables import Table
-from bench.present.style import PALETTE
 from bench.schema.metrics import get
 from bench.schema.units import GIB
+
+if TYPE_CHECKING:  # the tables need no matplotlib: it is imported only to draw timelines
+    from matplotlib.figure import Figure
 
 UTIL, POWER, ENERGY, THROTTLED, IDLE = (
     get(name) for name in ("utilization", "power_per_device", "energy_per_token", "throttle_fraction", "idle_devices")
@@ -194,6 +196,8 @@ def timeline_figure(points: pd.DataFrame, timelines: Mapping[int, pd.DataFrame])
     rows = timeline_rows(points, timelines)
     if not rows:
         return None
+    from matplotlib.figure import Figure
+
     cell_h = _ROW_TOP + _PANEL_H + _ROW_BOTTOM
     width, height = _LEFT + len(PANELS) * (_PANEL_W + _GAP_W), len(rows) * cell_h
     fig = Figure(figsize=(width, height))
@@ -213,6 +217,8 @@ def timeline_figure(points: pd.DataFrame, timelines: Mapping[int, pd.DataFrame])
 
 
 def _draw_panel(ax, lines: Lines, label: str, last_row: bool) -> None:
+    from bench.present.style import PALETTE
+
     ax.set_title(label, fontsize=8, y=1.0)
     ax.tick_params(labelsize=7)
     ax.grid(True, alpha=0.3)
@@ -243,6 +249,8 @@ def _draw_panel(ax, lines: Lines, label: str, last_row: bool) -> None:
 
 def _band(ax, lines: Lines) -> None:
     """Many ranks: their mean and min-max on a common time grid."""
+    from bench.present.style import PALETTE
+
     start = min(t[0] for _, t, _ in lines if len(t))
     end = max(t[-1] for _, t, _ in lines if len(t))
     grid = np.linspace(start, end, 200)
