@@ -59,7 +59,9 @@ def parse_record(data: Any) -> RunResult:
 def read_record(path: Path) -> RunResult:
     """Parse, migrate and validate one result.json (raises ValueError with a one-line reason)."""
     try:
-        return RunResult.model_validate_json(Path(path).read_bytes())
+        with open(path, "rb") as file:  # open() takes a str or a Path as it is (Path(path) parses it again)
+            data = file.read()
+        return RunResult.model_validate_json(data)
     except (OSError, ValidationError):
         return RECORD.read(path)  # migrates what it can; the one-line reason of what it cannot
 

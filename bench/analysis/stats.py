@@ -235,11 +235,17 @@ def ratio_ci(
     return point, float(low[0]), float(high[0])
 
 
-def ratio_interval(numerator_boot: np.ndarray, denominator_boot: np.ndarray, scale) -> tuple[np.ndarray, np.ndarray]:
-    """Row-wise interval of precomputed bootstrap medians' ratios (the vectorised ratio_ci)."""
+def ratio_interval(
+    numerator_boot: np.ndarray, denominator_boot: np.ndarray, scale=None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Row-wise interval of precomputed bootstrap medians' ratios (the vectorised ratio_ci); `scale`
+    None is a scale of 1 without a pass dividing by it (x / 1 is x: the same numbers)."""
     import numpy as np
 
-    return percentile_interval(numerator_boot / denominator_boot / np.asarray(scale, dtype=float).reshape(-1, 1))
+    ratios = numerator_boot / denominator_boot
+    if scale is None:
+        return percentile_interval(ratios)
+    return percentile_interval(ratios / np.asarray(scale, dtype=float).reshape(-1, 1))
 
 
 def shift_p_values(baseline: Runs, current: Runs) -> tuple[float, float]:
@@ -325,7 +331,7 @@ def _compare_stacked(
 
     numerators = _stacked_bootstrap(cur, cur_lengths, NUMERATOR)
     denominators = _stacked_bootstrap(base, base_lengths, DENOMINATOR)
-    lows, highs = ratio_interval(numerators, denominators, np.ones(len(base)))
+    lows, highs = ratio_interval(numerators, denominators)
     base_medians, cur_medians = np.median(base, axis=1).tolist(), np.median(cur, axis=1).tolist()
     runs = (len(base_lengths), len(cur_lengths))
     p_values = _stacked_shift_p_values(base, cur) if shift_tests else [(math.nan, math.nan)] * len(base)

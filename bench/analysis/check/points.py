@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
+from operator import attrgetter
 from typing import Any
 
 from bench.analysis.check.thresholds import METRICS
-from bench.schema.identity import without
+from bench.schema.identity import FieldPath, declarations, without
 from bench.schema.labels import point_label as short_label
+from bench.schema.metrics import PathReader
 from bench.schema.record import RunResult
 from bench.schema.spec import CHECK_DROPPED, RunSpec
 
@@ -64,13 +67,29 @@ def point_label(identity: dict[str, Any], key: str) -> str:
     return f"{short_label(identity)} #{key[:6]}"
 
 
+# The catalogue's metrics a point keeps: the deterministic counters (of its first ok run), and the
+# run-level timings (one value per ok run, e.g. telemetry).
+_COUNTERS = tuple(m for m in METRICS.values() if m.kind == "counter")
+_RUN_VALUES = tuple((name, m) for name, m in METRICS.items() if m.kind == "timing" and m.per == "run")
+
+
 def record_counters(record: RunResult) -> dict[str, float]:
     """The deterministic counters a record measured (skipping nulls), as the catalogue lists them
     (bench/schema/metrics.py): peak memory counts only on CUDA, where the caching allocator's peak is
     reproducible for a fixed config; on CPU it is the process's max RSS, which is not."""
-    device = record.spec.device_type
-    counters = ((name, m.value(record)) for name, m in METRICS.items() if m.kind == "counter" and device in m.exact_on)
-    return {name: value for name, value in counters if value is not None}
+    return counters_of([record])[0]
+
+
+def counters_of(records: Sequence[RunResult]) -> list[dict[str, float]]:
+    """record_counters of each record, every counter's path read once over all of them (PathReader)."""
+    read = PathReader(records)
+    read.read_all(m.path for m in _COUNTERS if m.path)
+    devices = read("spec.cluster.device_type")
+    columns = [(m.name, m.exact_on, m.values_in(read)) for m in _COUNTERS]
+    return [
+        {name: column[i] for name, exact_on, column in columns if column[i] is not None and device in exact_on}
+        for i, device in enumerate(devices)
+    ]
 
 
 def record_steps(record: RunResult) -> list[float]:
@@ -80,8 +99,14 @@ def record_steps(record: RunResult) -> list[float]:
 
 def record_run_values(record: RunResult) -> dict[str, float]:
     """The run-level metrics a record measured (telemetry; skipping nulls)."""
-    values = ((name, m.value(record)) for name, m in METRICS.items() if m.kind == "timing" and m.per == "run")
-    return {name: value for name, value in values if value is not None}
+    return {name: column[0] for name, column in run_value_columns([record]).items() if column[0] is not None}
+
+
+def run_value_columns(records: Sequence[RunResult]) -> dict[str, list[float | None]]:
+    """Each run-level metric's value (None where absent) in each record, every path read once over all of them."""
+    read = PathReader(records)
+    read.read_all(m.path for _, m in _RUN_VALUES if m.path)
+    return {name: m.values_in(read) for name, m in _RUN_VALUES}
 
 
 def mfu_per_token_rate(record: RunResult) -> float | None:
@@ -95,42 +120,74 @@ def points_from_records(records: Iterable[RunResult]) -> list[PointData]:
     """Group records by matching identity (pooling repeats) into PointData, in first-seen order.
 
     Repeats of a point have one spec but for its repeat index, and so one identity: the identity
-    and its key are computed once per spec as written without that index (its JSON, from pydantic's
-    serializer, a third of what the identity and its hash cost), not once per record.
+    and its key are computed once per spec as written without that index and the fields no identity
+    holds (its JSON, from pydantic's serializer: a fraction of what the identity and its hash
+    cost), not once per record. The metrics
+    a point keeps are read column by column over every point's runs at once (PathReader: a pydantic
+    attribute read costs several dict lookups), then handed out to the points.
     """
     groups: dict[str, list[RunResult]] = {}
     identities: dict[str, dict[str, Any]] = {}
-    keys: dict[str, str] = {}  # a spec's JSON without its repeat index -> its identity's key
+    keys: dict[bytes, str] = {}  # a spec's key (_SPEC_KEY_EXCLUDE) -> its identity's key
+    to_json = RunSpec.__pydantic_serializer__.to_json
     for record in records:
-        spec = record.spec.model_dump_json(exclude=_REPEAT_INDEX)
+        spec = to_json(record.spec, exclude=_SPEC_KEY_EXCLUDE)
         key = keys.get(spec)
         if key is None:
             identity = match_identity(record.spec)
             key = keys[spec] = identity_key(identity)
             identities[key] = identity
         groups.setdefault(key, []).append(record)
-    return [_pool(key, identities[key], group) for key, group in groups.items()]
+    oks = [sorted((r for r in group if r.status == "ok"), key=_repeat_of) for group in groups.values()]
+    counters = iter(counters_of([ok[0] for ok in oks if ok]))
+    run_values = run_value_columns(list(chain.from_iterable(oks)))
+    points, start = [], 0
+    for (key, group), ok in zip(groups.items(), oks, strict=True):
+        point = _pool(key, identities[key], group, ok)
+        if ok:
+            point.counters = next(counters)
+            for run in range(start, start + len(ok)):  # run by run, as each run's values come in
+                for name, column in run_values.items():
+                    if column[run] is not None:
+                        point.run_values.setdefault(name, []).append(column[run])
+            start += len(ok)
+        points.append(point)
+    return points
 
 
-# What a spec's JSON leaves out to be the same for every repeat of a point (match_identity drops it).
-_REPEAT_INDEX = frozenset({"repeat"})
+def _spec_key_exclude() -> dict[str, Any]:
+    """What a spec's JSON leaves out to be its grouping key: the repeat index (match_identity drops
+    it), and the fields no identity holds (their role: `excluded`; descriptions such as a model's
+    source or a cluster's device table, more than half the JSON). Two specs whose keys are equal
+    have one matching identity; writing the shorter JSON takes a third less time."""
+    exclude: dict[str, Any] = {"repeat": True}
+    done: list[FieldPath] = []
+    for path, role in declarations(RunSpec):
+        if role is None or role.enters != "excluded" or any(path[: len(d)] == d for d in done):
+            continue
+        done.append(path)
+        node = exclude
+        for name in path[:-1]:
+            node = node.setdefault(name, {})
+        node[path[-1]] = True
+    return exclude
 
 
-def _pool(key: str, identity: dict[str, Any], group: list[RunResult]) -> PointData:
-    """One point from its repeats: counters of the first ok run, step times of every ok run."""
-    ok = sorted((r for r in group if r.status == "ok"), key=lambda r: r.spec.repeat)
+_SPEC_KEY_EXCLUDE = _spec_key_exclude()
+_repeat_of = attrgetter("spec.repeat")
+
+
+def _pool(key: str, identity: dict[str, Any], group: list[RunResult], ok: list[RunResult]) -> PointData:
+    """One point from its repeats (`ok`: its ok runs by repeat index): step times of every ok run, the
+    rest from the first; its counters and run values are the caller's (read for every point at once)."""
     point = PointData(key, point_label(identity, key), identity, "ok" if ok else group[0].status, len(ok))
     if not ok:
         return point
     first = ok[0]
-    point.counters = record_counters(first)
     point.fingerprint = first.env.fingerprint()
     point.step_runs = [steps for steps in map(record_steps, ok) if steps]
     point.tokens_per_step = float(first.metrics.tokens_per_step or first.spec.tokens_per_step)
     point.mfu_per_token_rate = mfu_per_token_rate(first)
-    for values in map(record_run_values, ok):
-        for name, value in values.items():
-            point.run_values.setdefault(name, []).append(value)
     point.loss_runs = [list(r.metrics.losses) for r in ok if r.metrics.losses]
     point.hosts = list(first.env.hostnames)
     return point

@@ -49,21 +49,25 @@ def _scale(point: PointData, metric: str) -> float | None:
     raise ValueError(f"unknown timing metric {metric!r}")
 
 
+# The timings with one value per run (a check asks tens of thousands of times, per point and metric).
+_RUN_LEVEL = frozenset(name for name, metric in METRICS.items() if metric.per == "run")
+
+
 def is_run_level(metric: str) -> bool:
-    return METRICS[metric].per == "run"
+    return metric in _RUN_LEVEL
 
 
 def timing_runs(point: PointData, metric: str) -> list[list[float]]:
     """The samples of a metric, one list per run: the step times, or a run-level metric's value."""
-    if is_run_level(metric):
-        return [[value] for value in point.run_values.get(metric, [])]
+    if metric in _RUN_LEVEL:
+        return [[value] for value in point.run_values.get(metric, ())]
     return point.step_runs
 
 
 def samples_kind(metric: str) -> str:
     """What a metric's comparison compares: the step times (one comparison serves step time,
     tokens/s and MFU) or a run-level metric's own values."""
-    return metric if is_run_level(metric) else "step_time_s"
+    return metric if metric in _RUN_LEVEL else "step_time_s"
 
 
 def compare_samples(wanted: Sequence[tuple[PointData, PointData, str]]) -> list[Comparison]:
@@ -73,7 +77,7 @@ def compare_samples(wanted: Sequence[tuple[PointData, PointData, str]]) -> list[
 
 
 def has_timing(point: PointData, metric: str) -> bool:
-    if is_run_level(metric):
+    if metric in _RUN_LEVEL:
         return bool(point.run_values.get(metric))
     return bool(point.step_runs) and (metric == "step_time_s" or _scale(point, metric) is not None)
 
@@ -85,7 +89,7 @@ def compare_timing_metric(
     comparison of its samples (`samples_kind`) when the caller computed it already (compare_samples)."""
     steps: Comparison = samples or compare_runs(timing_runs(base, metric), timing_runs(cur, metric))
     common = (steps.n_baseline, steps.n_current, steps.runs_baseline, steps.runs_current)
-    if metric == "step_time_s" or is_run_level(metric):
+    if metric == "step_time_s" or metric in _RUN_LEVEL:
         return TimingComparison(
             steps.baseline_median, steps.current_median, steps.ratio, steps.ci_low, steps.ci_high,
             steps.p_greater, steps.p_less, *common,

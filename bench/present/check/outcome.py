@@ -30,10 +30,11 @@ def check_lines(outcome: CheckOutcome, *, all_rows: bool = False) -> list[str]:
 
 def write_outputs(outcome: CheckOutcome, *, junit: str | Path | None = None, summary: str | Path | None = None) -> None:
     """The files a CI job keeps: JUnit XML and the markdown summary, where asked for."""
-    from bench.present.check.junit import write_junit
-    from bench.present.check.summary import write_summary
+    if junit:  # each writer imported only when asked for (xml.etree is a part of check's start)
+        from bench.present.check.junit import write_junit
 
-    if junit:
         write_junit(outcome.report, junit)
     if summary:
+        from bench.present.check.summary import write_summary
+
         write_summary(outcome.report, summary, baseline=outcome.baseline.source, current=outcome.current.source)
