@@ -60,7 +60,7 @@ BUSY_TIMEOUT_S = 60.0
 # enough that ingesting thousands of records is not dominated by commits.
 BATCH_SIZE = 200
 # Rows from which an ingest into an empty store is one transaction with the indexes built after the
-# rows (`_bulk_insert`): a first ingest of a results folder, or a rebuild.
+# rows (`bulk_insert`): a first ingest of a results folder, or a rebuild.
 BULK_ROWS = 1000
 SQLITE_MAGIC = b"SQLite format 3\x00"
 # Free space under which SQLite's "disk I/O error" means a full disk (it needs a few pages to go on).
@@ -379,9 +379,9 @@ class ResultStore:
     def _insert_batches(self, rows: Sequence[tuple], report: IngestReport) -> IngestReport:
         """BATCH_SIZE rows per write transaction, on one connection (each close of a WAL connection
         checkpoints: a connection per batch cost a checkpoint per 200 records); into an empty table,
-        BULK_ROWS or more rows in one transaction, its indexes built after them (`_bulk_insert`)."""
+        BULK_ROWS or more rows in one transaction, its indexes built after them (`bulk_insert`)."""
         with self._connect() as conn:
-            if len(rows) >= BULK_ROWS and (added := _bulk_insert(conn, rows)) is not None:
+            if len(rows) >= BULK_ROWS and (added := bulk_insert(conn, rows)) is not None:
                 report.merge(IngestReport(added=added, unchanged=len(rows) - added))
                 return report
             for start in range(0, len(rows), BATCH_SIZE):
@@ -473,7 +473,7 @@ def _insert_rows(conn: sqlite3.Connection, table: str, columns: Sequence[str], r
         return _insert(conn, table, columns, rows)
 
 
-def _bulk_insert(conn: sqlite3.Connection, rows: Sequence[tuple]) -> int | None:
+def bulk_insert(conn: sqlite3.Connection, rows: Sequence[tuple]) -> int | None:
     """Insert the rows into an empty results table in one write transaction, its indexes dropped
     first and built again after the rows (as they were: from their own SQL text); returns how many
     were new, or None (nothing done) when the table holds rows already. Building an index once over

@@ -205,7 +205,7 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
 
     def rows_and_indexes(path):
         conn = sqlite3.connect(path)
-        columns = [c for c in store_module._COLUMNS if c != "ingested_at"]
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(results)") if row[1] != "ingested_at"]
         rows = conn.execute(f"SELECT {', '.join(columns)} FROM results ORDER BY rowid").fetchall()
         return rows, sorted(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'").fetchall())
 
@@ -213,10 +213,10 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
     ResultStore(tmp_path / "batches.sqlite").ingest(records + records[:3])
     monkeypatch.setattr(store_module, "BULK_ROWS", 2)
     bulk_inserts = []
-    real_bulk_insert = store_module._bulk_insert
+    real_bulk_insert = store_module.bulk_insert
     monkeypatch.setattr(
         store_module,
-        "_bulk_insert",
+        "bulk_insert",
         lambda conn, rows: bulk_inserts.append(real_bulk_insert(conn, rows)) or bulk_inserts[-1],
     )
     bulk = ResultStore(tmp_path / "bulk.sqlite")
