@@ -195,3 +195,36 @@ def test_a_schema_4_store_is_rekeyed_so_its_records_are_not_stored_twice(tmp_pat
     report = store.ingest_paths(path)
     assert (report.added, report.unchanged, store.count()) == (0, 1, 1)
     assert content_hash(store.records()[0][0]) == content_hash(record)
+
+
+def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_path, monkeypatch):
+    """An ingest into an empty store from BULK_ROWS rows on builds the indexes after the rows: the
+    rows, in rowid order, and the indexes are those of the ingest a batch at a time; a later ingest
+    into the filled store goes a batch at a time again."""
+    import bench.analysis.store as store_module
+
+    def rows_and_indexes(path):
+        conn = sqlite3.connect(path)
+        columns = [row[1] for row in conn.execute("PRAGMA table_info(results)") if row[1] != "ingested_at"]
+        rows = conn.execute(f"SELECT {', '.join(columns)} FROM results ORDER BY rowid").fetchall()
+        return rows, sorted(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'").fetchall())
+
+    records = sample_sweep()
+    ResultStore(tmp_path / "batches.sqlite").ingest(records + records[:3])
+    monkeypatch.setattr(store_module, "BULK_ROWS", 2)
+    bulk_inserts = []
+    real_bulk_insert = store_module.bulk_insert
+    monkeypatch.setattr(
+        store_module,
+        "bulk_insert",
+        lambda conn, rows: bulk_inserts.append(real_bulk_insert(conn, rows)) or bulk_inserts[-1],
+    )
+    bulk = ResultStore(tmp_path / "bulk.sqlite")
+    first = bulk.ingest(records + records[:3])
+    assert (first.added, first.unchanged) == (8, 3)
+    batches, built = rows_and_indexes(tmp_path / "batches.sqlite"), rows_and_indexes(tmp_path / "bulk.sqlite")
+    assert bulk_inserts == [8]
+    assert built == batches and len(built[0]) == 8 and len(built[1]) == 8  # 5 results, 1 preflights, 2 keys
+    again = bulk.ingest([make_record(tokens_per_s=123.0), *records])
+    assert (again.added, again.unchanged) == (1, 8) and bulk.count() == 9
+    assert bulk_inserts == [8, None]  # the table held rows: a batch at a time

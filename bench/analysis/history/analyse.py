@@ -143,13 +143,30 @@ def analyse_series(
     """Change points (with magnitudes) and numerics issues of one series. For
     scripts/validate_history.py: `detector`, another implementation; `intervals=False`, each change's
     ratio without its bootstrap (medians and bounds NaN), which is all the gate needs."""
-    (result,) = _analysed([(series, numerics)], window, loss_rtol, lambda many: [detector(v) for v in many], intervals)
+    (result,) = _analysed(
+        [(series, numerics)], window, loss_rtol, at_once(lambda many: [detector(v) for v in many]), intervals
+    )
     return result
 
 
-# The change points of many series' values at once: bench.analysis.history.detect.detect_each, here
-# or in another process.
-DetectEach = Callable[[list[list[float]]], list[list[Detected]]]
+# Asks for the change points of many series' values at once and gives the function that returns them
+# (waiting for them): bench.analysis.history.detect.detect_each here (`at_once`), or in the early
+# process of `fsdp-bench history`, which finds them while this one checks the loss curves.
+DetectEach = Callable[[list[list[float]]], Callable[[], list[list[Detected]]]]
+
+
+def at_once(detect_many: Callable[[list[list[float]]], list[list[Detected]]]) -> DetectEach:
+    """A DetectEach that finds the change points in this process, when asked."""
+
+    def ask(values_of: list[list[float]]) -> Callable[[], list[list[Detected]]]:
+        found = detect_many(values_of)
+        return lambda: found
+
+    return ask
+
+
+# The change points found in this process (bench.analysis.history.detect.detect_each).
+DETECT_HERE = at_once(detect_each)
 
 
 def _analysed(
@@ -164,7 +181,13 @@ def _analysed(
     comparison at a time (each depends only on its own samples), in a few vectorised passes instead
     of two per change point."""
     tested = [s.values for s, _ in chosen if len(s.runs) >= MIN_SERIES_RUNS]
-    detections = iter(detect_many(tested) if tested else [])
+    answer = detect_many(tested) if tested else list
+    # The loss curves need no change point: checked while they are found (in the early process).
+    curves = [
+        numerics_along(series, _first_new(series, window), loss_rtol) if numerics else None
+        for series, numerics in chosen
+    ]
+    detections = iter(answer())
     found = [(s, next(detections) if len(s.runs) >= MIN_SERIES_RUNS else []) for s, _ in chosen]
     sides = []  # (series' position, its change point, runs before, runs after) of every change point
     for position, (series, detected) in enumerate(found):
@@ -199,9 +222,9 @@ def _analysed(
                 new=point.index >= first_new,
             )
         )
-    for result, (series, numerics) in zip(results, chosen, strict=True):
-        if numerics:
-            result.numerics, result.numerics_checked = numerics_along(series, _first_new(series, window), loss_rtol)
+    for result, checked in zip(results, curves, strict=True):
+        if checked is not None:
+            result.numerics, result.numerics_checked = checked
     return results
 
 
@@ -236,7 +259,7 @@ def numerics_along(series: Series, first_new: int, rtol: float = LOSS_RTOL) -> t
 
 def analyse(
     series: list[Series], *, metric: str, window: int | None = None, numerics: bool = True,
-    loss_rtol: float = LOSS_RTOL, detector: str = "", detect_many: DetectEach = detect_each,
+    loss_rtol: float = LOSS_RTOL, detector: str = "", detect_many: DetectEach = DETECT_HERE,
 ) -> History:  # fmt: skip
     """The history of every series, longest first. `detect_many`: where the change points are found
     (`fsdp-bench history` asks its early process, which imported the detector meanwhile)."""

@@ -13,8 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from bench.analysis.check.numerics import LOSS_RTOL
-from bench.analysis.history.analyse import DetectEach, History, analyse
-from bench.analysis.history.detect import detect_each, detector_name
+from bench.analysis.history.analyse import DETECT_HERE, DetectEach, History, analyse
+from bench.analysis.history.detect import detector_name
 from bench.analysis.history.links import link_rows
 from bench.analysis.history.series import Series, history_series
 from bench.analysis.records import RecordProblem
@@ -53,7 +53,7 @@ def parse_since(text: str) -> datetime:
     return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
 
 
-def stored_history(query: HistoryQuery, detect_many: DetectEach = detect_each) -> StoredHistory:
+def stored_history(query: HistoryQuery, detect_many: DetectEach = DETECT_HERE) -> StoredHistory:
     """The History of every series the query selects in its store (ConfigError on bad input);
     `detect_many` finds the change points (analyse)."""
     from bench.analysis.store import StoreError, open_existing

@@ -26,7 +26,7 @@ from typing import Any
 from bench.analysis.check.points import PointData, mfu_per_token_rate, record_steps
 from bench.analysis.check.thresholds import METRICS, STEP_TIMINGS
 from bench.analysis.check.timings import TimingComparison, compare_timing_metric, timing_runs
-from bench.analysis.stats import Comparison, compare_runs, pooled_median, scaling_efficiency, series_key
+from bench.analysis.stats import Comparison, compare_runs, pooled_median, pooled_medians, scaling_efficiency, series_key
 from bench.schema.labels import point_label
 from bench.schema.metrics import get
 from bench.schema.preflight import PreflightResult
@@ -201,40 +201,62 @@ def efficiency_series(records: Iterable[RunResult], since: datetime | None = Non
 
 def _efficiency_series(timed: list[_Timed]) -> list[Series]:
     families: dict[str, dict[tuple[str, str], dict[int, list[_Timed]]]] = {}
+    folders: dict[str, str] = {}
     for entry in timed:
         record = entry.record
         if not record.metrics.step_times_s:
             continue
-        cell = families.setdefault(entry.family, {}).setdefault(_sweep_run(record), {})
+        cell = families.setdefault(entry.family, {}).setdefault(_sweep_run(record, folders), {})
         cell.setdefault(record.spec.nodes, []).append(entry)
-    out = []
+    # Each efficiency run's two sides (the repeats at the largest and the smallest node count), all
+    # sides' pooled medians in one pooled_medians call (the same numbers as one pooled_median each).
+    measured: list[tuple[str, int, int, list[tuple[list[_Timed], list[_Timed]]]]] = []
+    sides: list[list[_Timed]] = []
     for family, sweep_runs in families.items():
         nodes = sorted({n for by_nodes in sweep_runs.values() for n in by_nodes})
         if len(nodes) < 2:
             continue
         low, high = nodes[0], nodes[-1]
+        pairs = [(by[high], by[low]) for by in sweep_runs.values() if low in by and high in by]
+        measured.append((family, low, high, pairs))
+        sides += [side for pair in pairs for side in pair]
+    rates = iter(_tokens_per_s(sides))
+    out = []
+    for family, low, high, pairs in measured:
         key = _short(family)
         label = ""
         runs = []
-        for by_nodes in sweep_runs.values():
-            if low not in by_nodes or high not in by_nodes:
-                continue
-            first = by_nodes[high][0]
+        for at_high, _ in pairs:
+            first = at_high[0]
             label = label or f"{_label(first.identity, key)} efficiency vs {low} node(s)"
-            value = float(scaling_efficiency(_tokens_per_s(by_nodes[high]), _tokens_per_s(by_nodes[low]), high, low))
+            value = float(scaling_efficiency(next(rates), next(rates), high, low))
             runs.append(Run(first.record.sweep, first.moment, value, [[value]], first.record))
         if runs:
             out.append(Series(key, label, EFFICIENCY, sorted(runs, key=lambda r: (r.started_at, r.sweep))))
     return out
 
 
-def _sweep_run(record: RunResult) -> tuple[str, str]:
-    """Which sweep run a record belongs to: its sweep and results folder (the point folder's parent)."""
-    return record.sweep, str(Path(record.log_dir).parent) if record.log_dir else ""
+def _sweep_run(record: RunResult, folders: dict[str, str]) -> tuple[str, str]:
+    """Which sweep run a record belongs to: its sweep and results folder (the point folder's parent).
+    `folders`: the parent of each folder met so far (a sweep's points share one; a Path per record
+    cost a third of the efficiency series)."""
+    if not record.log_dir:
+        return record.sweep, ""
+    head, _, tail = record.log_dir.rpartition("/")
+    if not head or tail in ("", ".", ".."):  # "/x", "x", "x/", "x/.": what pathlib makes of it
+        return record.sweep, str(Path(record.log_dir).parent)
+    parent = folders.get(head)
+    if parent is None:
+        parent = folders[head] = str(Path(head))  # Path(a/b/c).parent is Path(a/b)
+    return record.sweep, parent
 
 
-def _tokens_per_s(timed: list[_Timed]) -> float:
-    """Tokens per step over the pooled median step time of the repeats (bench.analysis.stats' center)."""
-    record = timed[0].record
-    tokens = float(record.metrics.tokens_per_step or record.spec.tokens_per_step)
-    return tokens / pooled_median([record_steps(entry.record) for entry in timed])
+def _tokens_per_s(sides: list[list[_Timed]]) -> list[float]:
+    """Each side's tokens per step over the pooled median step time of its repeats (bench.analysis.stats'
+    center), the medians of all sides in one call."""
+    medians = pooled_medians([[record_steps(entry.record) for entry in side] for side in sides])
+    out = []
+    for side, median in zip(sides, medians, strict=True):
+        record = side[0].record
+        out.append(float(record.metrics.tokens_per_step or record.spec.tokens_per_step) / float(median))
+    return out

@@ -77,7 +77,7 @@ def _history(args: argparse.Namespace) -> int:
         store, args.metric, args.since, args.series, args.fail_on_new_regression, not args.no_numerics, args.loss_rtol
     )
     with drawing_process() as drawing:  # imports and draws the page while the store is read (drawing.py)
-        stored = stored_history(query, **({"detect_many": drawing.detect_each} if drawing else {}))
+        stored = stored_history(query, **({"detect_many": drawing.ask_detect} if drawing else {}))
         for problem in stored.problems:
             print(f"warning: skipped {problem.path}: {problem.reason}", file=sys.stderr)
         print("\n".join(console_lines(stored.history, str(store))))

@@ -6,7 +6,8 @@ Importing the detector's libraries (Otava and scipy.stats: ~1.2 s of CPU) and th
 `fsdp-bench history` over a 10,000-run store, and none of it needs the store: a process forked when
 the command starts imports them while the command reads the store and builds the series. It then
 answers two requests, in order: the change points of the series' values (`detect_each`,
-bench/analysis/history/detect.py, the same function the command would call), and, from
+bench/analysis/history/detect.py, the same function the command would call; found while the command
+checks the loss curves), and, from
 bench/present/history/inputs.py's PageInputs, the PNG bytes and the page's text
 (bench/present/history/draw.py). The command writes every file itself, so a full or read-only disk
 fails there as it always did. Where fork is not safe (no fork, or other threads running)
@@ -36,10 +37,11 @@ class DrawingProcess:
         self._process.start()
         child.close()
 
-    def detect_each(self, values_of: list[list[float]]) -> list:
-        """bench.analysis.history.detect.detect_each, computed in the process."""
+    def ask_detect(self, values_of: list[list[float]]) -> Callable[[], list]:
+        """bench.analysis.history.detect.detect_each, asked of the process now; the function that
+        waits for its answer (the command checks the loss curves meanwhile: a DetectEach)."""
         self._conn.send((DETECT, values_of))
-        return self._answer()
+        return self._answer
 
     def send(self, inputs: Any) -> None:
         """The page to draw (the answer: `receive`)."""
