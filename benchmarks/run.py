@@ -179,7 +179,8 @@ def refuse(line: str) -> None:
     raise SystemExit(2)
 
 
-def write_baseline(path: Path, measured: list[Measured], runs: int, loads: tuple[float, float]) -> None:
+def write_baseline(path: Path, measured: list[Measured], runs: int, loads: tuple[float, float]) -> str:
+    """Write the baseline file; returns the commit it records (the checkout's before writing)."""
     data = {
         "version": BASELINE_VERSION,
         "taken_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
@@ -193,6 +194,7 @@ def write_baseline(path: Path, measured: list[Measured], runs: int, loads: tuple
         },
     }
     write_text_atomic(path, json.dumps(data, indent=1) + "\n")
+    return data["commit"]
 
 
 HEADERS = ("benchmark", "baseline s", "now s", "change", "p, 95% CI, n", "verdict")
@@ -262,10 +264,10 @@ def main(argv: list[str] | None = None) -> int:
         if failed:
             print("bench: baseline not written (a benchmark failed)")
             return 1
-        write_baseline(args.baseline, measured, args.runs, loads)
+        taken_at = write_baseline(args.baseline, measured, args.runs, loads)
         rows = [[m.name, f"{statistics.median(m.wall_s):.4g}", str(len(m.wall_s))] for m in measured]
         print(text_table(rows, ("benchmark", "median s", "samples")))
-        print(f"bench: wrote {args.baseline} (commit {commit()})")
+        print(f"bench: wrote {args.baseline} (commit {taken_at})")  # asked again, the file just written is a change
         return 0
     taken = f"commit {baseline['commit']}, {baseline['taken_at']}, {baseline['machine']['cpus']} CPUs"
     if baseline["machine"]["cpus"] != os.cpu_count():

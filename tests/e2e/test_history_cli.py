@@ -32,20 +32,47 @@ POINT = [
 SWEEPS = {"night1": 0.0, "night2": 0.0, "night3": 9.0}
 
 
+# The clean nights' runs must agree this closely (fastest/slowest tokens/s) for the nights to be a fair
+# test: the slowed night is ~10x; undisturbed clean runs spread up to 1.5x (2,249-3,368 tokens/s on an
+# idle machine); a disturbance from outside the suite (the VM's host, a service) once made two clean
+# runs 1.8x slower than the others, which history rightly calls a change.
+CLEAN_SPREAD = 1.6
+
+
 @pytest.fixture(scope="module")
 def nights(tmp_path_factory, fsdp_bench):
-    """Three sweeps, one after the other, each in its own results folder (as nightly jobs write them)."""
-    root = tmp_path_factory.mktemp("nights")
-    with alone():  # they measure tokens/s: nothing else of the suite runs meanwhile
-        runs = [
-            fsdp_bench(
-                "sweep", *POINT, f"sweep.name={name}", f"debug.slow_fraction={fraction}", f"results_dir={root / name}"
-            )
-            for name, fraction in SWEEPS.items()
-        ]
-    for run in runs:
-        assert run.rc == 0, run.stdout[-2000:] + run.stderr[-2000:]
+    """Three sweeps, one after the other, each in its own results folder (as nightly jobs write them).
+
+    Measured again, once, when the clean nights' own runs disagree by more than CLEAN_SPREAD: that
+    is the machine, not history (whose verdicts on the runs measured are what the tests assert)."""
+    for _attempt in range(2):
+        root = tmp_path_factory.mktemp("nights")
+        with alone():  # they measure tokens/s: nothing else of the suite runs meanwhile
+            runs = [
+                fsdp_bench(
+                    "sweep",
+                    *POINT,
+                    f"sweep.name={name}",
+                    f"debug.slow_fraction={fraction}",
+                    f"results_dir={root / name}",
+                )
+                for name, fraction in SWEEPS.items()
+            ]
+        for run in runs:
+            assert run.rc == 0, run.stdout[-2000:] + run.stderr[-2000:]
+        clean = _tokens_per_s(root, [name for name, fraction in SWEEPS.items() if not fraction])
+        if max(clean) / min(clean) <= CLEAN_SPREAD:
+            break
     return root
+
+
+def _tokens_per_s(root, sweeps):
+    """tokens/s of every run of these sweeps' results folders."""
+    return [
+        json.loads(path.read_text())["metrics"]["tokens_per_s"]
+        for name in sweeps
+        for path in sorted((root / name).rglob("result.json"))
+    ]
 
 
 @pytest.fixture(scope="module")
