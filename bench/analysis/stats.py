@@ -145,9 +145,7 @@ def _medians_of_gathered(data: np.ndarray, index: np.ndarray, valid: np.ndarray)
 def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: int = N_BOOT) -> np.ndarray:
     """(len(items), n_boot) bootstrap pooled medians; rows of empty items are NaN.
 
-    Items with the same run lengths share one resampling plan and are computed together: the finite
-    ones by the running count (`_counted_medians`), those with a non-finite step as the median of
-    the gathered values (which propagates a NaN as np.median does).
+    Items with the same run lengths share one resampling plan and are computed together (`_bootstrap_rows`).
     """
     import numpy as np
 
@@ -160,11 +158,7 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
     for lengths, members in groups.items():
         positions = np.array([position for position, _ in members])
         data = np.stack([flat for _, flat in members])  # (items, total steps)
-        finite = np.isfinite(data).all(axis=1)
-        if finite.any():
-            out[positions[finite]] = _counted_medians(data[finite], _draw_counts(lengths, stream, n_boot))
-        if not finite.all():
-            out[positions[~finite]] = _medians_of_gathered(data[~finite], *_resample_plan(lengths, stream, n_boot))
+        out[positions] = _bootstrap_rows(data, lengths, stream, n_boot)
     return out
 
 
@@ -290,7 +284,7 @@ def compare_many(pairs: Sequence[tuple[Runs, Runs]], *, shift_tests: bool = True
     """compare_runs of every (baseline, current) pair, computed together: the same numbers as one
     pair at a time (each pair's resamples depend only on its run lengths and the streams). `check`
     compares thousands of points this way: pairs of the same run lengths on both sides are stacked
-    into two arrays, and their medians, bootstraps (`_stacked_bootstrap`), intervals and U tests
+    into two arrays, and their medians, bootstraps (`_bootstrap_rows`, as bootstrap_medians), intervals and U tests
     are a few vectorised calls per shape. `shift_tests=False`: no U tests (p-values NaN), for a
     caller that reads only the medians and intervals (history's change magnitudes), which then
     needs no scipy."""
@@ -329,8 +323,8 @@ def _compare_stacked(
     """The Comparison of each row pair of `base` and `cur` (their steps, runs of these lengths)."""
     import numpy as np
 
-    numerators = _stacked_bootstrap(cur, cur_lengths, NUMERATOR)
-    denominators = _stacked_bootstrap(base, base_lengths, DENOMINATOR)
+    numerators = _bootstrap_rows(cur, cur_lengths, NUMERATOR)
+    denominators = _bootstrap_rows(base, base_lengths, DENOMINATOR)
     lows, highs = ratio_interval(numerators, denominators)
     base_medians, cur_medians = np.median(base, axis=1).tolist(), np.median(cur, axis=1).tolist()
     runs = (len(base_lengths), len(cur_lengths))
@@ -355,19 +349,18 @@ def _compare_stacked(
     ]
 
 
-def _stacked_bootstrap(data: np.ndarray, lengths: tuple[int, ...], stream: int) -> np.ndarray:
-    """bootstrap_medians of each row of `data` (steps of runs of these lengths): finite rows by the
-    running count (`_counted_medians`, the same numbers), rows with a non-finite step by
-    bootstrap_medians itself."""
+def _bootstrap_rows(data: np.ndarray, lengths: tuple[int, ...], stream: int, n_boot: int = N_BOOT) -> np.ndarray:
+    """bootstrap_medians of each row of `data` (the steps of runs of these lengths, concatenated):
+    finite rows by the running count (`_counted_medians`), rows with a non-finite step as the median
+    of the gathered values (which propagates a NaN as np.median does)."""
     import numpy as np
 
-    out = np.empty((len(data), N_BOOT))
+    out = np.empty((len(data), n_boot))
     finite = np.isfinite(data).all(axis=1)
     if finite.any():
-        out[finite] = _counted_medians(data[finite], _draw_counts(lengths, stream, N_BOOT))
+        out[finite] = _counted_medians(data[finite], _draw_counts(lengths, stream, n_boot))
     if not finite.all():
-        cuts = np.cumsum(lengths)[:-1]
-        out[~finite] = bootstrap_medians([np.split(row, cuts) for row in data[~finite]], stream)
+        out[~finite] = _medians_of_gathered(data[~finite], *_resample_plan(lengths, stream, n_boot))
     return out
 
 
