@@ -15,6 +15,7 @@ from collections import defaultdict
 from pathlib import Path
 
 from bench.analysis.planner.comm import RING_PASSES, network_share, replica_ring_gbps, spanning_ring_gbps
+from bench.analysis.records import files_named
 from bench.analysis.stats import stragglers
 from bench.schema.files import write_json_atomic
 from bench.schema.migrations import PREFLIGHT
@@ -266,7 +267,7 @@ def read_preflight(path: Path) -> PreflightResult:
     """One preflight record (a results folder's `_preflight/<shape>/preflight.json`); ValueError in one line."""
     path = Path(path)
     if path.is_dir():
-        found = sorted(path.rglob(PREFLIGHT_RECORD))
+        found = files_named(path, PREFLIGHT_RECORD)
         if len(found) != 1:
             raise ValueError(f"{path}: expected one {PREFLIGHT_RECORD} under it, found {len(found)}")
         path = found[0]
@@ -283,7 +284,7 @@ def load_preflights(root: Path) -> tuple[list[PreflightResult], list[tuple[str, 
     if not root.is_dir():
         return [], []
     found, problems = [], []
-    for path in sorted(root.rglob(PREFLIGHT_RECORD)):
+    for path in files_named(root, PREFLIGHT_RECORD):  # the report's second walk of a results tree
         try:
             found.append(read_preflight(path))
         except ValueError as exc:
