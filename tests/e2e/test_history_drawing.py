@@ -68,7 +68,8 @@ def test_the_drawing_process_writes_the_serial_page_byte_for_byte(tmp_path, monk
 
 def test_the_early_process_finds_the_change_points_of_this_process_in_two_halves(monkeypatch):
     """The early process's detector and its second detector (DetectHelper: the second half of the
-    series) give what detect_each gives here, in order; with one CPU the early process finds all."""
+    series) give what detect_each gives here, in order; with one CPU, and for a second batch, the early
+    process finds all."""
     import bench.analysis.forking as forking
     from bench.analysis.history.detect import detect_each
     from bench.present.history.drawing import drawing_process
@@ -84,3 +85,4 @@ def test_the_early_process_finds_the_change_points_of_this_process_in_two_halves
         with drawing_process() as drawing:
             assert drawing is not None
             assert drawing.ask_detect(values_of)() == here
+            assert drawing.ask_detect(values_of[:4])() == here[:4]  # a second batch: the early process alone

@@ -111,7 +111,10 @@ def _detect_once(conn, parent_end) -> None:
         result = (True, detect_each(values_of))
     except BaseException as exc:  # noqa: BLE001 - raised again in the early process (DetectHelper.ask)
         result = (False, exc)
-    conn.send(result)
+    try:
+        conn.send(result)
+    except OSError:  # the early process was stopped meanwhile (the command failed or was interrupted)
+        return
 
 
 def detect_in_two(helper: DetectHelper | None, values_of: list[list[float]]) -> list:
@@ -134,8 +137,10 @@ def _serve(conn) -> None:
     from bench.analysis.history.detect import import_detector
 
     import_detector()  # first: the change points are asked for first
-    helper = DetectHelper() if cpus() >= 2 and can_fork() else None
-    handlers: dict[str, Callable[[Any], Any]] = {DETECT: lambda values_of: detect_in_two(helper, values_of)}
+    helpers = [DetectHelper()] if cpus() >= 2 and can_fork() else []  # one batch each: a later one is found here
+    handlers: dict[str, Callable[[Any], Any]] = {
+        DETECT: lambda values_of: detect_in_two(helpers.pop() if helpers else None, values_of)
+    }
     while True:
         if PAGE not in handlers and not conn.poll():  # nothing asked yet: the drawing libraries meanwhile
             handlers[PAGE] = _page_renderer()
