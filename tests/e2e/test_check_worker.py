@@ -15,9 +15,9 @@ from bench_cli import fsdp_bench
 import bench.analysis.check.forked as forked
 import bench.analysis.check.loading as loading
 import bench.analysis.check.timings as timings
+import bench.analysis.records as records
 from bench.analysis.check.synthetic import make_record, step_times
 from bench.analysis.forking import can_fork
-from bench.analysis.records import write_record
 
 
 def _sweep(root: Path, seed: int, slow: float) -> Path:
@@ -32,7 +32,7 @@ def _sweep(root: Path, seed: int, slow: float) -> Path:
                     spec={"nodes": nodes, "micro_batch": batch, "repeat": repeat},
                     status=status,
                 )
-                write_record(record, root / "s" / record.point_id / "result.json")
+                records.write_record(record, root / "s" / record.point_id / "result.json")
     (root / "s" / "broken").mkdir()
     (root / "s" / "broken" / "result.json").write_text("{not json")
     return root
@@ -51,32 +51,37 @@ def test_a_forked_worker_gives_the_outputs_of_one_process(tmp_path, monkeypatch)
     if not can_fork():
         pytest.skip("fork is not safe in this process (another thread runs): check reads serially")
     base, cur = _sweep(tmp_path / "base", seed=0, slow=1.0), _sweep(tmp_path / "cur", seed=50, slow=1.4)
-    parent, read, reads_here, failing = os.getpid(), loading._read, [], []
+    parent, read, reads_here, failing = os.getpid(), records.read_records, [], []
 
-    def counted_read(paths):  # the shares read in this process (the worker's are not counted)
+    def counted_read(paths):  # the files read in this process, call by call (the worker's are not counted)
+        paths = list(paths)
         if os.getpid() == parent:
             reads_here.append(len(paths))
         elif failing:
             raise MemoryError("the worker fails while it reads")
         return read(paths)
 
-    monkeypatch.setattr(loading, "_read", counted_read)
-    monkeypatch.setattr(loading, "PARALLEL_MIN_RECORDS", 10)  # 37 files: 18 read here, 19 by the worker
+    def check(name: str) -> tuple:
+        reads_here.clear()
+        return _check(tmp_path, name, base, cur)
+
+    monkeypatch.setattr(records, "read_records", counted_read)
+    monkeypatch.setattr(loading, "PARALLEL_MIN_RECORDS", 10)  # 37 files: 20 read here, 17 by the worker
     monkeypatch.setattr(timings, "PARALLEL_MIN_COMPARISONS", 4)  # 12 pairs: 6 comparisons here, 6 there
     monkeypatch.setattr(forked, "cpus", lambda: 2)
-    shared = _check(tmp_path, "shared", base, cur)
-    assert reads_here == [18]  # the current side's own share; the worker read the rest (the baseline: load_side)
+    shared = check("shared")
+    assert reads_here == [37, 20]  # the baseline folder (load_side), then this process's share of the current one
     rc, stdout, stderr, _, summary = shared
     assert rc == 1 and stdout.splitlines()[-1].startswith("FAIL: 2 regression(s) (12 point(s) compared")
     assert f"warning: skipped {cur / 's' / 'broken' / 'result.json'}: " in stderr  # from the worker's share
     assert b"REGRESSION" in summary
 
-    monkeypatch.setattr(forked, "cpus", lambda: 1)  # one CPU: no worker, the folder read by load_side
-    assert _check(tmp_path, "serial", base, cur) == shared and reads_here == [18]
+    monkeypatch.setattr(forked, "cpus", lambda: 1)  # one CPU: no worker, both folders read by load_side
+    assert check("serial") == shared and reads_here == [37, 37]
     monkeypatch.setattr(forked, "cpus", lambda: 2)
 
     failing.append(True)  # the worker sends the list of files, then fails: its share is read here
-    assert _check(tmp_path, "failed", base, cur) == shared and reads_here == [18, 18, 19]
+    assert check("failed") == shared and reads_here == [37, 20, 17]
 
     monkeypatch.setattr(forked, "_serve", lambda *args: os._exit(3))  # dies before its first result
-    assert _check(tmp_path, "died", base, cur) == shared and reads_here == [18, 18, 19, 18, 19]
+    assert check("died") == shared and reads_here == [37, 20, 17]

@@ -1,5 +1,6 @@
 """A results folder read in shares (bench/analysis/check/loading.py) gives the points one reading
-gives: `points_from_batches` of the shares' `summarize_runs`, cut anywhere, equals `points_from_records`."""
+gives: `points_from_batches` of the shares' `summarize_runs`, cut anywhere (a share summarized
+knowing another's specs or not), equals `points_from_records`."""
 
 from __future__ import annotations
 
@@ -33,5 +34,7 @@ def test_points_of_batches_cut_anywhere_equal_the_points_of_all_records():
         batches = [summarize_runs(records[:cut]), summarize_runs(records[cut:])]
         batches = [pickle.loads(pickle.dumps(batch)) for batch in batches]  # as they cross the pipe
         assert [asdict(point) for point in points_from_batches(batches)] == whole, cut
+        later = batches[1]  # the earlier share summarized knowing the later one's specs, as loading.py does
+        assert [asdict(point) for point in points_from_batches([summarize_runs(records[:cut], later), later])] == whole
     thirds = [summarize_runs(records[i : i + 4]) for i in range(0, len(records), 4)]
     assert [asdict(point) for point in points_from_batches(thirds)] == whole

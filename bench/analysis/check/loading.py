@@ -7,8 +7,9 @@ finds the folder's files (`files_named`), sends their list, then reads the later
 summarizes it (bench/analysis/check/points.py `summarize_runs`: what the points need of them,
 small enough to send, where the records would cost as much to pickle as to validate again), while
 this process imports what it compares with, reads the baseline and then its own share of the
-files; the points are made from both batches in file order (`points_from_batches`), the same
-points one process makes. The worker then imports the statistics and shares the comparison
+files, summarized once the worker's batch is in (knowing the worker's specs, it computes no
+identity twice); the points are made from both batches in file order (`points_from_batches`), the
+same points one process makes. The worker then imports the statistics and shares the comparison
 (compare.py). A side that is not a folder (a baseline file, a store, one result.json) is read here
 (`load_side`), as is everything with one CPU or where forking is unsafe; a folder of fewer than
 `PARALLEL_MIN_RECORDS` files is read here too, but for its list.
@@ -32,7 +33,7 @@ if TYPE_CHECKING:
 PARALLEL_MIN_RECORDS = 1000
 # The share of the files this process reads itself: it also imports the comparison's modules and
 # reads the baseline meanwhile, so the worker takes the larger share (docs/results/checks.md).
-OWN_SHARE = 0.5
+OWN_SHARE = 0.55
 # What the worker imports once it has read its share: the comparison it is given next (compare.py).
 COMPARING = ("bench.analysis.stats", "numpy")
 
@@ -58,16 +59,19 @@ class SideLoader:
     def side(self) -> Side:
         """The whole side: BaselineError where it cannot be read, as load_side."""
         from bench.analysis.check.baseline import load_side, side_of_points
-        from bench.analysis.check.points import points_from_batches
-        from bench.analysis.records import files_named
+        from bench.analysis.check.points import points_from_batches, summarize_runs
+        from bench.analysis.records import files_named, read_records
         from bench.schema.protocol import RESULT_FILE
 
         if self.worker is None:
             return load_side(self._path)
         files = self._worker.result(lambda: list(map(str, files_named(self._path, RESULT_FILE))))
         split = own_share(len(files))
-        own_batch, own_problems = _read(files[:split])
+        own, own_problems = read_records(files[:split])
         their_batch, their_problems = self._worker.result(lambda: _read(files[split:]))
+        # Summarized knowing the worker's specs: most points have runs in both shares, and their
+        # identities need not be computed twice.
+        own_batch = summarize_runs((record for record, _ in own), known=their_batch)
         points = points_from_batches([own_batch, their_batch])
         return side_of_points(points, own_problems + their_problems, source=str(self._path))
 

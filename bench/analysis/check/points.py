@@ -140,7 +140,8 @@ class RunBatch:
 
     Per record, in order: its identity key, status and repeat index, and for an ok record its timed
     step times, loss curve and run-level values; per identity key: the identity, and the batch's first
-    ok run of it (`FirstRun`: a point's first ok run is the first of its batches' first ones)."""
+    ok run of it (`FirstRun`: a point's first ok run is the first of its batches' first ones); per
+    spec key (`summarize_runs`), its identity key, for a batch made knowing this one."""
 
     keys: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
@@ -150,19 +151,21 @@ class RunBatch:
     values: list[dict[str, float]] = field(default_factory=list)
     identities: dict[str, dict[str, Any]] = field(default_factory=dict)
     firsts: dict[str, FirstRun] = field(default_factory=dict)
+    spec_keys: dict[bytes, str] = field(default_factory=dict)  # a spec's key (_SPEC_KEY_EXCLUDE) -> its identity's key
 
 
-def summarize_runs(records: Iterable[RunResult]) -> RunBatch:
-    """The RunBatch of these records.
+def summarize_runs(records: Iterable[RunResult], known: RunBatch | None = None) -> RunBatch:
+    """The RunBatch of these records (`known`: another batch whose specs' identities it need not compute again).
 
     Repeats of a point have one spec but for its repeat index, and so one identity: the identity
     and its key are computed once per spec as written without that index and the fields no identity
     holds (its JSON, from pydantic's serializer: a fraction of what the identity and its hash
-    cost), not once per record. The counters and run-level values are read column by column over
-    the records that need them (PathReader: a pydantic attribute read costs several dict lookups).
+    cost), not once per record, nor for a spec `known` has (its identity is there). The counters
+    and run-level values are read column by column over the records that need them (PathReader: a
+    pydantic attribute read costs several dict lookups).
     """
     batch = RunBatch()
-    keys: dict[bytes, str] = {}  # a spec's key (_SPEC_KEY_EXCLUDE) -> its identity's key
+    keys = batch.spec_keys = dict(known.spec_keys) if known is not None else {}
     to_json = RunSpec.__pydantic_serializer__.to_json
     oks: list[RunResult] = []
     firsts: dict[str, RunResult] = {}
