@@ -66,11 +66,11 @@ def test_a_forked_worker_gives_the_outputs_of_one_process(tmp_path, monkeypatch)
         return _check(tmp_path, name, base, cur)
 
     monkeypatch.setattr(records, "read_records", counted_read)
-    monkeypatch.setattr(loading, "PARALLEL_MIN_RECORDS", 10)  # 37 files: 20 read here, 17 by the worker
-    monkeypatch.setattr(timings, "PARALLEL_MIN_COMPARISONS", 4)  # 12 pairs: 6 comparisons here, 6 there
+    monkeypatch.setattr(loading, "PARALLEL_MIN_RECORDS", 10)  # 37 files: 22 read here, 15 by the worker
+    monkeypatch.setattr(timings, "PARALLEL_MIN_COMPARISONS", 4)  # 12 pairs: 5 comparisons here, 7 there
     monkeypatch.setattr(forked, "cpus", lambda: 2)
     shared = check("shared")
-    assert reads_here == [37, 20]  # the baseline folder (load_side), then this process's share of the current one
+    assert reads_here == [37, 22]  # the baseline folder (load_side), then this process's share of the current one
     rc, stdout, stderr, _, summary = shared
     assert rc == 1 and stdout.splitlines()[-1].startswith("FAIL: 2 regression(s) (12 point(s) compared")
     assert f"warning: skipped {cur / 's' / 'broken' / 'result.json'}: " in stderr  # from the worker's share
@@ -81,7 +81,7 @@ def test_a_forked_worker_gives_the_outputs_of_one_process(tmp_path, monkeypatch)
     monkeypatch.setattr(forked, "cpus", lambda: 2)
 
     failing.append(True)  # the worker sends the list of files, then fails: its share is read here
-    assert check("failed") == shared and reads_here == [37, 20, 17]
+    assert check("failed") == shared and reads_here == [37, 22, 15]
 
     monkeypatch.setattr(forked, "_serve", lambda *args: os._exit(3))  # dies before its first result
-    assert check("died") == shared and reads_here == [37, 20, 17]
+    assert check("died") == shared and reads_here == [37, 22, 15]

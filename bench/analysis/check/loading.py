@@ -33,7 +33,7 @@ if TYPE_CHECKING:
 PARALLEL_MIN_RECORDS = 1000
 # The share of the files this process reads itself: it also imports the comparison's modules and
 # reads the baseline meanwhile, so the worker takes the larger share (docs/results/checks.md).
-OWN_SHARE = 0.55
+OWN_SHARE = 0.6
 # What the worker imports once it has read its share: the comparison it is given next (compare.py).
 COMPARING = ("bench.analysis.stats", "numpy")
 

@@ -78,7 +78,7 @@ def samples_kind(metric: str) -> str:
 PARALLEL_MIN_COMPARISONS = 500
 # The share of the comparisons a worker computes: it receives the samples and sends the results,
 # which this process pickles and unpickles meanwhile (docs/results/checks.md).
-WORKER_SHARE = 0.5
+WORKER_SHARE = 0.55
 
 
 def compare_samples(
