@@ -37,6 +37,7 @@ from bench.schema.record import RunResult
 __all__ = [
     "RESULT_FILE",
     "RecordProblem",
+    "file_texts_named",
     "files_named",
     "load_located_records",
     "load_records",
@@ -96,7 +97,12 @@ def read_records(paths: Iterable[Path | str]) -> tuple[list[tuple[RunResult, Pat
 
 def files_named(root: Path, name: str) -> list[Path]:
     """Every file called `name` under `root`, in the order `sorted(root.rglob(name))` gives (symlinked
-    folders not entered, unreadable ones skipped, as rglob does).
+    folders not entered, unreadable ones skipped, as rglob does): file_texts_named's, as Paths."""
+    return list(map(Path, file_texts_named(root, name)))
+
+
+def file_texts_named(root: Path | str, name: str) -> list[str]:
+    """files_named's paths as texts (for a caller that needs no Path: building 10,000 costs 0.06-0.09 s).
 
     By os.scandir and texts, not rglob or os.walk, which build a Path or a list per folder and stat
     each entry again: a third of the time on a 10,000-folder sweep. Every text here is `root` joined
@@ -115,9 +121,9 @@ def files_named(root: Path, name: str) -> list[Path]:
         except PermissionError:
             continue
     if os.name != "posix":
-        return sorted(map(Path, found))
+        return list(map(str, sorted(map(Path, found))))
     found.sort(key=lambda path: path.split(os.sep))
-    return list(map(Path, found))
+    return found
 
 
 def write_record(record: RunResult, path: Path) -> None:

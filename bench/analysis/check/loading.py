@@ -3,7 +3,7 @@
 Reading and validating the records of a big results folder is most of what `check` does before it
 compares, and every record is read alone. So the command forks a worker first thing
 (bench/analysis/check/forked.py), before either process imports the record schema: the worker
-finds the folder's files (`files_named`), sends their list, then reads the later share of them and
+finds the folder's files (`file_texts_named`), sends their list, then reads the later share of them and
 summarizes it (bench/analysis/check/points.py `summarize_runs`: what the points need of them,
 small enough to send, where the records would cost as much to pickle as to validate again), while
 this process imports what it compares with, reads the baseline and then its own share of the
@@ -60,12 +60,12 @@ class SideLoader:
         """The whole side: BaselineError where it cannot be read, as load_side."""
         from bench.analysis.check.baseline import load_side, side_of_points
         from bench.analysis.check.points import points_from_batches, summarize_runs
-        from bench.analysis.records import files_named, read_records
+        from bench.analysis.records import file_texts_named, read_records
         from bench.schema.protocol import RESULT_FILE
 
         if self.worker is None:
             return load_side(self._path)
-        files = self._worker.result(lambda: list(map(str, files_named(self._path, RESULT_FILE))))
+        files = self._worker.result(lambda: file_texts_named(self._path, RESULT_FILE))
         split = own_share(len(files))
         own, own_problems = read_records(files[:split])
         their_batch, their_problems = self._worker.result(lambda: _read(files[split:]))
@@ -89,10 +89,10 @@ def own_share(files: int) -> int:
 def _list_and_read(path: Path) -> Iterator[object]:
     """The worker's task: the folder's result files (as texts: a fraction of the cost of sending
     Paths), then the summary of its share of them."""
-    from bench.analysis.records import files_named
+    from bench.analysis.records import file_texts_named
     from bench.schema.protocol import RESULT_FILE
 
-    files = list(map(str, files_named(path, RESULT_FILE)))
+    files = file_texts_named(path, RESULT_FILE)
     yield files
     yield _read(files[own_share(len(files)) :])
 
