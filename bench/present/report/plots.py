@@ -311,6 +311,10 @@ FIGURES = {
     "checkpoint": ("Checkpoint save time vs size and bandwidth vs nodes; hollow and dashed: the planner's",
                    lambda points, scaling: _checkpoint_figure(points)),
 }  # fmt: skip
+# The figures whose builders read only the records' own columns (no series, efficiency or scaling
+# row): the report hands the records' frame to its figure workers as soon as it is built, and these
+# are drawn while the parent still aggregates (bench/present/report/render.py).
+RECORD_FIGURES = ("memory", "checkpoint")
 
 
 def _checkpoint_figure(points: pd.DataFrame) -> Figure | None:
