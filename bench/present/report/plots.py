@@ -21,6 +21,7 @@ matplotlib.use("Agg")  # no display: reports render on headless CI runners and c
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from bench.analysis.report.aggregate import GROUP_KEYS  # noqa: E402
 from bench.present.report.labels import series_labels  # noqa: E402
@@ -165,11 +166,19 @@ def _series_lines(arrays: dict[str, np.ndarray], shown: list) -> list[dict[str, 
 
 
 def _error_bars(ax, x, y, low, high, color) -> None:
-    """95 % bootstrap CI bars where a point has repeats."""
+    """95 % bootstrap CI bars where a point has repeats: the artists (and pixels) of
+    `ax.errorbar(x, y, yerr, fmt="none", ecolor=color, capsize=3)`, without the data line and
+    container it builds and never draws (a third of a line figure's building time)."""
     if np.isnan(low).all():
         return
-    yerr = np.vstack([np.nan_to_num(y - low), np.nan_to_num(high - y)])
-    ax.errorbar(x, y, yerr=yerr, fmt="none", ecolor=color, capsize=3, label="_ci")
+    below, above = np.nan_to_num(y - low), np.nan_to_num(high - y)
+    if (below < 0).any() or (above < 0).any():  # an interval that misses its median: errorbar refuses it
+        raise ValueError("'yerr' must not contain negative values")
+    bottom, top = y - below, y + above
+    ax.vlines(x, bottom, top, zorder=2, label="_nolegend_", color=color)
+    caps = {"marker": "_", "markersize": 6.0, "markeredgecolor": color, "color": "C0", "linestyle": "none", "zorder": 2}
+    for end in (bottom, top):  # errorbar's own cap lines, bottom then top
+        ax.add_line(Line2D(x, end, label="_nolegend_", **caps))
 
 
 def _top_series(panel: pd.DataFrame) -> list:
