@@ -147,7 +147,7 @@ def results_table(points: pd.DataFrame) -> Table:
     predicted = has_prediction(points)
     table = Table(RESULT_HEADERS + PREDICTED_HEADERS * predicted)
     data = points[[c for c in _RESULT_COLUMNS if c in points.columns]]
-    values = data.to_dict("list")
+    values = data[[c for c in _VALUE_COLUMNS if c in data.columns]].to_dict("list")  # what the cells read
     flagged = [bool(v) for v in values["below_prediction"]]
     contention = values.get("contention", [None] * len(data))
     columns = [
@@ -248,6 +248,15 @@ _RESULT_COLUMNS = [
     "pred_memory_bytes", "pred_scaling_efficiency", "pred_comm_exposed_s", "pred_comm_overlapped_s",
     "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers",
     "contention",
+]  # fmt: skip
+
+
+# The columns the results table's cells read one by one (the rest: configuration labels and flag texts).
+_VALUE_COLUMNS = [
+    "sweep", "point_id", "status", "model", "nodes", "world_size", "tokens_per_s", "tokens_per_s_per_device",
+    "step_time_median_s", "mfu", "peak_mem_bytes", "scaling_efficiency", "scaling_mode", "baseline_nodes",
+    "below_prediction", "contention", "pred_tokens_per_s_per_device", "pred_step_time_s", "pred_memory_bytes",
+    "pred_scaling_efficiency",
 ]  # fmt: skip
 
 
