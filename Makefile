@@ -19,7 +19,7 @@ test-fast:
 
 # Benchmarks (not part of `make test`): every benchmark (benchmarks/run.py: report, check, store add and history
 # of 10,000 records, the pytest-benchmark hot paths) against benchmarks/baseline.json, exit 1 on a
-# significant slowdown of more than 20 %; then the engine's tokens/s (scripts/bench_engine.py).
+# significant slowdown of more than 20 % in CPU time or 50 % in wall time; then the engine's tokens/s (scripts/bench_engine.py).
 # `make bench-baseline` takes the baseline on purpose (on a quiet machine).
 # BENCH_SETUP and BENCH_PYTHON let a checkout use another environment (make bench BENCH_SETUP=true
 # BENCH_PYTHON=python); BENCH_ARGS passes flags on (BENCH_ARGS="--only store_add_10k --runs 5").

@@ -24,5 +24,5 @@ def test_compose_eks_llama2_grid(benchmark):
     """Hydra composition and validation of the same grid (what `plan` and `sweep` pay before anything runs)."""
     from bench.config.compose import load_grid
 
-    points = benchmark.pedantic(load_grid, args=(["experiment=eks_llama2"],), rounds=5, iterations=1)
+    points = benchmark.pedantic(load_grid, args=(["experiment=eks_llama2"],), rounds=20, iterations=1)
     assert len(points) == 30
