@@ -8,14 +8,18 @@ they never cover data; fixed geometry in inches (no layout engine: it re-measure
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import matplotlib
 
 matplotlib.use("Agg")  # no display: figures render on headless CI runners and cluster login nodes
 
-import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator  # noqa: E402
+
+if TYPE_CHECKING:  # an annotation only: the history page's figures are drawn without pandas
+    import pandas as pd
 
 # Okabe & Ito (2008), "Color Universal Design": distinguishable under the common colour-vision
 # deficiencies. Yellow goes last: it is the hardest to see on white.

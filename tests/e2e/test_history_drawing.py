@@ -22,8 +22,8 @@ pytestmark = pytest.mark.timeout(300)
 STRATEGIES = ("full_shard", "no_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2")
 
 
-def _history():
-    """Five series of 14 runs, a step at run 9 in every other one: five plots, so the figures go to workers."""
+def _history_series():
+    """Five series of 14 runs, a step at run 9 in every other one."""
     records = []
     for number, strategy in enumerate(STRATEGIES):
         base = make_record(tokens_per_s=1000.0, strategy=strategy)
@@ -32,7 +32,12 @@ def _history():
             records.append(night(i, 1000.0 * WIGGLE[i % len(WIGGLE)] * factor, record=base))
     series = build_series(records, "tokens_per_s")
     assert len(series) == len(STRATEGIES)
-    return analyse(series, metric="tokens_per_s", window=6, detector="apache-otava")
+    return series
+
+
+def _history():
+    """Five plots (one per series), so the figures go to workers."""
+    return analyse(_history_series(), metric="tokens_per_s", window=6, detector="apache-otava")
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -59,3 +64,25 @@ def test_the_drawing_process_writes_the_serial_page_byte_for_byte(tmp_path, monk
     assert sorted(early) == ["history.html", "history.xml", *(f"series{n:03d}.png" for n in range(1, 6)), "summary.md"]
     assert early == serial
     assert b"FAIL: 3 new regression(s) in the last 6 run(s)" in early["summary.md"]
+
+
+def test_the_early_process_finds_the_change_points_of_this_process_in_two_halves(monkeypatch):
+    """The early process's detector and its second detector (DetectHelper: the second half of the
+    series) give what detect_each gives here, in order; with one CPU, and for a second batch, the early
+    process finds all."""
+    import bench.analysis.forking as forking
+    from bench.analysis.history.detect import detect_each
+    from bench.present.history.drawing import drawing_process
+
+    if not forking.can_fork():
+        pytest.skip("fork is not safe in this process (another thread runs)")
+    values_of = [s.values for s in _history_series()] * 3  # 15 series: a step in 9 of them
+    here = detect_each(values_of)
+    assert sorted(len(found) for found in here) == [0] * 6 + [1] * 9
+    assert [d.index for found in here for d in found] == [9] * 9
+    for cpus in (2, 1):
+        monkeypatch.setattr("bench.present.history.drawing.cpus", lambda n=cpus: n)
+        with drawing_process() as drawing:
+            assert drawing is not None
+            assert drawing.ask_detect(values_of)() == here
+            assert drawing.ask_detect(values_of[:4])() == here[:4]  # a second batch: the early process alone

@@ -51,6 +51,20 @@ def test_series_key_leaves_out_repeat_and_debug_knobs_and_keeps_what_defines_the
     assert series_key(two_nodes, across_nodes=True) == series_key(identity, across_nodes=True)
 
 
+def test_an_identity_is_computed_once_per_spec_and_specs_written_alike_stay_apart(monkeypatch):
+    from bench.schema.spec import RunSpec
+
+    records, identity, calls = nights(6), RunSpec.identity, []
+    monkeypatch.setattr(RunSpec, "identity", lambda spec: calls.append(spec) or identity(spec))
+    assert [len(s.runs) for s in build_series(records, "tokens_per_s")] == [6] and len(calls) == 1
+    # NaN and infinity are both written `null` in a spec's JSON: not the same configuration for that.
+    odd = [
+        night(i, 1000.0, record=BASE.model_copy(update={"spec": BASE.spec.model_copy(update={"model": model})}))
+        for i, model in enumerate(BASE.spec.model.model_copy(update={"norm_eps": v}) for v in (math.nan, math.inf))
+    ]
+    assert [len(s.runs) for s in build_series(odd, "tokens_per_s")] == [1, 1]
+
+
 def test_series_are_ordered_by_run_time_and_split_by_configuration():
     other = make_record(tokens_per_s=500.0, strategy="no_shard")
     records = nights(6) + [night(i, 500.0, record=other) for i in range(3)]

@@ -17,7 +17,7 @@ from bench.present.history.inputs import PageInputs, PlottedSeries, TableRows
 from bench.present.history.plots import series_figure
 from bench.present.report.flag_rules import flag_rules
 from bench.present.report.html import RenderedFigure, render_figure, render_html
-from bench.present.report.tables import Table
+from bench.present.report.table import Table
 
 # Fewer plots than this draw serially: starting workers costs about what drawing two or three saves.
 PARALLEL_MIN_PLOTS = 4

@@ -12,6 +12,12 @@ bench/present/history/inputs.py's PageInputs, the PNG bytes and the page's text
 (bench/present/history/draw.py). The command writes every file itself, so a full or read-only disk
 fails there as it always did. Where fork is not safe (no fork, or other threads running)
 `drawing_process` gives None and the command does both itself: the same results either way.
+
+The change points are the command's one wait between reading the store and drawing, and the
+command's own process does little meanwhile: with two CPUs or more the early process forks a second
+detector once Otava is imported (`DetectHelper`), which finds the change points of the second half of
+the series while the early process finds those of the first (each series' are its own: the same
+results as one `detect_each` of all).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from bench.analysis.forking import can_fork
+from bench.analysis.forking import can_fork, cpus
 
 DETECT, PAGE = "detect", "page"
 
@@ -66,11 +72,75 @@ class DrawingProcess:
         self._process.join()
 
 
+class DetectHelper:
+    """A second detector: the early process forked once it imported Otava. It finds the change points
+    of one batch of series (`ask`) and exits; it exits too when the early process ends first."""
+
+    def __init__(self) -> None:
+        context = multiprocessing.get_context("fork")
+        self._conn, child = context.Pipe()
+        self._process = context.Process(
+            target=_detect_once, args=(child, self._conn), name="fsdp-bench history detector", daemon=True
+        )
+        self._process.start()
+        child.close()
+
+    def ask(self, values_of: list[list[float]]) -> Callable[[], list]:
+        """bench.analysis.history.detect.detect_each of the batch, asked now; the function that waits for it."""
+        self._conn.send(values_of)
+
+        def answer() -> list:
+            ok, value = self._conn.recv()
+            self._process.join()
+            if not ok:
+                raise value
+            return value
+
+        return answer
+
+
+def _detect_once(conn, parent_end) -> None:
+    from bench.analysis.history.detect import detect_each
+
+    parent_end.close()  # this process's copy of the early process's end: its EOF ends the wait below
+    try:
+        values_of = conn.recv()
+    except EOFError:  # the early process ended without asking
+        return
+    try:
+        result = (True, detect_each(values_of))
+    except BaseException as exc:  # noqa: BLE001 - raised again in the early process (DetectHelper.ask)
+        result = (False, exc)
+    try:
+        conn.send(result)
+    except OSError:  # the early process was stopped meanwhile (the command failed or was interrupted)
+        return
+
+
+def detect_in_two(helper: DetectHelper | None, values_of: list[list[float]]) -> list:
+    """detect_each of every series: the second half (by runs, which the detector's time follows) by
+    `helper` while this process finds the first half's; all of them here without a helper."""
+    from bench.analysis.history.detect import detect_each
+
+    if helper is None or len(values_of) < 2:
+        return detect_each(values_of)
+    total, runs, half = sum(len(v) for v in values_of), 0, 0
+    while half < len(values_of) - 1 and runs + len(values_of[half]) <= total / 2:
+        runs += len(values_of[half])
+        half += 1
+    half = max(half, 1)
+    rest = helper.ask(values_of[half:])
+    return detect_each(values_of[:half]) + rest()
+
+
 def _serve(conn) -> None:
-    from bench.analysis.history.detect import detect_each, import_detector
+    from bench.analysis.history.detect import import_detector
 
     import_detector()  # first: the change points are asked for first
-    handlers: dict[str, Callable[[Any], Any]] = {DETECT: detect_each}
+    helpers = [DetectHelper()] if cpus() >= 2 and can_fork() else []  # one batch each: a later one is found here
+    handlers: dict[str, Callable[[Any], Any]] = {
+        DETECT: lambda values_of: detect_in_two(helpers.pop() if helpers else None, values_of)
+    }
     while True:
         if PAGE not in handlers and not conn.poll():  # nothing asked yet: the drawing libraries meanwhile
             handlers[PAGE] = _page_renderer()

@@ -7,8 +7,6 @@ Markdown), so no table cell ever carries markup.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import pandas as pd
 
@@ -18,21 +16,9 @@ from bench.analysis.stats import CONFIDENCE_PCT
 from bench.present.report import formatting as fmt
 from bench.present.report.labels import CONFIG_COLUMNS, config_label, config_labels, series_labels
 from bench.present.report.reproduce import RUN_COLUMNS, run_command
+from bench.present.report.table import Table
 
 BELOW_PREDICTION = "below prediction"
-
-
-@dataclass
-class Table:
-    """Column headers, rows of strings, and a CSS class per row ("" or "flag")."""
-
-    columns: list[str]
-    rows: list[list[str]] = field(default_factory=list)
-    row_classes: list[str] = field(default_factory=list)
-
-    def add(self, cells: list[str], css: str = "") -> None:
-        self.rows.append(cells)
-        self.row_classes.append(css)
 
 
 def headline_table(scaling: pd.DataFrame) -> Table:
