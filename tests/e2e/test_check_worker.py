@@ -1,5 +1,5 @@
 """`fsdp-bench check` of a results folder with its forked worker (bench/analysis/check/loading.py,
-forked.py) prints and writes what one process does, byte for byte: with the worker, with one CPU
+bench/analysis/forking.py Worker) prints and writes what one process does, byte for byte: with the worker, with one CPU
 (no worker), and with a worker that dies at the start or fails while it reads (its share is then
 read here). The console script's code in this process (tests/bench_cli.py); the worker is forked
 from it, so the sizes that let a small folder use a worker are set here."""
@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from bench_cli import fsdp_bench
 
-import bench.analysis.check.forked as forked
 import bench.analysis.check.loading as loading
 import bench.analysis.check.timings as timings
+import bench.analysis.forking as forked
 import bench.analysis.records as records
 from bench.analysis.check.synthetic import make_record, step_times
 from bench.analysis.forking import can_fork

@@ -31,7 +31,7 @@ from bench.analysis.check.timings import (
 from bench.analysis.stats import CONFIDENCE_PCT, MIN_RUNS, Comparison
 
 if TYPE_CHECKING:
-    from bench.analysis.check.forked import Worker
+    from bench.analysis.forking import Worker
 
 # Floats such as flops_per_token are products of integers: a relative 1e-9 absorbs rounding
 # in the JSON round trip and nothing else.
@@ -145,7 +145,7 @@ def timing_comparisons(
     """The comparisons every matched (baseline, current) pair's timings need, by samples_kind, all
     computed together (a 10,000-record check compares thousands of points): the step times once
     per pair for step time, tokens/s and MFU, each run-level metric's values once. `worker`: a
-    forked process (bench/analysis/check/forked.py) that computes the later half of many of them
+    forked process (bench/analysis/forking.py) that computes the later half of many of them
     meanwhile (each comparison depends on its own samples alone: the same numbers)."""
     wanted = []
     for position, (base, cur) in enumerate(pairs):

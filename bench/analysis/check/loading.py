@@ -2,7 +2,7 @@
 
 Reading and validating the records of a big results folder is most of what `check` does before it
 compares, and every record is read alone. So the command forks a worker first thing
-(bench/analysis/check/forked.py), before either process imports the record schema: the worker
+(bench/analysis/forking.py), before either process imports the record schema: the worker
 finds the folder's files (`file_texts_named`), sends their list, then reads the later share of them and
 summarizes it (bench/analysis/check/points.py `summarize_runs`: what the points need of them,
 small enough to send, where the records would cost as much to pickle as to validate again), while
@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bench.analysis.check.forked import Worker
+from bench.analysis.forking import Worker
 
 if TYPE_CHECKING:
     from collections.abc import Iterator

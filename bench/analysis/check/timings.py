@@ -22,7 +22,7 @@ from bench.analysis.check.thresholds import METRICS
 from bench.analysis.stats import Comparison, compare_many, compare_runs
 
 if TYPE_CHECKING:
-    from bench.analysis.check.forked import Worker
+    from bench.analysis.forking import Worker
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ def compare_samples(
 ) -> list[Comparison]:
     """The comparison of the samples behind each (baseline, current, metric), all computed together
     (bench.analysis.stats.compare_many: the numbers of one comparison at a time); the later share
-    of many by `worker` (bench/analysis/check/forked.py), where there is one."""
+    of many by `worker` (bench/analysis/forking.py), where there is one."""
     samples = [(timing_runs(base, metric), timing_runs(cur, metric)) for base, cur, metric in wanted]
     if worker is None or len(samples) < PARALLEL_MIN_COMPARISONS:
         return compare_many(samples)
