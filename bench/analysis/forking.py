@@ -3,14 +3,35 @@
 A forked child copies every lock of its parent as it was: with another thread running (a test
 runner's, a library's pool) a lock held mid-use stays held in the child forever. So work is forked
 only where fork exists and this process runs one thread; elsewhere it runs serially, with the same
-results. Used by history's drawing process and its figure workers, and the report's figure workers.
+results. Used by history's drawing process and its figure workers, the report's figure workers and
+check's reader (`Worker`, below).
+
+`Worker` is a forked process that works for this one while it goes on, each result sent back
+pickled. `check` spends its time on work that splits into independent shares (reading records,
+comparing points): a share goes to a process forked at the start, while this one's memory is small
+(a fork of a big heap costs both processes a copy of every page either writes) and before the
+imports both need (each imports them at once, on its own CPU). The worker runs a first task from
+its own copy of the arguments, a generator whose every item is sent back as it comes, then the
+calls sent to it, in order. Where forking is unsafe or there is one CPU there is no worker; where
+there is none, or it died or failed, each result is computed here when asked for (the caller says
+how: `result(otherwise)`), so the results are the same either way, and an error is raised here,
+where it would be without a worker.
 """
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
+import pickle
+import signal
 import threading
+from collections.abc import Callable, Iterator, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import multiprocessing.connection
 
 
 def can_fork() -> bool:
@@ -21,3 +42,106 @@ def can_fork() -> bool:
 def cpus() -> int:
     """The CPUs this process may run on (its affinity where the platform says)."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+_PROTOCOL = pickle.HIGHEST_PROTOCOL
+
+
+class Worker:
+    """`start` forks the worker on its first task; `result(otherwise)` returns its next result;
+    `submit` sends it a call (a module-level function and picklable arguments) once every result
+    before it was taken (two results crossing in two pipes' buffers could each wait for the other
+    to be read). A context manager whose exit stops the worker."""
+
+    def __init__(self) -> None:
+        self._conn: multiprocessing.connection.Connection | None = None
+        self._pid: int | None = None
+        self._submitted: tuple[Callable[..., Any], tuple[Any, ...]] | None = None
+
+    @classmethod
+    def start(cls, task: Callable[..., Iterator[Any]], *args: Any, then_import: Sequence[str] = ()) -> Worker:
+        """Fork the worker on `task(*args)` now (its items are the first results), after which it
+        imports the modules `then_import` (what later calls need, loaded while this process works);
+        with one CPU or where forking is unsafe, none starts."""
+        worker = cls()
+        if cpus() >= 2 and can_fork():
+            worker._fork(task, args, then_import)
+        return worker
+
+    @property
+    def running(self) -> bool:
+        """Whether a forked worker is there (False: every result is computed here)."""
+        return self._pid is not None
+
+    def _fork(self, task: Callable[..., Iterator[Any]], args: tuple[Any, ...], then_import: Sequence[str]) -> None:
+        here, there = multiprocessing.Pipe(duplex=True)
+        pid = os.fork()
+        if pid == 0:  # the worker: never returns, and leaves the parent's state alone (os._exit)
+            status = 1
+            try:
+                here.close()
+                _serve(there, task(*args), then_import)
+                status = 0
+            finally:
+                os._exit(status)
+        there.close()
+        self._conn, self._pid = here, pid
+
+    def submit(self, function: Callable[..., Any], *args: Any) -> None:
+        """Send the worker a call; `result()` returns its result (computed here where there is no worker)."""
+        self._submitted = (function, args)
+        if self._conn is not None:
+            try:
+                self._conn.send_bytes(pickle.dumps((function, args), protocol=_PROTOCOL))
+            except OSError:  # the worker is gone: the call runs here
+                self.close()
+
+    def result(self, otherwise: Callable[[], Any] | None = None) -> Any:
+        """The worker's next result; without a worker, `otherwise()` (by default the submitted call, run here)."""
+        if otherwise is None:
+            if self._submitted is None:
+                raise RuntimeError("Worker.result: nothing to compute it from")
+            function, args = self._submitted
+            self._submitted = None
+            otherwise = lambda: function(*args)  # noqa: E731
+        if self._conn is not None:
+            try:
+                return pickle.loads(self._conn.recv_bytes())
+            except (EOFError, OSError):  # the worker ended without this result
+                self.close()
+        return otherwise()
+
+    def close(self) -> None:
+        """Stop the worker (if it still runs) and reap it."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+        if self._pid is not None:
+            try:
+                os.kill(self._pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+    def __enter__(self) -> Worker:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _serve(conn: multiprocessing.connection.Connection, items: Iterator[Any], then_import: Sequence[str]) -> None:
+    """The worker's life: the first task's items, the imports, then each call received until the pipe closes."""
+    for item in items:
+        conn.send_bytes(pickle.dumps(item, protocol=_PROTOCOL))
+    for name in then_import:
+        importlib.import_module(name)
+    while True:
+        try:
+            function, args = pickle.loads(conn.recv_bytes())
+        except EOFError:
+            return
+        conn.send_bytes(pickle.dumps(function(*args), protocol=_PROTOCOL))

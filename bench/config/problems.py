@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # every command imports ConfigError before it knows whether it needs pydantic
+    from pydantic import ValidationError
 
 
 class ConfigError(ValueError):

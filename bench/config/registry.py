@@ -16,9 +16,10 @@ import os
 from collections.abc import Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bench.schema.devices import PeakEntry, match_peak
+if TYPE_CHECKING:  # the console script imports this module for every command; most never need the devices
+    from bench.schema.devices import PeakEntry
 
 SHIPPED = Path(__file__).resolve().parents[2] / "sweeps"
 CONFIG_DIR_ENV = "FSDP_BENCH_CONFIG_DIR"
@@ -104,6 +105,8 @@ def load_device(name: str) -> dict[str, Any]:
 def peak_table() -> list[PeakEntry]:
     """Every known device's runtime names and peaks: ranks match the device torch reports against
     it (MFU), whatever the cluster preset says."""
+    from bench.schema.devices import PeakEntry
+
     return [
         PeakEntry(device=d["name"], match=list(d.get("match") or []), peak_tflops=dict(d.get("peak_tflops") or {}))
         for d in map(load_device, group_options("device"))
@@ -112,6 +115,8 @@ def peak_table() -> list[PeakEntry]:
 
 def match_device(device_name: str) -> PeakEntry | None:
     """The device entry for a runtime name (torch.cuda.get_device_name()), matched exactly, or None."""
+    from bench.schema.devices import match_peak
+
     return match_peak(peak_table(), device_name)
 
 

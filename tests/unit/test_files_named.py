@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from bench.analysis.records import RESULT_FILE, files_named
+from bench.analysis.records import RESULT_FILE, file_texts_named, files_named
 
 
 def _tree(root: Path) -> None:
@@ -23,6 +23,7 @@ def test_same_paths_in_the_same_order_as_sorted_rglob(tmp_path: Path) -> None:
     _tree(tmp_path)
     found = files_named(tmp_path, RESULT_FILE)
     assert found == sorted(tmp_path.rglob(RESULT_FILE))
+    assert file_texts_named(tmp_path, RESULT_FILE) == [str(p) for p in found]  # check's worker sends these
     assert [str(p.relative_to(tmp_path).parent) for p in found] == [
         "A",
         "a/b/c",

@@ -278,6 +278,7 @@ def test_table_html_writes_what_the_jinja_loop_over_the_cells_wrote():
     """html.table_html replaced a Jinja loop over every cell (slow at 10,000 rows): the same text,
     every header, cell and row class escaped, empty tables included."""
     from jinja2 import Environment
+    from markupsafe import Markup
 
     from bench.present.report.html import table_html
     from bench.present.report.tables import Table
@@ -291,6 +292,13 @@ def test_table_html_writes_what_the_jinja_loop_over_the_cells_wrote():
     table = Table(["a & b", "<c>"])
     table.add([SCRIPT, "1,234"], "flag")
     table.add(['"quoted"', "–"])
-    for t, css in ((table, "wide"), (Table(["only"]), "")):
+    table.add([], 'odd "class"')
+    table.add(["", "'"])
+    # The cells are escaped in one call with stand-in characters between them; cells that hold a
+    # stand-in, or are not plain strings (Markup is not escaped again), take the cell-by-cell way.
+    odd = Table(["x", "y"], [["a\x1fb", "c\x1e"], ["<i>", "&"]], ["", "flag"])
+    objects = Table(["x", "y"], [[Markup("<b>ok</b>"), 3], ["<", None]], ["", ""])
+    for t, css in ((table, "wide"), (Table(["only"]), ""), (odd, ""), (objects, "")):
         assert str(table_html(t, css)) == loop.render(t=t, css=css)
+    assert "<td>a\x1fb</td><td>c\x1e</td>" in table_html(odd) and "<td><b>ok</b></td><td>3</td>" in table_html(objects)
     assert "&lt;script&gt;" in table_html(table) and '<tr class="flag">' in table_html(table)

@@ -169,11 +169,14 @@ def test_the_report_pipeline_loads_no_matplotlib_until_it_draws():
 
 
 def test_figure_workers_started_before_the_data_draw_what_the_parent_would(analysis):
-    """The `report` command's order: start (no data yet), submit, collect; same PNGs as drawn here."""
-    from bench.present.report.render import FigureWorkers, render_figures
+    """The `report` command's order: start (no data yet), the records' frame as soon as `analyse`
+    has it (the memory figure is drawn from it), submit, collect; same PNGs as drawn here."""
+    from bench.present.report.render import FigureWorkers, draw_order, render_figures
 
+    assert draw_order()[:2] == ["memory", "checkpoint"]  # the figures of the records' frame go first
     with FigureWorkers.start(2) as workers:
-        workers.submit(analysis.points, analysis.scaling)
+        late = analyse(sample_sweep(), on_frame=workers.submit_records)
+        workers.submit(late.points, late.scaling)
         early = workers.collect()
     assert [(f.name, f.png) for f in early] == [
         (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)

@@ -209,7 +209,11 @@ def load_side(path: Path) -> Side:
 
 
 def _side_from_records(records: list, problems: list, *, source: str) -> Side:
-    points = points_from_records(records)
+    return side_of_points(points_from_records(records), problems, source=source)
+
+
+def side_of_points(points: list[PointData], problems: list, *, source: str) -> Side:
+    """The Side of a results folder's points (and the problems of its files that could not be read)."""
     try:
         env = common_fingerprint(points)
     except ValueError as exc:

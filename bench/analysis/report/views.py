@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -22,9 +22,14 @@ class Analysis:
     scaling: pd.DataFrame
 
 
-def analyse(records: Iterable[RunResult]) -> Analysis:
-    """Records -> per-point frame with efficiencies, per-configuration cells, scaling series."""
+def analyse(records: Iterable[RunResult], on_frame: Callable[[pd.DataFrame], None] | None = None) -> Analysis:
+    """Records -> per-point frame with efficiencies, per-configuration cells, scaling series.
+
+    `on_frame`: called with the records' frame as soon as it is built, before the aggregation (the
+    report hands it to its figure workers, which draw what needs nothing more meanwhile)."""
     frame = records_to_frame(records)
+    if on_frame is not None:
+        on_frame(frame)
     cells = build_cells(frame)
     scaling = build_scaling(cells)
     return Analysis(point_scaling(frame, cells, scaling), cells, scaling)

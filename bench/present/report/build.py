@@ -68,7 +68,8 @@ def _build(
     figure_workers: FigureWorkers | None = None,
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    analysis = analyse(records)
+    # Workers started early draw the figures of the records' frame while the rest is aggregated.
+    analysis = analyse(records, on_frame=None if figure_workers is None else figure_workers.submit_records)
     points = analysis.points
     if figure_workers is None:
         figure_workers = FigureWorkers.start(None if len(points) >= PARALLEL_MIN_POINTS else 1)

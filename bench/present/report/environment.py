@@ -17,7 +17,7 @@ MAX_VALUES = 12
 
 def environment_lines(points: pd.DataFrame) -> list[tuple[str, str]]:
     """(label, value) pairs for the header, in a fixed order."""
-    hosts = sorted({h for names in points["hostnames"].dropna() for h in str(names).split()})
+    hosts = sorted({h for names in _values(points["hostnames"]) for h in str(names).split()})
     return [
         ("sweeps", _distinct(points["sweep"])),
         ("torch", _distinct(points["torch"])),
@@ -33,7 +33,15 @@ def environment_lines(points: pd.DataFrame) -> list[tuple[str, str]]:
 
 
 def _distinct(column: pd.Series) -> str:
-    return _join(sorted({str(v) for v in column.dropna() if str(v)}))
+    return _join(sorted({str(v) for v in _values(column) if str(v)}))
+
+
+def _values(column: pd.Series):
+    """The column's values without the missing ones, each distinct string once (10,000 points have a
+    handful); every value where some are not strings (equal values of other types, 1 and 1.0, print apart)."""
+    present = column.dropna()
+    distinct = present.unique()
+    return distinct if all(type(v) is str for v in distinct) else present
 
 
 def _join(values: list[str]) -> str:

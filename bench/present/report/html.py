@@ -65,13 +65,36 @@ def table_html(table: Any, css: str = "") -> Markup:
     The `table` macro of templates/_macros.html.j2 calls this: the same text a Jinja loop over the
     cells writes, at a fraction of its cost for a 10,000-row results table."""
     head = "".join(f"<th>{escape(column)}</th>" for column in table.columns)
-    rows = [
-        (f'\n    <tr class="{escape(css_class)}">' if css_class else "\n    <tr>")
-        + "".join(f"<td>{escape(cell)}</td>" for cell in row)
-        + "</tr>"
+    body = _body_escaped_at_once(table) or "".join(
+        _row_start(css_class) + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
         for row, css_class in zip(table.rows, table.row_classes)
-    ]
-    body = "".join(rows)
+    )
     return Markup(
         f'<table class="{escape(css)}">\n  <thead><tr>{head}</tr></thead>\n  <tbody>{body}\n  </tbody>\n</table>'
+    )
+
+
+def _row_start(css_class: str) -> str:
+    return f'\n    <tr class="{escape(css_class)}">' if css_class else "\n    <tr>"
+
+
+# Stand-ins for the markup between cells and between rows, joined into one text that is escaped in
+# one call (escaping leaves control characters alone) and then replaced by the markup.
+_CELL, _ROW = "\x1f", "\x1e"
+
+
+def _body_escaped_at_once(table: Any) -> str | None:
+    """The rows' markup with every cell escaped, from one escape of all the cells (142,000 calls of
+    `escape` at 10,000 points otherwise); None where that is not the same text: a cell that is not a
+    plain string (escape would ask it for its own HTML) or that holds a stand-in character."""
+    rows = table.rows
+    if not rows or not all(type(cell) is str for row in rows for cell in row):
+        return None
+    text = _ROW.join(_CELL.join(row) for row in rows)
+    if text.count(_CELL) + text.count(_ROW) != sum(max(len(row) - 1, 0) for row in rows) + len(rows) - 1:
+        return None
+    escaped = str(escape(text)).split(_ROW)
+    return "".join(
+        _row_start(css_class) + (f"<td>{cells.replace(_CELL, '</td><td>')}</td>" if row else "") + "</tr>"
+        for row, css_class, cells in zip(rows, table.row_classes, escaped)
     )

@@ -78,14 +78,19 @@ def series_labels(
     """
     if scaling.empty:
         return {}
-    firsts = scaling.drop_duplicates("series").set_index("series")
+    read = [c for c in dict.fromkeys([*GROUP_KEYS, "series", "mode", "micro_batch", "grad_accum", "global_batch"])
+            if c in scaling.columns]  # fmt: skip
+    firsts = scaling[read].drop_duplicates("series")  # only the columns a label reads: a few, not a hundred
     varying = [k for k in GROUP_KEYS if k not in omit and firsts[k].nunique(dropna=False) > 1]
     if not varying:
         varying = ["strategy"]
+    if only is not None:
+        firsts = firsts[firsts["series"].isin(list(only))]
     labels = {}
-    for series, row in (firsts if only is None else firsts[firsts.index.isin(list(only))]).iterrows():
+    for values in zip(*(firsts[c].tolist() for c in read)):  # Python scalars, as iterrows gives them
+        row = dict(zip(read, values))
         parts = [value_text(k, row[k]) for k in varying]
         mode = row["mode"]
         suffix = "" if mode == "single" else f" ({mode})"
-        labels[int(series)] = " · ".join([*parts, batch_text(row, mode)]) + suffix
+        labels[int(row["series"])] = " · ".join([*parts, batch_text(row, mode)]) + suffix
     return labels

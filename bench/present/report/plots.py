@@ -21,6 +21,7 @@ matplotlib.use("Agg")  # no display: reports render on headless CI runners and c
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
 
 from bench.analysis.report.aggregate import GROUP_KEYS  # noqa: E402
 from bench.present.report.labels import series_labels  # noqa: E402
@@ -99,17 +100,16 @@ def energy_figure(scaling: pd.DataFrame) -> Figure | None:
     return _line_figure(scaling, energy.key, f"{energy.label} ({energy.unit.split('/')[0]})", None)
 
 
-def _throughput_ideal(series: pd.DataFrame) -> np.ndarray:
-    base = series.iloc[0]
-    return base["tokens_per_s"] * series["nodes"].to_numpy() / base["nodes"]
+def _throughput_ideal(line: dict[str, np.ndarray]) -> np.ndarray:
+    return line["tokens_per_s"][0] * line["nodes"] / line["nodes"][0]
 
 
-def _per_device_ideal(series: pd.DataFrame) -> np.ndarray:
-    return np.full(len(series), series.iloc[0]["tokens_per_s_per_device"])
+def _per_device_ideal(line: dict[str, np.ndarray]) -> np.ndarray:
+    return np.full(len(line["nodes"]), line["tokens_per_s_per_device"][0])
 
 
 def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure | None:
-    """One panel per model: a line per series; `ideal(series)` gives the dashed ideal line."""
+    """One panel per model: a line per series; `ideal(line)` gives the dashed ideal line."""
     data = _narrow(scaling[scaling[column].notna()], [column, *(ci or ())])
     if data.empty:
         return None
@@ -117,13 +117,15 @@ def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure
     for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
         shown = _top_series(panel)
         labels = series_labels(panel, only=shown)
-        for index, line in enumerate(_series_lines(panel[panel["series"].isin(shown)])):
-            series = line["series"].iat[0]
+        arrays = _panel_arrays(panel, [column, *(ci or ())])
+        for index, line in enumerate(_series_lines(arrays, shown)):
+            series = line["series"][0]
             style = {"color": PALETTE[index % MAX_SERIES], "marker": MARKERS[index % MAX_SERIES]}
-            x, y = line["nodes"].to_numpy(dtype=float), line[column].to_numpy(dtype=float)
+            x, y = line["nodes"].astype(float), line[column]
             ax.plot(x, y, label=shorten(labels[int(series)]), gid=f"series:{series}", **style)
-            _error_bars(ax, line, x, y, ci, style["color"])
-            if ideal is not None and len(line) > 1:
+            if ci is not None:
+                _error_bars(ax, x, y, line[ci[0]], line[ci[1]], style["color"])
+            if ideal is not None and len(y) > 1:
                 ax.plot(x, ideal(line), color=style["color"], gid=f"ideal:{series}", label="_ideal", **IDEAL_STYLE)
         _finish_axes(ax, panel, model, len(shown), ylabel, log_y, ideal is not None)
     return fig
@@ -133,6 +135,8 @@ def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure
 # ideal lines' baselines and the legend labels' keys (bench/present/report/labels.py series_labels).
 _LINE_COLUMNS = ["model", "series", "nodes", "mode", "tokens_per_s", "tokens_per_s_per_device", "micro_batch",
                  "grad_accum", "global_batch", *GROUP_KEYS]  # fmt: skip
+# What a line is drawn from: its identity, x, and the ideal lines' baselines (as floats).
+_DRAWN_COLUMNS = {"series": None, "nodes": None, "tokens_per_s": float, "tokens_per_s_per_device": float}
 
 
 def _narrow(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -141,29 +145,45 @@ def _narrow(frame: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return frame[list(dict.fromkeys(c for c in [*_LINE_COLUMNS, *columns] if c in frame.columns))]
 
 
-def _series_lines(rows: pd.DataFrame) -> list[pd.DataFrame]:
-    """Each series' rows sorted by node count, series in order of first appearance: what
-    `groupby("series", sort=False)` then `sort_values("nodes")` gives, without a frame per step."""
-    series, nodes = rows["series"].to_numpy(), rows["nodes"].to_numpy()
+def _panel_arrays(panel: pd.DataFrame, columns: list[str]) -> dict[str, np.ndarray]:
+    """The panel's drawn columns as numpy arrays (plotted values as floats, NA as NaN), converted
+    once: each line then takes its rows from these instead of filtering a DataFrame per series."""
+    kinds = {**_DRAWN_COLUMNS, **dict.fromkeys(columns, float)}
+    return {c: panel[c].to_numpy(dtype=kind) for c, kind in kinds.items() if c in panel.columns}
+
+
+def _series_lines(arrays: dict[str, np.ndarray], shown: list) -> list[dict[str, np.ndarray]]:
+    """The shown series' rows (each column an array) sorted by node count, series in order of first
+    appearance: what `groupby("series", sort=False)` then `sort_values("nodes")` gives."""
+    series, nodes = arrays["series"], arrays["nodes"]
+    kept = np.flatnonzero(np.isin(series, shown))
     lines = []
-    for value in pd.unique(series):
-        positions = np.flatnonzero(series == value)
-        lines.append(rows.iloc[positions[np.argsort(nodes[positions], kind="quicksort")]])
+    for value in pd.unique(series[kept]):
+        positions = kept[series[kept] == value]
+        order = positions[np.argsort(nodes[positions], kind="quicksort")]
+        lines.append({c: values[order] for c, values in arrays.items()})
     return lines
 
 
-def _error_bars(ax, line: pd.DataFrame, x, y, ci, color) -> None:
-    """95 % bootstrap CI bars where a point has repeats."""
-    if ci is None or line[ci[0]].isna().all():
+def _error_bars(ax, x, y, low, high, color) -> None:
+    """95 % bootstrap CI bars where a point has repeats: the artists (and pixels) of
+    `ax.errorbar(x, y, yerr, fmt="none", ecolor=color, capsize=3)`, without the data line and
+    container it builds and never draws (a third of a line figure's building time)."""
+    if np.isnan(low).all():
         return
-    low, high = line[ci[0]].to_numpy(dtype=float), line[ci[1]].to_numpy(dtype=float)
-    yerr = np.vstack([np.nan_to_num(y - low), np.nan_to_num(high - y)])
-    ax.errorbar(x, y, yerr=yerr, fmt="none", ecolor=color, capsize=3, label="_ci")
+    below, above = np.nan_to_num(y - low), np.nan_to_num(high - y)
+    if (below < 0).any() or (above < 0).any():  # an interval that misses its median: errorbar refuses it
+        raise ValueError("'yerr' must not contain negative values")
+    bottom, top = y - below, y + above
+    ax.vlines(x, bottom, top, zorder=2, label="_nolegend_", color=color)
+    caps = {"marker": "_", "markersize": 6.0, "markeredgecolor": color, "color": "C0", "linestyle": "none", "zorder": 2}
+    for end in (bottom, top):  # errorbar's own cap lines, bottom then top
+        ax.add_line(Line2D(x, end, label="_nolegend_", **caps))
 
 
 def _top_series(panel: pd.DataFrame) -> list:
     """The MAX_SERIES fastest series of a panel, ranked by tokens/s at their largest node count."""
-    last = panel.sort_values("nodes").groupby("series", sort=False).tail(1)
+    last = panel[["series", "nodes", "tokens_per_s"]].sort_values("nodes").groupby("series", sort=False).tail(1)
     return list(last.sort_values("tokens_per_s", ascending=False)["series"].head(MAX_SERIES))
 
 
@@ -300,6 +320,10 @@ FIGURES = {
     "checkpoint": ("Checkpoint save time vs size and bandwidth vs nodes; hollow and dashed: the planner's",
                    lambda points, scaling: _checkpoint_figure(points)),
 }  # fmt: skip
+# The figures whose builders read only the records' own columns (no series, efficiency or scaling
+# row): the report hands the records' frame to its figure workers as soon as it is built, and these
+# are drawn while the parent still aggregates (bench/present/report/render.py).
+RECORD_FIGURES = ("memory", "checkpoint")
 
 
 def _checkpoint_figure(points: pd.DataFrame) -> Figure | None:

@@ -5,8 +5,10 @@ drawn in parallel by forked workers. The `report` command starts them before it 
 (`FigureWorkers.start`): while the parent reads and analyses on one core, the first worker imports
 matplotlib and draws a throw-away figure (fonts and PNG encoder loaded) on another, then forks the
 rest from its warm self, so matplotlib is imported once and never in the parent. The frames arrive
-later over a pipe (`submit`, once per worker, without the columns no figure reads); the parent
-writes tables, CSV and summary while they draw, and `collect` gathers the PNGs in report order.
+later over a pipe, without the columns no figure reads: the records' frame as soon as it is built
+(`submit_records`: the figures that read nothing else, plots.RECORD_FIGURES, are drawn first, while
+the parent still aggregates), then the points and scaling frames (`submit`); the parent writes
+tables, CSV and summary while they draw, and `collect` gathers the PNGs in report order.
 
 One core, platforms without fork, and processes running other threads (fork would copy their
 locks mid-use) draw serially in the parent at `collect`; the PNGs are byte-identical either way.
@@ -36,6 +38,8 @@ PARALLEL_MIN_POINTS = 1000
 MAX_WORKERS = 4
 # A worker's last message: (_DONE, how many figures there are).
 _DONE = "done"
+# What the parent sends: (_RECORDS, records' frame) first where it can, then (_ANALYSIS, (points, scaling)).
+_RECORDS, _ANALYSIS = "records", "analysis"
 # Big scaling frames carry per-cell bootstrap samples and key tuples that no figure reads:
 # left out of what is pickled to the workers (tens of MB at 10,000 points).
 _NOT_DRAWN = ("step_boot", "step_runs", "point_ids", "weak_key", "strong_key", "hostnames")
@@ -46,6 +50,15 @@ def figure_names() -> list[str]:
     from bench.present.report.plots import FIGURES
 
     return list(FIGURES)
+
+
+def draw_order() -> list[str]:
+    """The order the workers take the figures in: those drawn from the records' frame alone first
+    (they can start before the analysis is done), then the rest in report order."""
+    from bench.present.report.plots import RECORD_FIGURES
+
+    names = figure_names()
+    return [n for n in names if n in RECORD_FIGURES] + [n for n in names if n not in RECORD_FIGURES]
 
 
 def draw(points: pd.DataFrame, scaling: pd.DataFrame, name: str) -> RenderedFigure | None:
@@ -90,12 +103,20 @@ class FigureWorkers:
             child_end.close()
         return cls([parent_end for parent_end, _ in pairs], pid)
 
+    def submit_records(self, frame: pd.DataFrame) -> None:
+        """Hand the records' frame (bench/analysis/report/frame.py, before any aggregation) to every
+        worker: they draw plots.RECORD_FIGURES from it at once. Optional; returns without waiting."""
+        self._send((_RECORDS, _drawn_columns(frame)))
+
     def submit(self, points: pd.DataFrame, scaling: pd.DataFrame) -> None:
         """Hand the frames to every worker (they start drawing at once); returns without waiting."""
         self._frames = (points, scaling)
+        self._send((_ANALYSIS, (_drawn_columns(points), _drawn_columns(scaling))))
+
+    def _send(self, message: tuple) -> None:
         if not self._conns:
             return
-        payload = pickle.dumps((_drawn_columns(points), _drawn_columns(scaling)), protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
         for conn in self._conns:
             try:
                 conn.send_bytes(payload)
@@ -197,23 +218,28 @@ def _serve_all(conns: list[multiprocessing.connection.Connection], next_figure) 
 
 
 def _serve(conn: multiprocessing.connection.Connection, next_figure) -> None:
-    """Receive the frames, then draw the next undrawn figure until none is left, sending back
-    (index, name, figure, error) for each and (_DONE, number of figures) at the end."""
-    try:
-        points, scaling = pickle.loads(conn.recv_bytes())
-    except (EOFError, OSError):  # the parent finished (or failed) without submitting
-        return
-    names = figure_names()
+    """Take the next undrawn figure (draw_order) until none is left, waiting for the frames it is
+    drawn from; send back (report index, name, figure, error) for each and (_DONE, number of
+    figures) at the end."""
+    received: dict[str, object] = {}
+    names, order = figure_names(), draw_order()
     while True:
         with next_figure.get_lock():
-            index = next_figure.value
+            position = next_figure.value
             next_figure.value += 1
-        if index >= len(names):
+        if position >= len(order):
             break
+        name = order[position]
         try:
-            reply = (index, names[index], draw(points, scaling, names[index]), None)
+            while not (frames := _frames_for(name, received)):
+                kind, frame = pickle.loads(conn.recv_bytes())
+                received[kind] = frame
+        except (EOFError, OSError):  # the parent finished (or failed) without submitting
+            return
+        try:
+            reply = (names.index(name), name, draw(*frames, name), None)
         except Exception:  # reported to the parent, which raises it there
-            reply = (index, names[index], None, traceback.format_exc())
+            reply = (names.index(name), name, None, traceback.format_exc())
         try:
             conn.send(reply)
         except OSError:  # the parent is gone
@@ -221,6 +247,17 @@ def _serve(conn: multiprocessing.connection.Connection, next_figure) -> None:
     with contextlib.suppress(OSError):
         conn.send((_DONE, len(names)))
     conn.close()
+
+
+def _frames_for(name: str, received: dict[str, object]) -> tuple | None:
+    """(points, scaling) to draw `name` from, out of what has arrived; None until enough has."""
+    from bench.present.report.plots import RECORD_FIGURES
+
+    if _ANALYSIS in received:
+        return received[_ANALYSIS]
+    if name in RECORD_FIGURES and _RECORDS in received:
+        return received[_RECORDS], None
+    return None
 
 
 def _warm_up() -> None:

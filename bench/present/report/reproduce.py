@@ -33,6 +33,8 @@ _NON_DEFAULT = [
     ("train.cpu_offload", "cpu_offload", False),
 ]
 MAX_COMMANDS = 20
+# The columns run_command reads.
+RUN_COLUMNS = [column for _, column in _ALWAYS] + [column for _, column, _ in _NON_DEFAULT] + ["variant", "sweep"]
 
 
 def run_command(row: Mapping[str, Any]) -> str:
@@ -52,8 +54,7 @@ def _value(value: Any) -> str:
 
 def default_commands(points: pd.DataFrame) -> list[str]:
     """One run command per distinct configuration (repeats collapse), at most MAX_COMMANDS."""
-    columns = [column for _, column in _ALWAYS] + [column for _, column, _ in _NON_DEFAULT] + ["variant", "sweep"]
-    configurations = points[columns].drop_duplicates()  # repeats share one command
+    configurations = points[RUN_COLUMNS].drop_duplicates()  # repeats share one command
     commands = list(dict.fromkeys(run_command(row) for row in configurations.to_dict("records")))
     extra = len(commands) - MAX_COMMANDS
     shown = commands[:MAX_COMMANDS]

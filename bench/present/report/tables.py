@@ -14,8 +14,8 @@ from bench.analysis.report.contention import CONTENTION
 from bench.analysis.report.diagnosis import likely_cause, measured_evidence
 from bench.analysis.stats import CONFIDENCE_PCT
 from bench.present.report import formatting as fmt
-from bench.present.report.labels import config_label, config_labels, series_labels
-from bench.present.report.reproduce import run_command
+from bench.present.report.labels import CONFIG_COLUMNS, config_label, config_labels, series_labels
+from bench.present.report.reproduce import RUN_COLUMNS, run_command
 from bench.present.report.table import Table
 
 BELOW_PREDICTION = "below prediction"
@@ -133,7 +133,7 @@ def results_table(points: pd.DataFrame) -> Table:
     predicted = has_prediction(points)
     table = Table(RESULT_HEADERS + PREDICTED_HEADERS * predicted)
     data = points[[c for c in _RESULT_COLUMNS if c in points.columns]]
-    values = data.to_dict("list")
+    values = data[[c for c in _VALUE_COLUMNS if c in data.columns]].to_dict("list")  # what the cells read
     flagged = [bool(v) for v in values["below_prediction"]]
     contention = values.get("contention", [None] * len(data))
     columns = [
@@ -154,13 +154,13 @@ def results_table(points: pd.DataFrame) -> Table:
         ],
     ]
     if predicted:
-        rows = data.to_dict("records") if any(flagged) else []
+        rows = iter(data[flagged].to_dict("records"))  # the flagged rows only: a few of 10,000
         columns += [
             _each(fmt.number, values["pred_tokens_per_s_per_device"]),
             _each(fmt.significant, values["pred_step_time_s"]),
             _each(fmt.gib, values["pred_memory_bytes"]),
             _each(fmt.percent, values["pred_scaling_efficiency"]),
-            [flag_text(rows[i]) if flag else "" for i, flag in enumerate(flagged)],
+            [flag_text(next(rows)) if flag else "" for flag in flagged],
         ]
     table.rows = [list(cells) for cells in zip(*columns)]
     table.row_classes = ["flag" if flag or _suspect(why) else "" for flag, why in zip(flagged, contention)]
@@ -237,6 +237,15 @@ _RESULT_COLUMNS = [
 ]  # fmt: skip
 
 
+# The columns the results table's cells read one by one (the rest: configuration labels and flag texts).
+_VALUE_COLUMNS = [
+    "sweep", "point_id", "status", "model", "nodes", "world_size", "tokens_per_s", "tokens_per_s_per_device",
+    "step_time_median_s", "mfu", "peak_mem_bytes", "scaling_efficiency", "scaling_mode", "baseline_nodes",
+    "below_prediction", "contention", "pred_tokens_per_s_per_device", "pred_step_time_s", "pred_memory_bytes",
+    "pred_scaling_efficiency",
+]  # fmt: skip
+
+
 def _efficiency_text(row: dict, with_contention: bool = True) -> str:
     contention = row.get("contention") if with_contention else None
     return _efficiency_cell(row["scaling_efficiency"], row["scaling_mode"], row["baseline_nodes"], contention)
@@ -257,7 +266,8 @@ def has_prediction(points: pd.DataFrame) -> bool:
 def failed_table(points: pd.DataFrame) -> Table:
     """Points that are not ok: status, reason and the command that reruns the point alone."""
     table = Table(["sweep", "point", "model", "configuration", "nodes", "status", "reason", "rerun"])
-    for row in points[points["status"] != "ok"].to_dict("records"):
+    read = [c for c in dict.fromkeys(["point_id", "status", "error", *CONFIG_COLUMNS, *RUN_COLUMNS]) if c in points]
+    for row in points.loc[points["status"] != "ok", read].to_dict("records"):  # the columns read, not a hundred
         table.add(
             [
                 row["sweep"],
