@@ -79,8 +79,8 @@ class DeviceSpec(Strict):
     @field_validator("peak_tflops")
     @classmethod
     def _peaks(cls, peaks: dict[str, float]) -> dict[str, float]:
-        for dtype, value in peaks.items():
-            positive(value, f"peak_tflops.{dtype}")
+        if peaks and not min(peaks.values()) > 0:  # one comparison when all are positive (every record read)
+            _positive_peaks(peaks)
         return peaks
 
 
@@ -117,14 +117,24 @@ class ClusterSpec(Strict):
     @model_validator(mode="after")
     def _resolve(self) -> ClusterSpec:
         """Fill the device's memory and peaks where the cluster does not override them."""
+        device = self.device
         if self.device_memory_gib is None:
-            self.device_memory_gib = self.device.memory_gib
-        self.peak_tflops = {**self.device.peak_tflops, **{k: v for k, v in self.peak_tflops.items() if v is not None}}
-        for name in ("device_memory_gib", "intra_node_gbps", "inter_node_gbps"):
-            positive(getattr(self, name), name)
-        for dtype, value in self.peak_tflops.items():
-            positive(value, f"peak_tflops.{dtype}")
+            self.device_memory_gib = device.memory_gib
+        overrides = self.peak_tflops
+        self.peak_tflops = peaks = {**device.peak_tflops, **{k: v for k, v in overrides.items() if v is not None}}
+        # Validated floats: one comparison when all are positive (every record read checks these), the
+        # named checks (the first failing one's message) otherwise.
+        if not min(self.device_memory_gib, self.intra_node_gbps, self.inter_node_gbps, *peaks.values()) > 0:
+            for name in ("device_memory_gib", "intra_node_gbps", "inter_node_gbps"):
+                positive(getattr(self, name), name)
+            _positive_peaks(peaks)
         return self
+
+
+def _positive_peaks(peaks: dict[str, float]) -> None:
+    """positive() of each peak, named by its dtype: the first one that is not says so."""
+    for dtype, value in peaks.items():
+        positive(value, f"peak_tflops.{dtype}")
 
 
 # Activation checkpointing in the identity: a knob counts only under the mode it tunes, both came
@@ -208,7 +218,9 @@ class TrainSpec(Strict):
     @field_validator("ac_save_ops")
     @classmethod
     def _known_ops(cls, groups: list[str] | None) -> list[str] | None:
-        unknown = ac_modes.unknown_save_ops(groups or [])
+        if not groups:  # null (the default) or none: nothing to look up
+            return groups
+        unknown = ac_modes.unknown_save_ops(groups)
         if unknown:
             allowed = ", ".join(ac_modes.SAVE_OP_GROUPS)
             raise ValueError(f"unknown op group {', '.join(map(repr, unknown))}; allowed: {allowed}")
