@@ -17,8 +17,9 @@ statistics of bench.analysis.stats): a regression is a slowdown beyond the rule'
 one-sided Mann-Whitney U p is below `check`'s alpha and whose bootstrap interval of the median ratio
 excludes 1; each run is one sample (a run-level timing, as `check` treats one). CPU time (user +
 system of the command and its children; process time for the pytest hot paths) gates at
-SLOWDOWN_PCT: on a shared VM it stays within a few per cent between sittings, where the wall time
-of the same code moved 20-25 % (docs/development.md). Wall time gates at WALL_SLOWDOWN_PCT, above
+SLOWDOWN_PCT: on the project's shared VM history's CPU time stayed within a few per cent between
+sittings where its wall time moved 20-25 % (docs/development.md, which also says where CPU time is
+noisy too). Wall time gates at WALL_SLOWDOWN_PCT, above
 that drift, so a change that makes a command wait (a sleep, a lock, an fsync) still fails when it
 waits long. A slower median that is not significant is `noise` and passes. Exit 0 when nothing
 regressed, 1 when something did (named, with how much) or a benchmark failed to run, 2 on bad
@@ -98,9 +99,6 @@ class Measured:
     wall_s: list[float]
     cpu_s: list[float]
     failure: str = ""
-
-    def samples(self, clock: str) -> list[float]:
-        return self.cpu_s if clock == "cpu" else self.wall_s
 
 
 def run_script(script: Script, runs: int, smoke: bool) -> Measured:

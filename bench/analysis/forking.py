@@ -69,13 +69,23 @@ class Worker:
         return worker
 
     @property
+    def pid(self) -> int | None:
+        """The worker's process id (None: there is none)."""
+        return self._pid
+
+    @property
     def running(self) -> bool:
         """Whether a forked worker is there (False: every result is computed here)."""
         return self._pid is not None
 
     def _fork(self, task: Callable[..., Iterator[Any]], args: tuple[Any, ...], then_import: Sequence[str]) -> None:
         here, there = multiprocessing.Pipe(duplex=True)
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (a pids limit, no memory): everything is computed here
+            here.close()
+            there.close()
+            return
         if pid == 0:  # the worker: never returns, and leaves the parent's state alone (os._exit)
             status = 1
             try:

@@ -1,7 +1,7 @@
 """`fsdp-bench check` of a results folder with its forked worker (bench/analysis/check/loading.py,
 bench/analysis/forking.py Worker) prints and writes what one process does, byte for byte: with the worker, with one CPU
-(no worker), and with a worker that dies at the start or fails while it reads (its share is then
-read here). The console script's code in this process (tests/bench_cli.py); the worker is forked
+(no worker), with a worker that dies at the start or fails while it reads (its share is then
+read here), and where fork itself fails. The console script's code in this process (tests/bench_cli.py); the worker is forked
 from it, so the sizes that let a small folder use a worker are set here."""
 
 from __future__ import annotations
@@ -85,3 +85,10 @@ def test_a_forked_worker_gives_the_outputs_of_one_process(tmp_path, monkeypatch)
 
     monkeypatch.setattr(forked, "_serve", lambda *args: os._exit(3))  # dies before its first result
     assert check("died") == shared and reads_here == [37, 22, 15]
+
+    def no_fork():  # a pids limit or no memory: fork fails, and check reads everything itself
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fork", no_fork)
+        assert check("no fork") == shared and reads_here == [37, 37]

@@ -67,7 +67,7 @@ def test_the_drawing_process_writes_the_serial_page_byte_for_byte(tmp_path, monk
 
 
 def test_the_early_process_finds_the_change_points_of_this_process_in_two_halves(monkeypatch):
-    """The early process's detector and its second detector (DetectHelper: the second half of the
+    """The early process's detector and its second detector (a forking.Worker: the second half of the
     series) give what detect_each gives here, in order; with one CPU, and for a second batch, the early
     process finds all."""
     import bench.analysis.forking as forking
@@ -86,3 +86,23 @@ def test_the_early_process_finds_the_change_points_of_this_process_in_two_halves
             assert drawing is not None
             assert drawing.ask_detect(values_of)() == here
             assert drawing.ask_detect(values_of[:4])() == here[:4]  # a second batch: the early process alone
+
+
+def test_a_second_detector_that_died_has_its_half_found_here():
+    """A second detector killed before it is asked (an OOM kill, a signal): its half of the series is
+    found in the asking process, so the change points are detect_each's, as with one process."""
+    import os
+    import signal
+
+    from bench.analysis.forking import Worker, can_fork
+    from bench.analysis.history.detect import detect_each
+    from bench.present.history.drawing import detect_in_two
+
+    if not can_fork():
+        pytest.skip("fork is not safe in this process (another thread runs)")
+    values_of = [s.values for s in _history_series()] * 3
+    helper = Worker.start(iter, ())  # no first task, as the early process starts it
+    assert helper.running
+    os.kill(helper.pid, signal.SIGKILL)
+    assert detect_in_two(helper, values_of) == detect_each(values_of)
+    assert not helper.running  # reaped

@@ -170,3 +170,10 @@ def test_the_worker_leaves_checkpointing_and_compile_stats_to_the_points_that_us
     """Every rank imports the worker; DCP and compile_stats load only for a point that checkpoints or
     compiles (fsdp_core/worker.py), not in every rank of every launch."""
     assert ranks_imports["worker"] == []
+
+
+def test_the_history_page_is_drawn_without_pandas():
+    """history's drawing process (bench/present/history/drawing.py) imports the detector and the page's
+    drawing, and pandas is not among what they load: its import was ~0.6 CPU-s of the command's critical path."""
+    groups = [["bench.present.history.drawing", "bench.analysis.history.detect", "bench.present.history.draw"]]
+    assert loaded_after_each(groups, ["pandas", "matplotlib"]) == [["matplotlib"]]

@@ -12,7 +12,7 @@ identity twice); the points are made from both batches in file order (`points_fr
 same points one process makes. The worker then imports the statistics and shares the comparison
 (compare.py). A side that is not a folder (a baseline file, a store, one result.json) is read here
 (`load_side`), as is everything with one CPU or where forking is unsafe; a folder of fewer than
-`PARALLEL_MIN_RECORDS` files is read here too, but for its list.
+`PARALLEL_MIN_RECORDS` files is read here too, but for its list, and the worker is then stopped.
 """
 
 from __future__ import annotations
@@ -67,6 +67,8 @@ class SideLoader:
             return load_side(self._path)
         files = self._worker.result(lambda: file_texts_named(self._path, RESULT_FILE))
         split = own_share(len(files))
+        if split == len(files):  # a small folder: nothing for the worker to read, nor to import for
+            self._worker.close()  # comparisons too few to share (timings.py): stopped, it costs no CPU
         own, own_problems = read_records(files[:split])
         their_batch, their_problems = self._worker.result(lambda: _read(files[split:]))
         # Summarized knowing the worker's specs: most points have runs in both shares, and their

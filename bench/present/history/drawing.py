@@ -2,7 +2,7 @@
 is read.
 
 Importing the detector's libraries (Otava and scipy.stats: ~1.2 s of CPU) and the drawing libraries
-(matplotlib, pandas, Jinja2: ~2 s), and drawing the figures (~1.5 s for ten), are half of
+(matplotlib and Jinja2), and drawing the figures (~1.5 s for ten), are half of
 `fsdp-bench history` over a 10,000-run store, and none of it needs the store: a process forked when
 the command starts imports them while the command reads the store and builds the series. It then
 answers two requests, in order: the change points of the series' values (`detect_each`,
@@ -15,7 +15,7 @@ fails there as it always did. Where fork is not safe (no fork, or other threads 
 
 The change points are the command's one wait between reading the store and drawing, and the
 command's own process does little meanwhile: with two CPUs or more the early process forks a second
-detector once Otava is imported (`DetectHelper`), which finds the change points of the second half of
+detector once Otava is imported (bench/analysis/forking.py `Worker`), which finds the change points of the second half of
 the series while the early process finds those of the first (each series' are its own: the same
 results as one `detect_each` of all).
 """
@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from bench.analysis.forking import can_fork, cpus
+from bench.analysis.forking import Worker, can_fork, cpus
 
 DETECT, PAGE = "detect", "page"
 
@@ -72,72 +72,37 @@ class DrawingProcess:
         self._process.join()
 
 
-class DetectHelper:
-    """A second detector: the early process forked once it imported Otava. It finds the change points
-    of one batch of series (`ask`) and exits; it exits too when the early process ends first."""
-
-    def __init__(self) -> None:
-        context = multiprocessing.get_context("fork")
-        self._conn, child = context.Pipe()
-        self._process = context.Process(
-            target=_detect_once, args=(child, self._conn), name="fsdp-bench history detector", daemon=True
-        )
-        self._process.start()
-        child.close()
-
-    def ask(self, values_of: list[list[float]]) -> Callable[[], list]:
-        """bench.analysis.history.detect.detect_each of the batch, asked now; the function that waits for it."""
-        self._conn.send(values_of)
-
-        def answer() -> list:
-            ok, value = self._conn.recv()
-            self._process.join()
-            if not ok:
-                raise value
-            return value
-
-        return answer
+def _nothing() -> Iterator[Any]:
+    """The second detector's first task: none (it is forked early, to be asked once its batch is known)."""
+    return iter(())
 
 
-def _detect_once(conn, parent_end) -> None:
-    from bench.analysis.history.detect import detect_each
-
-    parent_end.close()  # this process's copy of the early process's end: its EOF ends the wait below
-    try:
-        values_of = conn.recv()
-    except EOFError:  # the early process ended without asking
-        return
-    try:
-        result = (True, detect_each(values_of))
-    except BaseException as exc:  # noqa: BLE001 - raised again in the early process (DetectHelper.ask)
-        result = (False, exc)
-    try:
-        conn.send(result)
-    except OSError:  # the early process was stopped meanwhile (the command failed or was interrupted)
-        return
-
-
-def detect_in_two(helper: DetectHelper | None, values_of: list[list[float]]) -> list:
+def detect_in_two(helper: Worker | None, values_of: list[list[float]]) -> list:
     """detect_each of every series: the second half (by runs, which the detector's time follows) by
-    `helper` while this process finds the first half's; all of them here without a helper."""
+    `helper` while this process finds the first half's; all of them here without a helper. A helper
+    that died, or failed, has its half found here (bench/analysis/forking.py Worker): the same
+    change points, or the same error, as one process."""
     from bench.analysis.history.detect import detect_each
 
-    if helper is None or len(values_of) < 2:
+    if helper is None or not helper.running or len(values_of) < 2:
         return detect_each(values_of)
     total, runs, half = sum(len(v) for v in values_of), 0, 0
     while half < len(values_of) - 1 and runs + len(values_of[half]) <= total / 2:
         runs += len(values_of[half])
         half += 1
     half = max(half, 1)
-    rest = helper.ask(values_of[half:])
-    return detect_each(values_of[:half]) + rest()
+    with helper:  # one batch each: stopped (and reaped) once its answer is in
+        helper.submit(detect_each, values_of[half:])
+        first = detect_each(values_of[:half])
+        return first + helper.result()
 
 
 def _serve(conn) -> None:
     from bench.analysis.history.detect import import_detector
 
     import_detector()  # first: the change points are asked for first
-    helpers = [DetectHelper()] if cpus() >= 2 and can_fork() else []  # one batch each: a later one is found here
+    # A second detector, one batch: a later batch is found here. Worker.start forks only where it is safe.
+    helpers = [Worker.start(_nothing)] if cpus() >= 2 else []
     handlers: dict[str, Callable[[Any], Any]] = {
         DETECT: lambda values_of: detect_in_two(helpers.pop() if helpers else None, values_of)
     }
@@ -160,7 +125,7 @@ def _serve(conn) -> None:
 
 
 def _page_renderer() -> Callable[[Any], Any]:
-    from bench.present.history.draw import render_page  # matplotlib, pandas, Jinja2
+    from bench.present.history.draw import render_page  # matplotlib and Jinja2 (no pandas)
 
     return render_page
 
