@@ -59,7 +59,7 @@ def _history(args: argparse.Namespace) -> int:
     from bench.config.paths import input_problem, output_problem, require
     from bench.config.problems import ConfigError
     from bench.present.history.drawing import drawing_process
-    from bench.present.history.page import reproduce_command, start_history
+    from bench.present.history.page import reproduce_command, write_history
     from bench.present.history.table import console_lines
 
     if args.metric not in HISTORY_METRICS:
@@ -82,10 +82,6 @@ def _history(args: argparse.Namespace) -> int:
             print(f"warning: skipped {problem.path}: {problem.reason}", file=sys.stderr)
         print("\n".join(console_lines(stored.history, str(store))))
         command = reproduce_command(query, args.out)
-        pending = start_history(stored.history, Path(args.out), store=str(store), command=command, drawing=drawing)
-        exit_code = stored.history.exit_code
-        # The store's records (10,000 runs: ~0.2 s to free) let go while the page is drawn, not after it.
-        del stored
-        page = pending.finish()
+        page = write_history(stored.history, Path(args.out), store=str(store), command=command, drawing=drawing)
     print(f"history: wrote {page}")
-    return exit_code
+    return stored.history.exit_code

@@ -13,13 +13,11 @@ before it reads the store (bench/present/history/drawing.py), or here where that
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bench.analysis.history.analyse import History
 from bench.analysis.history.build import HistoryQuery
-from bench.present.history.inputs import PageInputs, page_inputs
+from bench.present.history.inputs import page_inputs
 from bench.present.history.outputs import write_history_junit, write_summary
 from bench.schema.files import write_bytes_atomic, write_text_atomic
 
@@ -28,37 +26,6 @@ def write_history(history: History, out: Path, *, store: str, command: str, draw
     """Write every output of `history` into `out`; returns the path of history.html. `drawing`: the
     process that draws the page (bench/present/history/drawing.py), started early; None draws here.
     summary.md and history.xml are written while the figures are drawn."""
-    return start_history(history, out, store=store, command=command, drawing=drawing).finish()
-
-
-@dataclass
-class PendingPage:
-    """history.html and its figures, asked for (`start_history`) and not yet written: `finish` writes
-    them. What it keeps of the history is the page's inputs (its tables as text, the plotted series), so
-    the command can let go of the rest (the store's records) while the page is drawn."""
-
-    out: Path
-    inputs: PageInputs
-    drawing: Any = None
-
-    def finish(self) -> Path:
-        """The figures and history.html written (drawn here without a drawing process); the page's path."""
-        if self.drawing is not None:
-            figures, html = self.drawing.receive()
-        else:
-            from bench.present.history.draw import render_page
-
-            figures, html = render_page(self.inputs)
-        for name, png in figures:
-            write_bytes_atomic(self.out / name, png)
-        page = self.out / "history.html"
-        write_text_atomic(page, html)
-        return page
-
-
-def start_history(history: History, out: Path, *, store: str, command: str, drawing=None) -> PendingPage:
-    """The page asked of `drawing` (the process that draws it, bench/present/history/drawing.py; None:
-    drawn at `finish`), summary.md and history.xml written meanwhile into `out`."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     inputs = page_inputs(history, store=store, command=command)
@@ -66,7 +33,17 @@ def start_history(history: History, out: Path, *, store: str, command: str, draw
         drawing.send(inputs)
     write_summary(history, out / "summary.md", store=store)
     write_history_junit(history, out / "history.xml")
-    return PendingPage(out, inputs, drawing)
+    if drawing is not None:
+        figures, html = drawing.receive()
+    else:
+        from bench.present.history.draw import render_page
+
+        figures, html = render_page(inputs)
+    for name, png in figures:
+        write_bytes_atomic(out / name, png)
+    page = out / "history.html"
+    write_text_atomic(page, html)
+    return page
 
 
 def reproduce_command(query: HistoryQuery, out: Path) -> str:
