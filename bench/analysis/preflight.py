@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import statistics
 from collections import defaultdict
+from collections.abc import Iterable
 from pathlib import Path
 
 from bench.analysis.planner.comm import RING_PASSES, network_share, replica_ring_gbps, spanning_ring_gbps
@@ -277,14 +278,17 @@ def read_preflight(path: Path) -> PreflightResult:
         raise ValueError(f"{path}: {exc}") from None
 
 
-def load_preflights(root: Path) -> tuple[list[PreflightResult], list[tuple[str, str]]]:
+def load_preflights(
+    root: Path, paths: Iterable[Path | str] | None = None
+) -> tuple[list[PreflightResult], list[tuple[str, str]]]:
     """Every preflight record under `root` (a results folder or one sweep's), and (file, reason) of
-    those that could not be read; the latest per sweep and world shape is what is on disk."""
+    those that could not be read; the latest per sweep and world shape is what is on disk. `paths`:
+    the preflight records under `root` where a walk of it has found them already (the report's)."""
     root = Path(root)
     if not root.is_dir():
         return [], []
     found, problems = [], []
-    for path in files_named(root, PREFLIGHT_RECORD):  # the report's second walk of a results tree
+    for path in files_named(root, PREFLIGHT_RECORD) if paths is None else paths:
         try:
             found.append(read_preflight(path))
         except ValueError as exc:

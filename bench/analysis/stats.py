@@ -173,7 +173,9 @@ def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tup
         high = np.full(len(boot), np.nan)
         nan = np.isnan(boot)
         whole = ~nan.any(axis=1)  # np.percentile's numbers on these rows: nanpercentile's, in one call
-        if whole.any():
+        if whole.all():  # the usual case: the rows as they are, not a copy of them
+            low[:], high[:] = _row_percentiles(boot, [tail, 100 - tail])
+        elif whole.any():
             low[whole], high[whole] = _row_percentiles(boot[whole], [tail, 100 - tail])
         partial = nan.any(axis=1) & ~nan.all(axis=1)
         if partial.any():
@@ -182,14 +184,17 @@ def percentile_interval(boot: np.ndarray, confidence: float = CONFIDENCE) -> tup
 
 
 def _row_percentiles(rows: np.ndarray, percents: Sequence[float]) -> list[np.ndarray]:
-    """np.percentile(rows, percents, axis=1) of rows without NaN: the rows sorted (a vectorised sort
-    along the rows is several times faster than the partition np.percentile runs across them), then
-    np.percentile's own arithmetic (its "linear" method: the order statistics either side of (n - 1)
-    x q, interpolated as its `_lerp` does), so the same numbers."""
+    """np.percentile(rows, percents, axis=1) of rows without NaN: the order statistics either side of
+    (n - 1) x q found by one partition along the rows (a vectorised partition along the rows is several
+    times faster than the one np.percentile runs across them, and a third faster than sorting them),
+    then np.percentile's own arithmetic (its "linear" method, interpolated as its `_lerp` does), so
+    the same numbers."""
     import numpy as np
 
-    ordered = np.sort(rows, axis=1)
-    n = ordered.shape[1]
+    n = rows.shape[1]
+    inside = [(n - 1) * q for q in np.true_divide(percents, 100) if 0 <= (n - 1) * q < n - 1]
+    ranks = sorted({rank for virtual in inside for rank in (int(np.floor(virtual)), int(np.floor(virtual)) + 1)})
+    ordered = np.partition(rows, ranks, axis=1) if ranks else rows
     bounds = []
     for quantile in np.true_divide(percents, 100):
         virtual = (n - 1) * quantile

@@ -1,6 +1,7 @@
 """The report's numbers: records -> frames and aggregates, no plotting (bench/present/report/ draws them).
 
-Modules: frame.py (records -> one row per point), series_keys.py (each point's scaling-series keys,
+Modules: columns.py (records -> the frame's columns, without pandas), digest.py (what the report
+needs of many records, small enough to send between processes), frame.py (the columns -> one row per point), series_keys.py (each point's scaling-series keys,
 each configuration's written once), aggregate.py (cells, scaling series, efficiency),
 views.py (the aggregated views every output is built from), diagnosis.py (why a point scaled worse
 than predicted), contention.py (when a scaling efficiency is suspect: ranks sharing cores),

@@ -98,8 +98,9 @@ def build_cells(frame: pd.DataFrame) -> pd.DataFrame:
     # MFU is tokens/s times a constant of the configuration (FLOPs per token over the peak).
     mfu_rate = (ok["mfu"] / ok["tokens_per_s"]).to_numpy(float)
     cells["mfu"] = pooled_medians([[mfu_rate[p]] for p in positions]) * cells["tokens_per_s"]
-    cells["step_boot"] = list(_bootstrap(cells["step_runs"], cells["repeats"], NUMERATOR))
-    low, high = percentile_interval(np.vstack(cells["step_boot"]))
+    boot = _bootstrap(cells["step_runs"], cells["repeats"], NUMERATOR)
+    cells["step_boot"] = list(boot)
+    low, high = percentile_interval(boot)
     # A longer step time is a lower throughput: the bounds swap.
     cells["tps_ci_low"], cells["tps_ci_high"] = cells["tokens_per_step"] / high, cells["tokens_per_step"] / low
     # tokens/s per device is tokens/s over the (fixed) world size of the cell: so is its interval.

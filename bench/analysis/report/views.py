@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 
 from bench.analysis.report.aggregate import build_cells, build_scaling, point_scaling
-from bench.analysis.report.frame import records_to_frame
+from bench.analysis.report.columns import frame_columns
+from bench.analysis.report.frame import frame_of_columns
 from bench.schema.record import RunResult
 
 
@@ -27,7 +29,12 @@ def analyse(records: Iterable[RunResult], on_frame: Callable[[pd.DataFrame], Non
 
     `on_frame`: called with the records' frame as soon as it is built, before the aggregation (the
     report hands it to its figure workers, which draw what needs nothing more meanwhile)."""
-    frame = records_to_frame(records)
+    return analyse_columns(frame_columns(records), on_frame)
+
+
+def analyse_columns(columns: dict[str, list[Any]], on_frame: Callable[[pd.DataFrame], None] | None = None) -> Analysis:
+    """`analyse` of the records whose frame columns these are (bench/analysis/report/columns.py)."""
+    frame = frame_of_columns(columns)
     if on_frame is not None:
         on_frame(frame)
     cells = build_cells(frame)

@@ -27,34 +27,38 @@ def main(args: argparse.Namespace) -> int:
 
     require([input_problem("RESULTS", args.results), output_problem("-o/--out", args.out, "folder")])
     from bench.analysis.gc_pause import gc_paused
-    from bench.present.report.render import FigureWorkers
+    from bench.analysis.report_reader import ReportLoader
 
-    # Started first: they import matplotlib on another core while this process reads the records.
-    with gc_paused(), FigureWorkers.start() as figure_workers:  # loading keeps one object graph per record
-        return _report(Path(args.results), Path(args.out), args.title, figure_workers)
+    # The reader first (a folder's later share, bench/analysis/report_reader.py), before this
+    # process imports pandas; then the figure workers, which import matplotlib on the CPU the two
+    # readers leave (bench/present/report/render.py). Loading keeps one object graph per record: no GC.
+    with gc_paused(), ReportLoader.start(args.results) as loader:
+        from bench.present.report.render import FigureWorkers
+
+        with FigureWorkers.start() as figure_workers:
+            return _report(loader, Path(args.results), Path(args.out), args.title, figure_workers)
 
 
-def _report(results: Path, out: Path, title: str | None, figure_workers) -> int:
+def _report(loader, results: Path, out: Path, title: str | None, figure_workers) -> int:
     from bench.analysis.preflight import load_preflights
-    from bench.analysis.sources import load_results
     from bench.present.report.build import write_report
 
     try:
-        records, problems, point_dirs = load_results(results)
+        loaded = loader.load()
     except ValueError as exc:
         print(f"results: {exc}", file=sys.stderr)
         return 2
-    for problem in problems:
+    for problem in loaded.problems:
         print(f"report: skipped {problem.path}: {problem.reason}", file=sys.stderr)
-    if not records:
-        print(f"results: no readable result records in {results} ({len(problems)} unreadable)", file=sys.stderr)
+    found = loaded.digest
+    if not len(found):
+        print(f"results: no readable result records in {results} ({len(loaded.problems)} unreadable)", file=sys.stderr)
         return 2
     reproduce = [f"fsdp-bench report {shlex.quote(str(results))} -o {shlex.quote(str(out))}"]
-    preflights, unreadable = load_preflights(results)
+    preflights, unreadable = load_preflights(results, loaded.preflight_files)
     for path, reason in unreadable:
         print(f"report: skipped {path}: {reason}", file=sys.stderr)
-    found = {"problems": problems, "point_dirs": point_dirs, "preflights": preflights}
-    page = write_report(records, out, title=title, reproduce=reproduce, figure_workers=figure_workers, **found)
-    ok = sum(r.status == "ok" for r in records)
-    print(f"report: {page} ({len(records)} points: {ok} ok, {len(records) - ok} not ok)")
+    extra = {"problems": loaded.problems, "point_dirs": loaded.point_dirs, "preflights": preflights}
+    page = write_report(found, out, title=title, reproduce=reproduce, figure_workers=figure_workers, **extra)
+    print(f"report: {page} ({len(found)} points: {found.ok} ok, {len(found) - found.ok} not ok)")
     return 0

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from bench.analysis.report.digest import autotune_objective
 from bench.analysis.stats import rank_correlation
 from bench.present.report import formatting as fmt
 from bench.present.report.labels import config_label
@@ -35,11 +36,7 @@ class AutotuneSection:
 
 def objective_of(records: Sequence[RunResult]) -> str | None:
     """The objective the sweep's search ranked by (None: no record was autotuned)."""
-    for record in records:
-        autotune = (record.prediction or {}).get("autotune")
-        if isinstance(autotune, dict) and autotune.get("objective"):
-            return str(autotune["objective"])
-    return None
+    return next(filter(None, map(autotune_objective, records)), None)
 
 
 def autotune_section(cells: pd.DataFrame, records: Sequence[RunResult]) -> AutotuneSection | None:

@@ -14,8 +14,9 @@ import pandas as pd
 
 from bench.analysis.gc_pause import gc_paused
 from bench.analysis.records import RecordProblem
+from bench.analysis.report.digest import RecordsDigest, digest
 from bench.analysis.report.export import write_csv
-from bench.analysis.report.views import analyse
+from bench.analysis.report.views import analyse_columns
 from bench.present.report import tables
 from bench.present.report import telemetry as telemetry_view
 from bench.present.report.autotune import autotune_section
@@ -33,7 +34,7 @@ from bench.schema.record import RunResult
 
 
 def build_report(
-    records: Iterable[RunResult],
+    records: Iterable[RunResult] | RecordsDigest,
     out_dir: Path | str = "report",
     *,
     title: str | None = None,
@@ -43,7 +44,8 @@ def build_report(
     preflights: Sequence[PreflightResult] = (),
     figure_workers: FigureWorkers | None = None,
 ) -> Path:
-    """Write the report of `records` into `out_dir`; returns the path of report.html.
+    """Write the report of `records` (or of their digest: bench/analysis/report/digest.py) into
+    `out_dir`; returns the path of report.html.
 
     `reproduce`: the exact commands that produced the results (the sweep passes its own
     command line); one `fsdp-bench run` per configuration follows them. `problems`: (file,
@@ -54,11 +56,12 @@ def build_report(
     records, bench/present/report/render.py); None starts them here when the report is large.
     """
     with gc_paused():
-        return _build(list(records), Path(out_dir), title, reproduce, problems, point_dirs, preflights, figure_workers)
+        found = records if isinstance(records, RecordsDigest) else digest(list(records))
+        return _build(found, Path(out_dir), title, reproduce, problems, point_dirs, preflights, figure_workers)
 
 
 def _build(
-    records: Iterable[RunResult],
+    records: RecordsDigest,
     out: Path,
     title: str | None,
     reproduce: Sequence[str] | None,
@@ -69,7 +72,8 @@ def _build(
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     # Workers started early draw the figures of the records' frame while the rest is aggregated.
-    analysis = analyse(records, on_frame=None if figure_workers is None else figure_workers.submit_records)
+    on_frame = None if figure_workers is None else figure_workers.submit_records
+    analysis = analyse_columns(records.columns, on_frame=on_frame)
     points = analysis.points
     if figure_workers is None:
         figure_workers = FigureWorkers.start(None if len(points) >= PARALLEL_MIN_POINTS else 1)
@@ -83,7 +87,7 @@ def _write(out, analysis, records, title, reproduce, problems, point_dirs, prefl
     points = analysis.points
     title = title or _default_title(points)
     timelines = _timelines(points, point_dirs)
-    health = cluster_health(preflights, records)
+    health = cluster_health(preflights, records.notable)
     environment = environment_lines(points)
     headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
     failed = tables.failed_table(points)
@@ -118,7 +122,7 @@ def _write(out, analysis, records, title, reproduce, problems, point_dirs, prefl
         "problems": tables.problems_table(list(problems)),
         "reproduce": commands,
         "has_prediction": tables.has_prediction(points),
-        "autotune": autotune_section(analysis.cells, records),
+        "autotune": autotune_section(analysis.cells, records.notable),
         "health": health,
     }
     figures = figure_workers.collect()
@@ -193,7 +197,7 @@ def _plot_notes(figures: list[RenderedFigure], points: pd.DataFrame) -> list[str
 
 
 def write_report(
-    records: Sequence[RunResult],
+    records: Sequence[RunResult] | RecordsDigest,
     out: Path,
     *,
     title: str | None = None,

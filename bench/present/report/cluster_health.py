@@ -14,11 +14,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from bench.analysis.preflight import nominal_busbw_gbps
-from bench.analysis.stats import stragglers
+from bench.analysis.report.digest import step_time_stragglers
 from bench.present.report.html import RenderedFigure, render_figure
 from bench.present.report.tables import Table
 from bench.schema.env import HostLoad
-from bench.schema.options import PreflightSettings
 from bench.schema.preflight import PreflightResult
 from bench.schema.record import RunResult
 
@@ -190,11 +189,10 @@ def _preflight_straggler_rows(table: Table, preflight: PreflightResult) -> None:
 
 def _step_time_straggler_rows(table: Table, record: RunResult) -> None:
     """Ranks whose median step time is beyond the straggler rule among the point's ranks."""
-    medians = record.metrics.rank_step_time_medians_s
-    if record.status != "ok" or len(medians) < 2:
+    slow = step_time_stragglers(record)
+    if not slow:
         return
-    rule = PreflightSettings()
-    slow = stragglers(dict(enumerate(medians)), rule.straggler_k, rule.straggler_floor)
+    medians = record.metrics.rank_step_time_medians_s
     median = statistics.median(medians)
     per_node = record.spec.gpus_per_node
     hosts = record.env.rank_hosts

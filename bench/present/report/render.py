@@ -36,6 +36,9 @@ from bench.present.report.html import RenderedFigure
 PARALLEL_MIN_POINTS = 1000
 # More workers than this wait on each other more than they draw (there are eight figures).
 MAX_WORKERS = 4
+# How much the workers yield the CPU to the parent (os.nice): with three processes on two cores the
+# parent, whose results every figure and table waits for, would otherwise get two thirds of a core.
+WORKER_NICENESS = 10
 # A worker's last message: (_DONE, how many figures there are).
 _DONE = "done"
 # What the parent sends: (_RECORDS, records' frame) first where it can, then (_ANALYSIS, (points, scaling)).
@@ -89,10 +92,16 @@ class FigureWorkers:
         # The next figure to draw, shared by the workers: whoever is free takes the next one.
         next_figure = multiprocessing.get_context("fork").Value("i", 0)
         pairs = [multiprocessing.Pipe(duplex=True) for _ in range(count)]
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError:  # no process to be had (a pids limit, no memory): the parent draws at collect
+            for conn in (end for pair in pairs for end in pair):
+                conn.close()
+            return cls([], None)
         if pid == 0:  # the first worker: warms up, forks the others, serves, never returns
             status = 1
             try:
+                _yield_to_parent()
                 for parent_end, _ in pairs:
                     parent_end.close()
                 _serve_all([child_end for _, child_end in pairs], next_figure)
@@ -258,6 +267,14 @@ def _frames_for(name: str, received: dict[str, object]) -> tuple | None:
     if name in RECORD_FIGURES and _RECORDS in received:
         return received[_RECORDS], None
     return None
+
+
+def _yield_to_parent() -> None:
+    """Lower this worker's priority (its siblings inherit it): while the parent reads and aggregates
+    the workers only wait or draw what is ready, and the parent's work is what everything else waits
+    for; once the parent waits for the figures the workers have the CPUs to themselves anyway."""
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(WORKER_NICENESS)
 
 
 def _warm_up() -> None:

@@ -1,0 +1,107 @@
+"""`fsdp-bench report` of a results folder read by two processes (bench/analysis/report_reader.py, a
+forking.Worker) writes what one process writes, byte for byte but for the page's time line: with the
+reader, with one CPU (no reader), with a reader that fails while it reads or dies at the start (its
+share is then read here), and where fork itself fails. The console script's code in this process
+(tests/bench_cli.py); the reader is forked from it, so the size that lets a small folder use one is
+set here."""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from bench_cli import fsdp_bench
+
+import bench.analysis.forking as forked
+import bench.analysis.records as records
+import bench.analysis.report_reader as reader
+from bench.analysis.forking import can_fork
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+from record_factory import make_record, on_loaded_host  # noqa: E402
+
+OUTPUTS = ("report.html", "summary.md", "results.csv")
+
+
+def _sweep(root: Path) -> Path:
+    """3 strategies x 3 node counts x 3 repeats (27 records): one run on a loaded host, one autotuned
+    configuration, one failed point; and a broken file."""
+    for strategy in ("full_shard", "shard_grad_op", "no_shard"):
+        for nodes in (1, 2, 4):
+            for repeat in range(3):
+                tps = 1000.0 * nodes ** (0.9 if strategy == "no_shard" else 0.95) * (1 + 0.01 * repeat)
+                extra = {}
+                if strategy == "shard_grad_op":
+                    extra["prediction"] = {"autotune": {"rank": nodes, "value": tps, "objective": "tokens_per_s"}}
+                record = make_record(nodes=nodes, tokens_per_s=tps, strategy=strategy, repeat=repeat, **extra)
+                if (strategy, nodes, repeat) == ("full_shard", 2, 1):
+                    record = on_loaded_host(record)
+                if (strategy, nodes, repeat) == ("no_shard", 4, 2):
+                    record = make_record(nodes=4, status="oom", error="CUDA out of memory", strategy=strategy, repeat=2)
+                records.write_record(record, root / "s" / record.point_id / "result.json")
+    (root / "s" / "broken").mkdir()
+    (root / "s" / "broken" / "result.json").write_text("{not json")
+    return root
+
+
+def _report(results: Path, out: Path) -> tuple:
+    proc = fsdp_bench("report", results, "-o", out)
+    # The page's own time line and its command line (which names `out`) differ by nature.
+    page = re.sub(r"Generated [^<]*|-o \S+", "", (out / "report.html").read_text())
+    return (
+        proc.rc,
+        proc.stdout.replace(str(out), "OUT"),
+        proc.stderr,
+        page,
+        *((out / n).read_bytes() for n in OUTPUTS[1:]),
+    )
+
+
+def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
+    if not can_fork():
+        pytest.skip("fork is not safe in this process (another thread runs): the report reads serially")
+    results = _sweep(tmp_path / "results")
+    parent, read, reads_here, failing = os.getpid(), records.read_records, [], []
+
+    def counted_read(paths):  # the files read in this process, call by call (the reader's are not counted)
+        paths = list(paths)
+        if os.getpid() == parent:
+            reads_here.append(len(paths))
+        elif failing:
+            raise MemoryError("the reader fails while it reads")
+        return read(paths)
+
+    def report(name: str) -> tuple:
+        reads_here.clear()
+        return _report(results, tmp_path / name)
+
+    monkeypatch.setattr(records, "read_records", counted_read)
+    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)  # 28 files: 13 read here, 15 by the reader
+    monkeypatch.setattr(forked, "cpus", lambda: 2)
+    shared = report("shared")
+    assert reads_here == [13]
+    rc, stdout, stderr, page, summary, csv = shared
+    assert rc == 0 and stdout == "report: OUT/report.html (27 points: 26 ok, 1 not ok)\n"
+    assert f"report: skipped {results / 's' / 'broken' / 'result.json'}: " in stderr  # from the reader's share
+    assert "Points measured on a loaded host (1)" in page and "Autotune: predicted vs measured ranking" in page
+    assert csv.count(b"\n") == 28  # a header and every point
+
+    monkeypatch.setattr(forked, "cpus", lambda: 1)  # one CPU: no reader, the folder read by load_results
+    assert report("serial") == shared and reads_here == [28]
+    monkeypatch.setattr(forked, "cpus", lambda: 2)
+
+    failing.append(True)  # the reader sends the list of files, then fails: its share is read here
+    assert report("failed") == shared and reads_here == [13, 15]
+
+    monkeypatch.setattr(forked, "_serve", lambda *args: os._exit(3))  # dies before its first result
+    assert report("died") == shared and reads_here == [13, 15]
+
+    def no_fork():  # a pids limit or no memory: fork fails, and the report reads and draws itself
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(os, "fork", no_fork)
+        assert report("no_fork") == shared and reads_here == [28]
