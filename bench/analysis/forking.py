@@ -144,9 +144,20 @@ class Worker:
 
 
 def _serve(conn: multiprocessing.connection.Connection, items: Iterator[Any], then_import: Sequence[str]) -> None:
-    """The worker's life: the first task's items, the imports, then each call received until the pipe closes."""
+    """The worker's life: the first task's items, the imports, then each call received until the pipe closes.
+
+    Each item of the first task is sent by a thread while the next one is computed: a pipe holds
+    64 KiB, so a big item (a 10,000-path list is 600 KiB) waits until this worker's parent takes it,
+    which may be after its own imports and work; the next item should not wait with it. (Only the
+    worker runs a thread, and it forks nothing.)"""
+    sending: _Sending | None = None
     for item in items:
-        conn.send_bytes(pickle.dumps(item, protocol=_PROTOCOL))
+        payload = pickle.dumps(item, protocol=_PROTOCOL)
+        if sending is not None and not sending.done():
+            return  # the parent is gone: nothing more to send
+        sending = _Sending(conn, payload)
+    if sending is not None and not sending.done():
+        return
     for name in then_import:
         importlib.import_module(name)
     while True:
@@ -155,3 +166,24 @@ def _serve(conn: multiprocessing.connection.Connection, items: Iterator[Any], th
         except EOFError:
             return
         conn.send_bytes(pickle.dumps(function(*args), protocol=_PROTOCOL))
+
+
+class _Sending:
+    """One payload being sent on a thread of its own; `done()` waits for it: True once sent, False
+    where the pipe broke (the parent is gone)."""
+
+    def __init__(self, conn: multiprocessing.connection.Connection, payload: bytes) -> None:
+        self._conn, self._payload, self._sent = conn, payload, False
+        self._thread = threading.Thread(target=self._send, daemon=True)
+        self._thread.start()
+
+    def _send(self) -> None:
+        try:
+            self._conn.send_bytes(self._payload)
+            self._sent = True
+        except OSError:
+            pass
+
+    def done(self) -> bool:
+        self._thread.join()
+        return self._sent

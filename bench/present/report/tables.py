@@ -133,7 +133,9 @@ def results_table(points: pd.DataFrame) -> Table:
     predicted = has_prediction(points)
     table = Table(RESULT_HEADERS + PREDICTED_HEADERS * predicted)
     data = points[[c for c in _RESULT_COLUMNS if c in points.columns]]
-    values = data[[c for c in _VALUE_COLUMNS if c in data.columns]].to_dict("list")  # what the cells read
+    # What the cells read, a list per column (Series.tolist: the Python values to_dict("list") gives,
+    # without boxing each of them in Python).
+    values = {c: data[c].tolist() for c in _VALUE_COLUMNS if c in data.columns}
     flagged = [bool(v) for v in values["below_prediction"]]
     contention = values.get("contention", [None] * len(data))
     columns = [
