@@ -56,12 +56,14 @@ def render_figure(name: str, caption: str, fig: Figure) -> RenderedFigure:
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
     rgba = np.asarray(canvas.buffer_rgba())
-    image = Image.fromarray(rgba[..., :3] if (rgba[..., 3] == 255).all() else rgba)
+    height, width = rgba.shape[:2]
+    image = Image.frombuffer("RGBA", (width, height), rgba, "raw", "RGBA", 0, 1)
+    if (rgba[..., 3] == 255).all():
+        image = image.convert("RGB")
     info = PngImagePlugin.PngInfo()
     info.add_text("Software", f"Matplotlib version{matplotlib_version}, https://matplotlib.org/")
     buffer = io.BytesIO()
     image.save(buffer, format="png", pnginfo=info, dpi=(DPI, DPI), **PNG_OPTIONS)
-    height, width = rgba.shape[:2]
     return RenderedFigure(name, caption, buffer.getvalue(), width, height)
 
 
