@@ -39,9 +39,13 @@ class Checkout:
     label: str
 
     def env(self) -> dict[str, str]:
-        """The environment of a benchmark process run in this checkout: its folder first on PYTHONPATH."""
+        """The environment of a benchmark process run in this checkout: its folder first on PYTHONPATH,
+        and bytecode cached (where PYTHONDONTWRITEBYTECODE is set, a fresh worktree would compile its
+        modules again in every timed command while this checkout's are cached: a bias of its own)."""
         path = os.pathsep.join(filter(None, [str(self.root), os.environ.get("PYTHONPATH")]))
-        return {**os.environ, "PYTHONPATH": path}
+        env = {**os.environ, "PYTHONPATH": path}
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        return env
 
 
 HERE = Checkout(ROOT, "this checkout")
@@ -58,10 +62,17 @@ def resolve(commit: str) -> str:
     name = commit.removesuffix(DIRTY)
     if not name or name == "unknown":
         raise CheckoutError(f"the baseline names no commit ({commit!r})")
+    inside = _git("rev-parse", "--is-inside-work-tree")
+    if inside.returncode != 0:
+        raise CheckoutError(f"{ROOT} is not a git checkout: {_last_line(inside)}")
     found = _git("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
     if found.returncode != 0:
         raise CheckoutError(f"commit {name} is not in this repository (a shallow clone? `git fetch --unshallow`)")
     return found.stdout.strip()
+
+
+def _last_line(proc: subprocess.CompletedProcess) -> str:
+    return (proc.stderr.strip().splitlines() or [f"exit {proc.returncode}"])[-1]
 
 
 @contextlib.contextmanager
@@ -71,14 +82,13 @@ def commit_checkout(commit: str) -> Iterator[Checkout]:
     sha = resolve(commit)
     parent = Path(tempfile.mkdtemp(prefix="bench-commit-"))
     folder = parent / sha[:12]
-    added = _git("worktree", "add", "--detach", "--quiet", str(folder), sha)
-    if added.returncode != 0:
-        shutil.rmtree(parent, ignore_errors=True)
-        why = (added.stderr.strip().splitlines() or [f"exit {added.returncode}"])[-1]
-        raise CheckoutError(f"git worktree add {sha[:12]} failed: {why}")
-    try:
+    try:  # the add inside: an interrupt during it leaves no folder nor registered worktree behind
+        added = _git("worktree", "add", "--detach", "--quiet", str(folder), sha)
+        if added.returncode != 0:
+            raise CheckoutError(f"git worktree add {sha[:12]} failed: {_last_line(added)}")
         yield Checkout(folder, f"commit {sha[:12]}")
     finally:
-        _git("worktree", "remove", "--force", str(folder))
+        if folder.exists():
+            _git("worktree", "remove", "--force", str(folder))
         shutil.rmtree(parent, ignore_errors=True)
         _git("worktree", "prune")

@@ -19,17 +19,21 @@ How it judges, in two steps:
    sample (a run-level timing, as `check` treats one). A benchmark that fails this is *flagged*.
 2. In this sitting: the VM's speed moves between sittings by as much as the limit (the same code's
    CPU time +6 to +32 %, its wall time up to +57 %, 25 minutes apart: docs/development.md), so a
-   flag is confirmed by measuring the baseline's commit again now, in a temporary git worktree
-   (benchmarks/checkouts.py), alternating with this checkout in two blocks, and judging this
-   checkout against those samples by the same rule. Only a confirmed slowdown fails; one the old
-   code shows too was the machine. Where the commit cannot be checked out (no git, a shallow clone),
+   flag is judged again against the baseline's commit measured now, in a temporary git worktree
+   (benchmarks/checkouts.py): 6 runs of each, in blocks of 3, the commit, this checkout, this
+   checkout, the commit (a drift within the sitting falls on both alike), this checkout judged
+   against the commit's samples by the same rule, whatever --runs says. A flag fails where this
+   confirms it, and where it is inconclusive (more than SLOWDOWN_PCT slower, not significantly:
+   one wild run); it passes where the commit measures as slow now: that was the machine. Where the
+   commit cannot be measured (no git, a shallow clone, a baseline taken from uncommitted changes),
    or with --no-confirm, the flag fails as it stands, and the output says so.
 A slower median that is not significant is `noise` and passes. Exit 0 when nothing regressed, 1
 when something did (named, with how much and against what) or a benchmark failed to run, 2 on bad
-input (an unknown --only name, an unreadable baseline or one of another version).
+input (an unknown --only name, an unreadable baseline or one of another version, a baseline to take
+from a checkout with uncommitted changes).
 
 The baseline (BASELINE) keeps every sample with the machine, the commit and the load it was taken
-at; it changes only with --update-baseline. `make bench` also runs scripts/bench_engine.py after
+at; it changes only with --update-baseline, from a committed checkout. `make bench` also runs scripts/bench_engine.py after
 this (its own tolerance: the engine's tokens/s against wall-clock throughput).
 """
 
@@ -165,38 +169,37 @@ def measure(names: set[str] | None, runs: int, smoke: bool, checkout: Checkout =
     return measured
 
 
-def groups_of(names: list[str]) -> set[str]:
-    """What to run to measure these benchmarks again: each script by its name, the pytest hot paths
-    as their group (one pytest run measures them all)."""
-    scripts = {s.name for s in SCRIPTS}
-    return {name if name in scripts else PYTEST_NAME for name in names}
+def group_of(name: str) -> str:
+    """What runs to measure a benchmark: its script (by its name), or the pytest group for a hot path
+    (one pytest run measures them all)."""
+    return name if name in {s.name for s in SCRIPTS} else PYTEST_NAME
 
 
-def blocks(runs: int) -> list[int]:
-    """Runs per block when two checkouts alternate: two blocks (3 + 2 of 5), so that a drift within
-    the sitting falls on both sides."""
-    return [size for size in ((runs + 1) // 2, runs // 2) if size]
+# The order of a confirmation's blocks, each CONFIRM_BLOCK runs long: the baseline's commit, this
+# checkout, this checkout, the commit (ABBA): a drift within the sitting falls on both sides alike,
+# and 6 runs against 6 let the U test reach p = 0.001.
+CONFIRM_ORDER = ("then", "now", "now", "then")
+CONFIRM_BLOCK = 3
 
 
 def measure_alternating(
-    names: list[str], runs: int, then: Checkout, now: Checkout, measure_in=measure
+    names: list[str], then: Checkout, now: Checkout, measure_in=measure, block: int = CONFIRM_BLOCK
 ) -> tuple[dict[str, Measured], dict[str, Measured]]:
-    """The benchmarks `names` measured in both checkouts, alternating in blocks (then, now, then,
-    now): each side's samples by benchmark name, every name present (with a failure where its
-    script or the pytest group did not run, or did not measure it)."""
-    sides = ({name: Measured(name) for name in names}, {name: Measured(name) for name in names})
-    scripts = {s.name for s in SCRIPTS}
-    for size in blocks(runs):
-        for side, checkout in zip(sides, (then, now), strict=True):
-            print(f"bench: {checkout.label}: {size} run(s) of {', '.join(sorted(groups_of(names)))}", flush=True)
-            got = {m.name: m for m in measure_in(groups_of(names), size, False, checkout)}
-            for name in names:
-                group = name if name in scripts else PYTEST_NAME
-                found = got.get(name) or got.get(group) or Measured(name, failure=f"not measured in {checkout.label}")
-                side[name].extend(
-                    found if found.name == name else Measured(name, failure=found.failure or "not measured")
-                )
-    return sides
+    """The benchmarks `names` measured in both checkouts in CONFIRM_ORDER, `block` runs at a time:
+    each side's samples by benchmark name, every name present (with a failure where its script or
+    the pytest group did not run, or did not measure it)."""
+    sides = {"then": {n: Measured(n) for n in names}, "now": {n: Measured(n) for n in names}}
+    groups = {group_of(name) for name in names}
+    for turn in CONFIRM_ORDER:
+        checkout = then if turn == "then" else now
+        print(f"bench: {checkout.label}: {block} run(s) of {', '.join(sorted(groups))}", flush=True)
+        got = {m.name: m for m in measure_in(groups, block, False, checkout)}
+        for name in names:
+            found = got.get(name) or got.get(group_of(name)) or Measured(name, failure="not measured")
+            if found.name != name:  # the group failed: so did each of its benchmarks
+                found = Measured(name, failure=found.failure or f"not measured in {checkout.label}")
+            sides[turn][name].extend(found)
+    return sides["then"], sides["now"]
 
 
 def point(name: str, samples: list[float]) -> PointData:
@@ -216,12 +219,20 @@ def machine() -> dict:
             "node": platform.node()}  # fmt: skip
 
 
-def commit() -> str:
-    def git(*args: str) -> str:
-        return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
+def _git(*args: str) -> str:
+    return subprocess.run(["git", *args], capture_output=True, text=True, cwd=ROOT).stdout.strip()
 
-    sha = git("rev-parse", "--short=12", "HEAD") or "unknown"
-    return sha + (DIRTY if git("status", "--porcelain", "--untracked-files=no") else "")
+
+def modified() -> list[str]:
+    """Tracked files with uncommitted changes, but for the baseline file itself (retaking it is one)."""
+    lines = _git("status", "--porcelain", "--untracked-files=no").splitlines()
+    paths = [line[3:] for line in lines]
+    return [path for path in paths if (ROOT / path).resolve() != BASELINE.resolve()]
+
+
+def commit() -> str:
+    """The checkout's commit (12 hex digits), DIRTY appended where tracked files have changes."""
+    return (_git("rev-parse", "--short=12", "HEAD") or "unknown") + (DIRTY if modified() else "")
 
 
 def read_baseline(path: Path) -> dict:
@@ -310,23 +321,29 @@ def _columns(samples: list[float], before: list[float]) -> list[str]:
 
 @dataclass
 class Comparison:
-    """A table's rows, the benchmarks that regressed against its reference (with one line each
-    saying by how much), and those that failed to run (with why)."""
+    """A table's rows; the benchmarks that regressed against its reference (a line each saying by how
+    much), those slower by more than the limit without significance (`inconclusive`, a line each),
+    those that failed to run (with why); and each judged benchmark's change, as a line (`changes`)."""
 
-    rows: list[list[str]]
-    regressed: dict[str, list[str]]
-    failed: dict[str, str]
+    rows: list[list[str]] = field(default_factory=list)
+    regressed: dict[str, list[str]] = field(default_factory=dict)
+    failed: dict[str, str] = field(default_factory=dict)
+    inconclusive: dict[str, str] = field(default_factory=dict)
+    changes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def regression_lines(self) -> list[str]:
+        return [line for found in self.regressed.values() for line in found]
 
     @property
     def failures(self) -> list[str]:
-        lines = [f"{name} failed to run: {why}" for name, why in self.failed.items()]
-        return lines + [line for found in self.regressed.values() for line in found]
+        return [f"{name} failed to run: {why}" for name, why in self.failed.items()] + self.regression_lines
 
 
 def comparison_rows(measured: list[Measured], references: dict[str, dict], against: str = "the baseline") -> Comparison:
     """Each benchmark against its reference ({"cpu_s", "wall_s"} by name; `against` names them in
     the lines), by check's timing rule on each clock."""
-    result = Comparison([], {}, {})
+    result = Comparison()
     for m in measured:
         base = references.get(m.name)
         if m.failure:
@@ -344,45 +361,66 @@ def comparison_rows(measured: list[Measured], references: dict[str, dict], again
                 f"{m.name} is {finding.change * 100:.1f}% slower than {against} in {clock} time "
                 f"({finding.baseline:.4g} s -> {finding.current:.4g} s, {finding.confidence}; limit {SLOWDOWN_PCT:g}%)"
             )
+        clocks = [(clock, f) for clock, f in (("CPU", found.cpu), ("wall", found.wall)) if f is not None]
+        result.changes[m.name] = ", ".join(
+            f"{f.change * 100:+.1f}% in {clock} time ({f.confidence})" for clock, f in clocks
+        )
+        if m.name not in result.regressed and (slow := [c for c, f in clocks if f.change * 100 > SLOWDOWN_PCT]):
+            result.inconclusive[m.name] = (
+                f"{' and '.join(slow)} time more than {SLOWDOWN_PCT:g}% slower than {against} but not "
+                f"significantly: {result.changes[m.name]}"
+            )
     return result
 
 
-def confirm(flagged: list[str], baseline: dict, runs: int, print_table, measure_in=measure) -> Comparison | str:
+def confirm(flagged: list[str], baseline: dict, print_table, measure_in=measure) -> Comparison | str:
     """The flagged benchmarks measured again in this sitting, at the baseline's commit and in this
-    checkout alternately, and this checkout judged against the commit's samples; or why the commit
-    could not be measured (a line)."""
+    checkout (measure_alternating), and this checkout judged against the commit's samples; or why the
+    commit could not be measured (a line). A benchmark that did not run at the commit is in the
+    result's `failed`, with why (its flag stands)."""
+    if str(baseline["commit"]).endswith(DIRTY):
+        return (
+            f"the baseline was taken from a checkout with uncommitted changes ({baseline['commit']}), "
+            "so its commit is not the code it measured"
+        )
     try:
         with commit_checkout(baseline["commit"]) as then:
             print(f"bench: confirming {', '.join(flagged)} in this sitting against {then.label} (a git worktree)")
-            old, new = measure_alternating(flagged, runs, then, HERE, measure_in)
+            old, new = measure_alternating(flagged, then, HERE, measure_in)
     except CheckoutError as exc:
         return str(exc)
-    if problems := [
-        f"{name} did not run at {then.label}: {old[name].failure}" for name in flagged if old[name].failure
-    ]:
-        return "; ".join(problems)
-    references = {name: {"cpu_s": m.cpu_s, "wall_s": m.wall_s} for name, m in old.items()}
-    result = comparison_rows([new[name] for name in flagged], references, then.label)
+    ran = [name for name in flagged if not old[name].failure]
+    references = {name: {"cpu_s": old[name].cpu_s, "wall_s": old[name].wall_s} for name in ran}
+    result = comparison_rows([new[name] for name in ran], references, then.label)
+    for name in flagged:
+        if old[name].failure:
+            result.failed[name] = f"did not run at {then.label}, so its flag stands: {old[name].failure}"
     print_table(result.rows, headers(then.label.removeprefix("commit ")))
     return result
 
 
 def verdict(first: Comparison, second: Comparison | str | None) -> tuple[list[str], list[str]]:
     """(failure lines, notes): what fails `make bench` once the flags of `first` (against the baseline
-    file) are confirmed by `second` (the same sitting; a line: why it could not be measured; None:
-    not asked for). A flag fails only where `second` confirms it, or where nothing could confirm it."""
+    file) are judged by `second` (the same sitting; a line: why it could not be measured; None: not
+    asked for). A flag fails where `second` confirms it, where `second` is inconclusive (slower by more
+    than the limit, but not significantly), and where nothing could judge it; it passes where the
+    commit measured now is as slow (within the limit): that was the machine."""
     if not first.regressed or second is None:
         return first.failures, []
     if isinstance(second, str):
         return first.failures, [f"cannot measure the baseline's commit in this sitting: {second}; the flags stand"]
-    notes = [
-        f"not confirmed: {name} is within {SLOWDOWN_PCT:g}% of the baseline's commit measured now: the flag was the "
-        "machine's drift between sittings"
-        for name in first.regressed
-        if name not in second.regressed and name not in second.failed
-    ]
-    ran = [f"{name} failed to run: {why}" for name, why in first.failed.items()]
-    return ran + second.failures, notes
+    failures = [f"{name} failed to run: {why}" for name, why in first.failed.items()]
+    notes = []
+    for name, lines in first.regressed.items():
+        if name in second.failed:
+            failures += [*lines, f"{name} {second.failed[name]}"]
+        elif name in second.regressed:
+            failures += second.regressed[name]
+        elif name in second.inconclusive:
+            failures += [f"{name}: inconclusive: {second.inconclusive[name]}; the flag stands (run it again)"]
+        else:
+            notes.append(f"not confirmed: {name}: {second.changes[name]}: the flag was the machine's drift")
+    return failures, notes
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -415,6 +453,13 @@ def main(argv: list[str] | None = None) -> int:
         print(text_table(rows, heads), flush=True)
 
     baseline = None if args.update_baseline or args.smoke else read_baseline(args.baseline)
+    if args.update_baseline and (changed := modified()):
+        # A flag is confirmed by measuring the baseline's commit again: it must be the code measured.
+        refuse(
+            f"--update-baseline: uncommitted changes to {', '.join(changed[:5])}"
+            f"{' ...' if len(changed) > 5 else ''}; commit them first (a flag is confirmed against the "
+            "baseline's commit, measured again)"
+        )
     names = set(args.only.split(",")) if args.only else None
     load_before = os.getloadavg()[0]
     measured = measure(names, args.runs, args.smoke)
@@ -431,10 +476,6 @@ def main(argv: list[str] | None = None) -> int:
             print("bench: baseline not written (a benchmark failed)")
             return 1
         taken_at = write_baseline(args.baseline, measured, args.runs, loads)
-        if taken_at.endswith(DIRTY):
-            print(
-                f"bench: warning: taken with uncommitted changes; a flag is confirmed against {taken_at} without them"
-            )
         rows = [[m.name, *(f"{statistics.median(x):.4g}" if x else "" for x in (m.cpu_s, m.wall_s)), str(len(m.cpu_s))]
                 for m in measured]  # fmt: skip
         print_table(rows, ("benchmark", "median CPU s", "median wall s", "samples"))
@@ -453,9 +494,9 @@ def main(argv: list[str] | None = None) -> int:
     print_table(first.rows, headers("baseline"))
     second = None
     if first.regressed and not args.no_confirm:
-        for line in [line for found in first.regressed.values() for line in found]:
+        for line in first.regression_lines:
             print(f"bench: flagged: {line}")
-        second = confirm(list(first.regressed), baseline, args.runs, print_table)
+        second = confirm(list(first.regressed), baseline, print_table)
     failures, notes = verdict(first, second)
     for line in notes:
         print(f"bench: {line}")

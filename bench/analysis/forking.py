@@ -151,11 +151,15 @@ def _serve(conn: multiprocessing.connection.Connection, items: Iterator[Any], th
     which may be after its own imports and work; the next item should not wait with it. (Only the
     worker runs a thread, and it forks nothing.)"""
     sending: _Sending | None = None
-    for item in items:
-        payload = pickle.dumps(item, protocol=_PROTOCOL)
-        if sending is not None and not sending.done():
-            return  # the parent is gone: nothing more to send
-        sending = _Sending(conn, payload)
+    try:
+        for item in items:
+            payload = pickle.dumps(item, protocol=_PROTOCOL)
+            if sending is not None and not sending.done():
+                return  # the parent is gone: nothing more to send
+            sending = _Sending(conn, payload)
+    finally:  # an item being sent arrives whole, even where computing the next one failed
+        if sending is not None:
+            sending.done()
     if sending is not None and not sending.done():
         return
     for name in then_import:

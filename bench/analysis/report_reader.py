@@ -3,14 +3,15 @@
 Reading, validating and turning 10,000 records into the frame's columns is a third of what a big
 report costs, and every record is read alone. So the `report` command forks a reader first thing
 (bench/analysis/forking.py `Worker`), before this process imports pandas: the reader lists the
-folder's result files (`file_texts_named`), sends the list, then reads the later share of them and
+folder's result and preflight files in one walk (`file_texts_by_name`), sends the list, then reads the later share of them and
 sends its digest (report/digest.py: the frame's columns and the few records the report shows whole: a
 fraction of what its records would cost to send, a validated record pickling as slowly as it
 validates), the files it read and the problems of those it could not. This process meanwhile
 imports what the report needs, then reads its own share, and the two digests merge in file order
-into the digest one process makes of the whole folder. A store, one result.json, a folder of fewer
-than PARALLEL_MIN_RECORDS files, one CPU, or a platform where forking is unsafe: everything is
-read here (bench/analysis/sources.py), with the same result; so is the reader's share when it dies.
+into the digest one process makes of the whole folder. A store or one result.json (no reader), one
+CPU or a platform where forking is unsafe (none forked): everything is read here
+(bench/analysis/sources.py), with the same result; so is the reader's share when it dies. A folder
+of fewer than PARALLEL_MIN_RECORDS files is listed by the reader, which is then stopped, and read here.
 """
 
 from __future__ import annotations

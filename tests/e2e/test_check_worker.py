@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from bench_cli import fsdp_bench
+from counted_reads import count_reads
 
 import bench.analysis.check.loading as loading
 import bench.analysis.check.timings as timings
@@ -51,21 +52,13 @@ def test_a_forked_worker_gives_the_outputs_of_one_process(tmp_path, monkeypatch)
     if not can_fork():
         pytest.skip("fork is not safe in this process (another thread runs): check reads serially")
     base, cur = _sweep(tmp_path / "base", seed=0, slow=1.0), _sweep(tmp_path / "cur", seed=50, slow=1.4)
-    parent, read, reads_here, failing = os.getpid(), records.read_records, [], []
-
-    def counted_read(paths):  # the files read in this process, call by call (the worker's are not counted)
-        paths = list(paths)
-        if os.getpid() == parent:
-            reads_here.append(len(paths))
-        elif failing:
-            raise MemoryError("the worker fails while it reads")
-        return read(paths)
+    reads = count_reads(monkeypatch)
+    reads_here = reads.here
 
     def check(name: str) -> tuple:
         reads_here.clear()
         return _check(tmp_path, name, base, cur)
 
-    monkeypatch.setattr(records, "read_records", counted_read)
     monkeypatch.setattr(loading, "PARALLEL_MIN_RECORDS", 10)  # 37 files: 22 read here, 15 by the worker
     monkeypatch.setattr(timings, "PARALLEL_MIN_COMPARISONS", 4)  # 12 pairs: 5 comparisons here, 7 there
     monkeypatch.setattr(forked, "cpus", lambda: 2)
@@ -80,7 +73,7 @@ def test_a_forked_worker_gives_the_outputs_of_one_process(tmp_path, monkeypatch)
     assert check("serial") == shared and reads_here == [37, 37]
     monkeypatch.setattr(forked, "cpus", lambda: 2)
 
-    failing.append(True)  # the worker sends the list of files, then fails: its share is read here
+    reads.fail_in_worker = True  # the worker sends the list of files, then fails: its share is read here
     assert check("failed") == shared and reads_here == [37, 22, 15]
 
     monkeypatch.setattr(forked, "_serve", lambda *args: os._exit(3))  # dies before its first result

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from bench_cli import fsdp_bench
+from counted_reads import count_reads
 
 import bench.analysis.forking as forked
 import bench.analysis.records as records
@@ -64,21 +65,13 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
     if not can_fork():
         pytest.skip("fork is not safe in this process (another thread runs): the report reads serially")
     results = _sweep(tmp_path / "results")
-    parent, read, reads_here, failing = os.getpid(), records.read_records, [], []
-
-    def counted_read(paths):  # the files read in this process, call by call (the reader's are not counted)
-        paths = list(paths)
-        if os.getpid() == parent:
-            reads_here.append(len(paths))
-        elif failing:
-            raise MemoryError("the reader fails while it reads")
-        return read(paths)
+    reads = count_reads(monkeypatch)
+    reads_here = reads.here
 
     def report(name: str) -> tuple:
         reads_here.clear()
         return _report(results, tmp_path / name)
 
-    monkeypatch.setattr(records, "read_records", counted_read)
     monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)  # 28 files: 13 read here, 15 by the reader
     monkeypatch.setattr(forked, "cpus", lambda: 2)
     shared = report("shared")
@@ -93,7 +86,7 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
     assert report("serial") == shared and reads_here == [28]
     monkeypatch.setattr(forked, "cpus", lambda: 2)
 
-    failing.append(True)  # the reader sends the list of files, then fails: its share is read here
+    reads.fail_in_worker = True  # the reader sends the list of files, then fails: its share is read here
     assert report("failed") == shared and reads_here == [13, 15]
 
     monkeypatch.setattr(forked, "_serve", lambda *args: os._exit(3))  # dies before its first result

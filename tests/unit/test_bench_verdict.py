@@ -66,41 +66,48 @@ def test_a_benchmark_that_did_not_run_fails_and_one_the_baseline_lacks_is_new(ru
     assert result.failures == ["bench_x failed to run: exit 1, 0 of 5 run line(s)"]
 
 
+def flagged(run):
+    """A benchmark 30 % slower than the baseline file (CPU 4.0 -> 5.2 s), flagged by the first step."""
+    return run.comparison_rows([run.Measured("bench_x", spread(5.3), spread(5.2))], reference(spread(4.0), spread(5.0)))
+
+
+def judged_now(run, commit_cpu: list[float], commit_wall: list[float], now=None):
+    """The second step: this checkout's samples (by default as slow as in the first) against the
+    baseline's commit measured in the same sitting."""
+    now = now or run.Measured("bench_x", spread(5.3, 6), spread(5.2, 6))
+    return run.comparison_rows([now], reference(commit_cpu, commit_wall), "commit abc")
+
+
 def test_a_flag_the_same_sitting_confirms_fails(run):
-    # 30 % slower than the file, and 28 % slower than the baseline's commit measured now.
-    first = run.comparison_rows(
-        [run.Measured("bench_x", spread(5.3), spread(5.2))], reference(spread(4.0), spread(5.0))
-    )
-    second = run.comparison_rows(
-        [run.Measured("bench_x", spread(5.3), spread(5.2))], reference(spread(4.06), spread(5.1)), "commit abc"
-    )
-    failures, notes = run.verdict(first, second)
+    failures, notes = run.verdict(flagged(run), judged_now(run, spread(4.06, 6), spread(5.1, 6)))
     assert notes == []
     (line,) = failures
-    assert line.startswith("bench_x is 28.1% slower than commit abc in CPU time (4.06 s -> 5.2 s")
+    assert line.startswith("bench_x is 28.1% slower than commit abc in CPU time (4.04 s -> 5.174 s, p=0.0011")
 
 
 def test_a_flag_the_old_code_shows_too_is_drift_and_passes(run):
     # The machine is slower in this sitting: the baseline's commit measures as slow as this checkout.
-    first = run.comparison_rows(
-        [run.Measured("bench_x", spread(5.3), spread(5.2))], reference(spread(4.0), spread(5.0))
-    )
-    second = run.comparison_rows(
-        [run.Measured("bench_x", spread(5.3), spread(5.2))], reference(spread(5.1), spread(5.25)), "commit abc"
-    )
-    failures, notes = run.verdict(first, second)
+    failures, notes = run.verdict(flagged(run), judged_now(run, spread(5.1, 6), spread(5.25, 6)))
     assert failures == []
-    assert notes == [
-        "not confirmed: bench_x is within 20% of the baseline's commit measured now: "
-        "the flag was the machine's drift between sittings"
-    ]
+    (note,) = notes
+    assert note.startswith("not confirmed: bench_x: +2.0% in CPU time (p=")
+    assert "+1.0% in wall time" in note and note.endswith(": the flag was the machine's drift")
+
+
+def test_a_slowdown_the_second_step_cannot_call_significant_still_fails(run):
+    # 30 % slower in the medians, but one slow run of the old code leaves the U test short of 0.05.
+    noisy = [4.0, 4.04, 4.08, 4.12, 4.16, 9.0]
+    second = judged_now(run, noisy, noisy, run.Measured("bench_x", spread(5.3, 6), [5.2, 5.25, 5.3, 3.9, 3.95, 9.5]))
+    assert "bench_x" not in second.regressed and "bench_x" in second.inconclusive
+    failures, notes = run.verdict(flagged(run), second)
+    assert notes == []
+    (line,) = failures
+    assert line.startswith("bench_x: inconclusive: CPU and wall time more than 20% slower than commit abc but not")
+    assert line.endswith("; the flag stands (run it again)")
 
 
 def test_a_flag_stands_when_the_commit_cannot_be_measured(run):
-    first = run.comparison_rows(
-        [run.Measured("bench_x", spread(5.3), spread(5.2))], reference(spread(4.0), spread(5.0))
-    )
-    failures, notes = run.verdict(first, "commit 0123abc is not in this repository")
+    failures, notes = run.verdict(flagged(run), "commit 0123abc is not in this repository")
     assert len(failures) == 1 and failures[0].startswith("bench_x is 30.0% slower than the baseline")
     assert notes == [
         "cannot measure the baseline's commit in this sitting: commit 0123abc is not in this repository; "
@@ -108,7 +115,27 @@ def test_a_flag_stands_when_the_commit_cannot_be_measured(run):
     ]
 
 
-def test_alternating_blocks_measure_each_checkout_in_turn(run):
+def test_a_baseline_taken_with_uncommitted_changes_is_not_confirmed(run):
+    why = run.confirm(["bench_x"], {"commit": "0123456789ab.dirty"}, print)
+    assert why == (
+        "the baseline was taken from a checkout with uncommitted changes (0123456789ab.dirty), "
+        "so its commit is not the code it measured"
+    )
+
+
+def test_a_baseline_is_taken_from_a_committed_checkout_only(run, monkeypatch, capsys):
+    monkeypatch.setattr(run, "modified", lambda: ["bench/analysis/stats.py"])
+    monkeypatch.setattr(run, "measure", lambda *args: pytest.fail("measured before refusing"))
+    with pytest.raises(SystemExit) as exit_:
+        run.main(["--update-baseline"])
+    assert exit_.value.code == 2
+    assert capsys.readouterr().err == (
+        "error: --update-baseline: uncommitted changes to bench/analysis/stats.py; commit them first "
+        "(a flag is confirmed against the baseline's commit, measured again)\n"
+    )
+
+
+def test_the_two_checkouts_alternate_abba_in_blocks_of_three(run):
     then, now = run.Checkout(Path("/old"), "commit abc"), run.Checkout(Path("/new"), "this checkout")
     calls = []
 
@@ -118,14 +145,10 @@ def test_alternating_blocks_measure_each_checkout_in_turn(run):
         tests = [run.Measured("test_hot", [], [seconds / 100] * 3), run.Measured("test_other", [], [9.0])]
         return [run.Measured("report_10k", [seconds] * runs, [seconds] * runs), *tests]
 
-    old, new = run.measure_alternating(["report_10k", "test_hot"], 5, then, now, measure_in)
-    assert calls == [
-        ("commit abc", 3, ["pytest", "report_10k"]),
-        ("this checkout", 3, ["pytest", "report_10k"]),
-        ("commit abc", 2, ["pytest", "report_10k"]),
-        ("this checkout", 2, ["pytest", "report_10k"]),
-    ]
-    assert old["report_10k"].cpu_s == [1.0] * 5 and new["report_10k"].wall_s == [2.0] * 5
+    old, new = run.measure_alternating(["report_10k", "test_hot"], then, now, measure_in)
+    labels = ["commit abc", "this checkout", "this checkout", "commit abc"]
+    assert calls == [(label, 3, ["pytest", "report_10k"]) for label in labels]
+    assert old["report_10k"].cpu_s == [1.0] * 6 and new["report_10k"].wall_s == [2.0] * 6
     assert old["test_hot"].cpu_s == [0.01] * 6 and set(new) == {"report_10k", "test_hot"}
 
 
@@ -137,7 +160,7 @@ def test_a_group_that_fails_in_one_checkout_marks_its_benchmarks_failed(run):
             return [run.Measured("pytest", failure="pytest exit 2")]
         return [run.Measured("test_hot", [], [0.02] * 3)]
 
-    old, new = run.measure_alternating(["test_hot"], 5, then, now, measure_in)
+    old, new = run.measure_alternating(["test_hot"], then, now, measure_in)
     assert old["test_hot"].failure == "pytest exit 2" and new["test_hot"].failure == ""
 
 

@@ -30,8 +30,9 @@ def main(args: argparse.Namespace) -> int:
     from bench.analysis.report_reader import ReportLoader
 
     # The reader first (a folder's later share, bench/analysis/report_reader.py), before this
-    # process imports pandas; then the figure workers, which import matplotlib on the CPU the two
-    # readers leave (bench/present/report/render.py). Loading keeps one object graph per record: no GC.
+    # process imports pandas; then the figure workers, which import matplotlib at a lower priority
+    # than the two readers (bench/present/report/render.py). Loading keeps one object graph per
+    # record: no GC.
     with gc_paused(), ReportLoader.start(args.results) as loader:
         from bench.present.report.render import FigureWorkers
 

@@ -61,7 +61,7 @@ def build_report(
 
 
 def _build(
-    records: RecordsDigest,
+    found: RecordsDigest,
     out: Path,
     title: str | None,
     reproduce: Sequence[str] | None,
@@ -73,21 +73,25 @@ def _build(
     out.mkdir(parents=True, exist_ok=True)
     # Workers started early draw the figures of the records' frame while the rest is aggregated.
     on_frame = None if figure_workers is None else figure_workers.submit_records
-    analysis = analyse_columns(records.columns, on_frame=on_frame)
+    analysis = analyse_columns(found.columns, on_frame=on_frame)
     points = analysis.points
     if figure_workers is None:
         figure_workers = FigureWorkers.start(None if len(points) >= PARALLEL_MIN_POINTS else 1)
     with figure_workers:
         figure_workers.submit(points, analysis.scaling)  # they draw while this process writes the rest
-        return _write(out, analysis, records, title, reproduce, problems, point_dirs, preflights, figure_workers)
+        return _write(out, analysis, found, title, reproduce, problems, point_dirs, preflights, figure_workers)
 
 
-def _write(out, analysis, records, title, reproduce, problems, point_dirs, preflights, figure_workers) -> Path:
-    """Everything but the main figures first (the workers draw them meanwhile), then the page."""
+def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflights, figure_workers) -> Path:
+    """Everything but the main figures first (the workers draw them meanwhile), then the page.
+
+    `found`: the records' digest. Every section reads the analysis's frames; the two that read records
+    (cluster health, autotune) read `found.notable`, the only records a digest keeps whole: a new
+    section that reads records must read these and add what it needs to digest.is_notable."""
     points = analysis.points
     title = title or _default_title(points)
     timelines = _timelines(points, point_dirs)
-    health = cluster_health(preflights, records.notable)
+    health = cluster_health(preflights, found.notable)
     environment = environment_lines(points)
     headline, scaling = tables.headline_table(analysis.scaling), tables.scaling_table(analysis.scaling)
     failed = tables.failed_table(points)
@@ -122,7 +126,7 @@ def _write(out, analysis, records, title, reproduce, problems, point_dirs, prefl
         "problems": tables.problems_table(list(problems)),
         "reproduce": commands,
         "has_prediction": tables.has_prediction(points),
-        "autotune": autotune_section(analysis.cells, records.notable),
+        "autotune": autotune_section(analysis.cells, found.notable),
         "health": health,
     }
     figures = figure_workers.collect()

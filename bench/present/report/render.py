@@ -36,8 +36,9 @@ from bench.present.report.html import RenderedFigure
 PARALLEL_MIN_POINTS = 1000
 # More workers than this wait on each other more than they draw (there are eight figures).
 MAX_WORKERS = 4
-# How much the workers yield the CPU to the parent (os.nice): with three processes on two cores the
-# parent, whose results every figure and table waits for, would otherwise get two thirds of a core.
+# How much the workers yield the CPU to the parent (os.nice): with the parent, the `report` command's
+# reader and the workers on two cores, the parent, whose results every figure and table waits for,
+# would otherwise get half a core or less while the workers import matplotlib and draw.
 WORKER_NICENESS = 10
 # A worker's last message: (_DONE, how many figures there are).
 _DONE = "done"
