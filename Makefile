@@ -18,12 +18,12 @@ test-fast:
 	env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -m pytest tests/unit -q
 
 # Benchmarks (not part of `make test`): every benchmark (benchmarks/run.py: report, check, store add and history
-# of 10,000 records, the pytest-benchmark hot paths) against benchmarks/baseline.json; one flagged as more than
-# 20 % slower (CPU or wall time, significant by check's rule) is measured again at the baseline's commit in
-# this sitting (a git worktree), and exit 1 only when that confirms it; then the engine's tokens/s
-# (scripts/bench_engine.py). `make bench-baseline` takes the baseline on purpose (on a quiet machine,
-# from a committed checkout). BENCH_SETUP and BENCH_PYTHON let a checkout use another environment (make bench
-# BENCH_SETUP=true BENCH_PYTHON=python); BENCH_ARGS passes flags on (BENCH_ARGS="--only store_add_10k --runs 5").
+# of 10,000 records, the pytest-benchmark hot paths) in this checkout and at benchmarks/baseline.json's commit
+# (a git worktree), in the same sitting; exit 1 on one more than 20 % slower than that commit (CPU or wall
+# time, significant by check's rule); then the engine's tokens/s (scripts/bench_engine.py). `make
+# bench-baseline` takes the baseline on purpose (on a quiet machine, from a committed checkout).
+# BENCH_SETUP and BENCH_PYTHON let a checkout use another environment (make bench BENCH_SETUP=true
+# BENCH_PYTHON=python); BENCH_ARGS passes flags on (BENCH_ARGS="--only store_add_10k --runs 6").
 BENCH_SETUP ?= scripts/setup.sh dev
 BENCH_PYTHON ?= .venv/bin/python
 BENCH_ARGS ?=

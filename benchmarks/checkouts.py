@@ -1,9 +1,8 @@
 """Where a benchmark runs: this checkout, or another commit's code in a temporary git worktree.
 
-`make bench` re-measures a benchmark that looks slower than the committed baseline at the
-baseline's own commit, in the same sitting (benchmarks/run.py): the VM's speed moves between
-sittings by as much as the gate's limit, and only the old code measured now tells drift from a
-slowdown. A `Checkout` is a folder holding the package and the benchmark scripts; every benchmark
+`make bench` measures every benchmark at the committed baseline's own commit too, in the same
+sitting (benchmarks/run.py): the VM's speed moves between sittings by as much as the gate's limit,
+and only the old code measured now tells drift from a slowdown. A `Checkout` is a folder holding the package and the benchmark scripts; every benchmark
 process runs in it (its working directory) with that folder first on PYTHONPATH, so both the
 scripts' `import bench` and the timed `python -m bench` load that folder's code, not the editable
 install's (PYTHONPATH comes before the install's import hook). The interpreter and its installed

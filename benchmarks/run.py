@@ -11,22 +11,22 @@ harness reads each run's wall time from the run lines the script prints, benchma
 the pytest-benchmark hot paths of benchmarks/test_*.py (every measured round, at most MAX_SAMPLES
 of them kept, evenly spaced in the order they ran).
 
-How it judges, in two steps:
-1. Against the committed baseline: each benchmark's CPU times, and each script's wall times too,
-   with `check`'s own timing rule (bench.analysis.check.compare.compare_timing, the statistics of
-   bench.analysis.stats): slower beyond SLOWDOWN_PCT, with a one-sided Mann-Whitney U p below
-   `check`'s alpha and a bootstrap interval of the median ratio that excludes 1; each run is one
-   sample (a run-level timing, as `check` treats one). A benchmark that fails this is *flagged*.
-2. In this sitting: the VM's speed moves between sittings by as much as the limit (the same code's
-   CPU time +6 to +32 %, its wall time up to +57 %, 25 minutes apart: docs/development.md), so a
-   flag is judged again against the baseline's commit measured now, in a temporary git worktree
-   (benchmarks/checkouts.py): 6 runs of each, in blocks of 3, the commit, this checkout, this
-   checkout, the commit (a drift within the sitting falls on both alike), this checkout judged
-   against the commit's samples by the same rule, whatever --runs says. A flag fails where this
-   confirms it, and where it is inconclusive (more than SLOWDOWN_PCT slower, not significantly:
-   one wild run); it passes where the commit measures as slow now: that was the machine. Where the
-   commit cannot be measured (no git, a shallow clone, a baseline taken from uncommitted changes),
-   or with --no-confirm, the flag fails as it stands, and the output says so.
+How it judges: by `check`'s own timing rule (bench.analysis.check.compare.compare_timing, the
+statistics of bench.analysis.stats) on two clocks, each run's CPU time and each script run's wall
+time: a regression is a median more than SLOWDOWN_PCT slower, with a one-sided Mann-Whitney U p
+below `check`'s alpha and a bootstrap interval of the median ratio that excludes 1; each run is one
+sample (a run-level timing, as `check` treats one). The reference is the baseline's own commit,
+measured again in this sitting: the VM's speed moves between sittings by as much as the limit (the
+same code's CPU time -46 to +32 %, its wall time up to +57 %: docs/development.md), which a verdict
+against another sitting's numbers can neither tell from a slowdown nor see past (a machine faster
+today hides a slowdown). So the commit is checked out in a temporary git worktree
+(benchmarks/checkouts.py) and both it and this checkout are measured, RUNS runs a side in ABBA
+blocks (the commit, this checkout, this checkout, the commit: a drift within the sitting falls on
+both alike); the baseline file's numbers are shown beside, for the record. A benchmark fails when
+it regressed against the commit, when it is inconclusive (more than the limit slower in the median,
+not significantly: one wild run can do that), or when it did not run. Where the commit cannot be
+measured (no git, a shallow clone, a baseline taken from uncommitted changes), or with
+--against-file, the verdict is against the file's numbers, and the output says so.
 A slower median that is not significant is `noise` and passes. Exit 0 when nothing regressed, 1
 when something did (named, with how much and against what) or a benchmark failed to run, 2 on bad
 input (an unknown --only name, an unreadable baseline or one of another version, a baseline to take
@@ -63,11 +63,12 @@ ROOT = HERE.root
 BASELINE = ROOT / "benchmarks" / "baseline.json"
 # 2: CPU and wall samples per benchmark, judged on both (1 held wall times only, judged on them).
 BASELINE_VERSION = 2
-# A slowdown beyond this, significant by check's rule, in CPU time or in wall time, flags a
-# benchmark against the baseline and, confirmed in the same sitting, fails `make bench`.
+# A slowdown beyond this, significant by check's rule, in CPU time or in wall time, against the
+# baseline's commit measured in the same sitting, fails `make bench`.
 SLOWDOWN_PCT = 20.0
-# Timed runs per script: 5 against 5 lets the U test reach p = 0.004 (3 against 3 cannot go below 0.05).
-RUNS = 5
+# Timed runs per script and side: 6 against 6 lets the U test reach p = 0.001 (3 against 3 cannot go
+# below 0.05).
+RUNS = 6
 # Rounds kept per pytest benchmark (a fast one measures thousands).
 MAX_SAMPLES = 200
 # Step times are what check's timing rule compares; a benchmark's time is one, lower is better.
@@ -175,22 +176,28 @@ def group_of(name: str) -> str:
     return name if name in {s.name for s in SCRIPTS} else PYTEST_NAME
 
 
-# The order of a confirmation's blocks, each CONFIRM_BLOCK runs long: the baseline's commit, this
-# checkout, this checkout, the commit (ABBA): a drift within the sitting falls on both sides alike,
-# and 6 runs against 6 let the U test reach p = 0.001.
-CONFIRM_ORDER = ("then", "now", "now", "then")
-CONFIRM_BLOCK = 3
+# The order of the same-sitting blocks: the baseline's commit, this checkout, this checkout, the
+# commit (ABBA), half of each side's runs a block: a drift within the sitting falls on both sides alike.
+ABBA = ("then", "now", "now", "then")
+
+
+def block_runs(runs: int) -> list[int]:
+    """Runs of each of the four ABBA blocks for `runs` runs a side (6: 3, 3, 3, 3)."""
+    first, second = (runs + 1) // 2, runs // 2
+    return [first, first, second, second]
 
 
 def measure_alternating(
-    names: list[str], then: Checkout, now: Checkout, measure_in=measure, block: int = CONFIRM_BLOCK
+    names: list[str], then: Checkout, now: Checkout, runs: int = RUNS, measure_in=measure
 ) -> tuple[dict[str, Measured], dict[str, Measured]]:
-    """The benchmarks `names` measured in both checkouts in CONFIRM_ORDER, `block` runs at a time:
-    each side's samples by benchmark name, every name present (with a failure where its script or
-    the pytest group did not run, or did not measure it)."""
+    """The benchmarks `names` measured in both checkouts in ABBA blocks, `runs` runs a side (the
+    pytest group: once a block): each side's samples by benchmark name, every name present (with a
+    failure where its script or the pytest group did not run, or did not measure it)."""
     sides = {"then": {n: Measured(n) for n in names}, "now": {n: Measured(n) for n in names}}
     groups = {group_of(name) for name in names}
-    for turn in CONFIRM_ORDER:
+    for turn, block in zip(ABBA, block_runs(runs), strict=True):
+        if not block:
+            continue
         checkout = then if turn == "then" else now
         print(f"bench: {checkout.label}: {block} run(s) of {', '.join(sorted(groups))}", flush=True)
         got = {m.name: m for m in measure_in(groups, block, False, checkout)}
@@ -199,6 +206,9 @@ def measure_alternating(
             if found.name != name:  # the group failed: so did each of its benchmarks
                 found = Measured(name, failure=found.failure or f"not measured in {checkout.label}")
             sides[turn][name].extend(found)
+        if turn == "now":  # a hot path this checkout has and the names did not know: shown as new
+            for name in got.keys() - set(names) - groups:
+                sides["now"].setdefault(name, Measured(name)).extend(got[name])
     return sides["then"], sides["now"]
 
 
@@ -373,11 +383,10 @@ def comparison_rows(measured: list[Measured], references: dict[str, dict], again
     return result
 
 
-def confirm(flagged: list[str], baseline: dict, print_table, measure_in=measure) -> Comparison | str:
-    """The flagged benchmarks measured again in this sitting, at the baseline's commit and in this
-    checkout (measure_alternating), and this checkout judged against the commit's samples; or why the
-    commit could not be measured (a line). A benchmark that did not run at the commit is in the
-    result's `failed`, with why (its flag stands)."""
+def against_commit(names: list[str], baseline: dict, runs: int, measure_in=measure):
+    """The benchmarks measured in this sitting at the baseline's commit (a temporary git worktree)
+    and in this checkout (measure_alternating): (the commit's label, its samples, this checkout's);
+    or why the commit cannot be measured (a line)."""
     if str(baseline["commit"]).endswith(DIRTY):
         return (
             f"the baseline was taken from a checkout with uncommitted changes ({baseline['commit']}), "
@@ -385,42 +394,32 @@ def confirm(flagged: list[str], baseline: dict, print_table, measure_in=measure)
         )
     try:
         with commit_checkout(baseline["commit"]) as then:
-            print(f"bench: confirming {', '.join(flagged)} in this sitting against {then.label} (a git worktree)")
-            old, new = measure_alternating(flagged, then, HERE, measure_in)
+            print(f"bench: measuring {then.label} (a git worktree) and this checkout in this sitting, ABBA")
+            old, new = measure_alternating(names, then, HERE, runs, measure_in)
     except CheckoutError as exc:
         return str(exc)
-    ran = [name for name in flagged if not old[name].failure]
-    references = {name: {"cpu_s": old[name].cpu_s, "wall_s": old[name].wall_s} for name in ran}
-    result = comparison_rows([new[name] for name in ran], references, then.label)
-    for name in flagged:
-        if old[name].failure:
-            result.failed[name] = f"did not run at {then.label}, so its flag stands: {old[name].failure}"
-    print_table(result.rows, headers(then.label.removeprefix("commit ")))
+    return then.label, old, new
+
+
+def judged_now(label: str, old: dict[str, Measured], new: dict[str, Measured]) -> Comparison:
+    """This checkout's samples against the commit's of the same sitting; a benchmark that did not run
+    at the commit fails (nothing judges it)."""
+    references = {name: {"cpu_s": m.cpu_s, "wall_s": m.wall_s} for name, m in old.items() if not m.failure}
+    result = comparison_rows(
+        [m for name, m in new.items() if name not in old or not old[name].failure], references, label
+    )
+    for name, m in old.items():
+        if m.failure:
+            result.failed[name] = f"did not run at {label}, so nothing judges it: {m.failure}"
     return result
 
 
-def verdict(first: Comparison, second: Comparison | str | None) -> tuple[list[str], list[str]]:
-    """(failure lines, notes): what fails `make bench` once the flags of `first` (against the baseline
-    file) are judged by `second` (the same sitting; a line: why it could not be measured; None: not
-    asked for). A flag fails where `second` confirms it, where `second` is inconclusive (slower by more
-    than the limit, but not significantly), and where nothing could judge it; it passes where the
-    commit measured now is as slow (within the limit): that was the machine."""
-    if not first.regressed or second is None:
-        return first.failures, []
-    if isinstance(second, str):
-        return first.failures, [f"cannot measure the baseline's commit in this sitting: {second}; the flags stand"]
-    failures = [f"{name} failed to run: {why}" for name, why in first.failed.items()]
-    notes = []
-    for name, lines in first.regressed.items():
-        if name in second.failed:
-            failures += [*lines, f"{name} {second.failed[name]}"]
-        elif name in second.regressed:
-            failures += second.regressed[name]
-        elif name in second.inconclusive:
-            failures += [f"{name}: inconclusive: {second.inconclusive[name]}; the flag stands (run it again)"]
-        else:
-            notes.append(f"not confirmed: {name}: {second.changes[name]}: the flag was the machine's drift")
-    return failures, notes
+def failure_lines(result: Comparison) -> list[str]:
+    """What fails `make bench`: a benchmark that did not run, a significant slowdown beyond the limit,
+    and an inconclusive one (beyond the limit in the median, not significantly: one wild run can do
+    that; measure it again rather than let it pass)."""
+    inconclusive = [f"{name}: inconclusive: {why}; measure it again" for name, why in result.inconclusive.items()]
+    return result.failures + inconclusive
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -433,9 +432,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     allowed = [s.name for s in SCRIPTS] + [PYTEST_NAME]
     parser.add_argument("--only", help=f"comma-separated; allowed: {', '.join(allowed)}")
     parser.add_argument(
-        "--no-confirm",
+        "--against-file",
         action="store_true",
-        help="fail on a flag against the baseline file without measuring the baseline's commit again",
+        help="judge against the baseline file's numbers alone, without measuring its commit in this sitting "
+        "(faster; the verdict then carries the machine's drift between sittings)",
     )
     args = parser.parse_args(argv)
     if args.runs < 1:
@@ -454,13 +454,57 @@ def main(argv: list[str] | None = None) -> int:
 
     baseline = None if args.update_baseline or args.smoke else read_baseline(args.baseline)
     if args.update_baseline and (changed := modified()):
-        # A flag is confirmed by measuring the baseline's commit again: it must be the code measured.
+        # `make bench` measures the baseline's commit again: it must be the code the baseline measured.
         refuse(
             f"--update-baseline: uncommitted changes to {', '.join(changed[:5])}"
-            f"{' ...' if len(changed) > 5 else ''}; commit them first (a flag is confirmed against the "
-            "baseline's commit, measured again)"
+            f"{' ...' if len(changed) > 5 else ''}; commit them first (make bench measures the "
+            "baseline's commit again)"
         )
     names = set(args.only.split(",")) if args.only else None
+    if args.smoke or args.update_baseline:
+        return _measure_only(args, names, print_table)
+    taken = f"commit {baseline['commit']}, {baseline['taken_at']}, {baseline['machine']['cpus']} CPUs"
+    if baseline["machine"]["cpus"] != os.cpu_count():
+        print(
+            f"bench: warning: the baseline was taken on {baseline['machine']['cpus']} CPUs, this machine has {os.cpu_count()}"
+        )
+    load_before = os.getloadavg()[0]
+    wanted = [s.name for s in SCRIPTS if names is None or s.name in names]
+    if names is None or PYTEST_NAME in names:  # the hot paths' names are the baseline's (a pytest run gives them)
+        wanted += [name for name in baseline["benchmarks"] if group_of(name) == PYTEST_NAME]
+    now = None if args.against_file else against_commit(wanted, baseline, args.runs)
+    if isinstance(now, tuple):
+        label, old, new = now
+        measured = list(new.values())
+    else:
+        measured = measure(names, args.runs, smoke=False)
+    print(f"bench: load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; {os.cpu_count()} CPUs")
+    on_file = comparison_rows(measured, baseline["benchmarks"])
+    print(
+        f"bench: against {args.baseline.name} ({taken}); the limit: > {SLOWDOWN_PCT:g}% slower in CPU or wall time, p < {ALPHA:g}"
+    )
+    print_table(on_file.rows, headers("baseline"))
+    if isinstance(now, tuple):
+        print(
+            f"bench: against {label}, measured in this sitting: the verdict (the file's numbers above are another sitting's)"
+        )
+        verdict = judged_now(label, old, new)
+        print_table(verdict.rows, headers(label.removeprefix("commit ")))
+    else:
+        why = "--against-file" if now is None else f"cannot measure the baseline's commit in this sitting: {now}"
+        print(
+            f"bench: the verdict is against the file's numbers ({why}): it carries the machine's drift between sittings"
+        )
+        verdict = on_file
+    failures = failure_lines(verdict)
+    for line in failures:
+        print(f"bench: FAIL: {line}")
+    print(f"bench: {'FAIL' if failures else 'PASS'} ({len(measured)} benchmark(s), {len(failures)} failing)")
+    return 1 if failures else 0
+
+
+def _measure_only(args: argparse.Namespace, names: set[str] | None, print_table) -> int:
+    """--smoke (each benchmark once, tiny, untimed) and --update-baseline (the baseline file written)."""
     load_before = os.getloadavg()[0]
     measured = measure(names, args.runs, args.smoke)
     loads = (load_before, os.getloadavg()[0])
@@ -471,39 +515,15 @@ def main(argv: list[str] | None = None) -> int:
     if args.smoke:
         print(f"bench: smoke {'FAIL' if failed else 'PASS'}: {len(measured) - len(failed)} of {len(measured)} ran")
         return 1 if failed else 0
-    if args.update_baseline:
-        if failed:
-            print("bench: baseline not written (a benchmark failed)")
-            return 1
-        taken_at = write_baseline(args.baseline, measured, args.runs, loads)
-        rows = [[m.name, *(f"{statistics.median(x):.4g}" if x else "" for x in (m.cpu_s, m.wall_s)), str(len(m.cpu_s))]
-                for m in measured]  # fmt: skip
-        print_table(rows, ("benchmark", "median CPU s", "median wall s", "samples"))
-        print(f"bench: wrote {args.baseline} (commit {taken_at})")  # asked again, the file just written is a change
-        return 0
-    taken = f"commit {baseline['commit']}, {baseline['taken_at']}, {baseline['machine']['cpus']} CPUs"
-    if baseline["machine"]["cpus"] != os.cpu_count():
-        print(
-            f"bench: warning: the baseline was taken on {baseline['machine']['cpus']} CPUs, this machine has {os.cpu_count()}"
-        )
-    first = comparison_rows(measured, baseline["benchmarks"])
-    print(
-        f"bench: against {args.baseline.name} ({taken}); flagged: > {SLOWDOWN_PCT:g}% slower in CPU or wall time, "
-        f"p < {ALPHA:g}"
-    )
-    print_table(first.rows, headers("baseline"))
-    second = None
-    if first.regressed and not args.no_confirm:
-        for line in first.regression_lines:
-            print(f"bench: flagged: {line}")
-        second = confirm(list(first.regressed), baseline, print_table)
-    failures, notes = verdict(first, second)
-    for line in notes:
-        print(f"bench: {line}")
-    for line in failures:
-        print(f"bench: FAIL: {line}")
-    print(f"bench: {'FAIL' if failures else 'PASS'} ({len(measured)} benchmark(s), {len(failures)} failing)")
-    return 1 if failures else 0
+    if failed:
+        print("bench: baseline not written (a benchmark failed)")
+        return 1
+    taken_at = write_baseline(args.baseline, measured, args.runs, loads)
+    rows = [[m.name, *(f"{statistics.median(x):.4g}" if x else "" for x in (m.cpu_s, m.wall_s)), str(len(m.cpu_s))]
+            for m in measured]  # fmt: skip
+    print_table(rows, ("benchmark", "median CPU s", "median wall s", "samples"))
+    print(f"bench: wrote {args.baseline} (commit {taken_at})")  # asked again, the file just written is a change
+    return 0
 
 
 if __name__ == "__main__":

@@ -72,7 +72,7 @@ def test_an_unknown_commit_is_one_line(harness):
     )
 
 
-def test_confirm_judges_this_checkout_against_the_commit_measured_alternately(harness, capsys):
+def test_the_commit_and_this_checkout_are_measured_abba_and_judged(harness, capsys):
     run, _ = harness
     seen = []
 
@@ -82,12 +82,12 @@ def test_confirm_judges_this_checkout_against_the_commit_measured_alternately(ha
         cpu = [4.0 + 0.01 * i for i in range(runs)] if old else [5.6 + 0.01 * i for i in range(runs)]
         return [run.Measured("store_add_10k", list(cpu), list(cpu))]
 
-    baseline = {"commit": head()[:12]}
-    result = run.confirm(["store_add_10k"], baseline, lambda rows, heads: print(heads[1], rows[0][-1]), measure_in)
-    label = f"commit {head()[:12]}"
-    assert seen == [label, "this checkout", "this checkout", label]
+    label, old, new = run.against_commit(["store_add_10k"], {"commit": head()[:12]}, 6, measure_in)
+    assert label == f"commit {head()[:12]}" and seen == [label, "this checkout", "this checkout", label]
+    result = run.judged_now(label, old, new)
     assert list(result.regressed) == ["store_add_10k"]
     assert result.failures[0].startswith(f"store_add_10k is 39.9% slower than {label} in CPU time (4.01 s -> 5.61 s")
-    out = capsys.readouterr().out
-    assert f"bench: confirming store_add_10k in this sitting against {label} (a git worktree)" in out
-    assert f"CPU s: {head()[:12]} REGRESSION (CPU, wall)" in out
+    assert (
+        f"bench: measuring {label} (a git worktree) and this checkout in this sitting, ABBA" in capsys.readouterr().out
+    )
+    assert "bench-commit-" not in worktrees()  # the worktree is gone

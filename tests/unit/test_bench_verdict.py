@@ -1,6 +1,6 @@
-"""`make bench`'s verdict (benchmarks/run.py): a benchmark more than 20 % slower than the baseline
-file, in CPU or wall time, by check's timing rule, is flagged; a flag fails only when the baseline's
-commit, measured again in the same sitting, confirms it (or when that commit cannot be measured)."""
+"""`make bench`'s verdict (benchmarks/run.py): check's timing rule on CPU and wall time, a limit of
+20 %, against the baseline's commit measured again in the same sitting (ABBA blocks), the baseline
+file's numbers shown beside; against the file where the commit cannot be measured."""
 
 from __future__ import annotations
 
@@ -66,57 +66,59 @@ def test_a_benchmark_that_did_not_run_fails_and_one_the_baseline_lacks_is_new(ru
     assert result.failures == ["bench_x failed to run: exit 1, 0 of 5 run line(s)"]
 
 
-def flagged(run):
-    """A benchmark 30 % slower than the baseline file (CPU 4.0 -> 5.2 s), flagged by the first step."""
-    return run.comparison_rows([run.Measured("bench_x", spread(5.3), spread(5.2))], reference(spread(4.0), spread(5.0)))
-
-
-def judged_now(run, commit_cpu: list[float], commit_wall: list[float], now=None):
-    """The second step: this checkout's samples (by default as slow as in the first) against the
-    baseline's commit measured in the same sitting."""
+def judged(run, commit_cpu: list[float], commit_wall: list[float], now=None):
+    """This checkout's samples (by default 30 % slower than 4.0 s of CPU) against the baseline's
+    commit measured in the same sitting."""
     now = now or run.Measured("bench_x", spread(5.3, 6), spread(5.2, 6))
-    return run.comparison_rows([now], reference(commit_cpu, commit_wall), "commit abc")
+    return run.judged_now("commit abc", {"bench_x": run.Measured("bench_x", commit_wall, commit_cpu)}, {"bench_x": now})
 
 
-def test_a_flag_the_same_sitting_confirms_fails(run):
-    failures, notes = run.verdict(flagged(run), judged_now(run, spread(4.06, 6), spread(5.1, 6)))
-    assert notes == []
-    (line,) = failures
+def test_a_slowdown_measured_against_the_commit_in_this_sitting_fails(run):
+    result = run.judged_now(
+        "commit abc",
+        {"bench_x": run.Measured("bench_x", spread(5.1, 6), spread(4.06, 6))},
+        {"bench_x": run.Measured("bench_x", spread(5.3, 6), spread(5.2, 6))},
+    )
+    (line,) = run.failure_lines(result)
     assert line.startswith("bench_x is 28.1% slower than commit abc in CPU time (4.04 s -> 5.174 s, p=0.0011")
 
 
-def test_a_flag_the_old_code_shows_too_is_drift_and_passes(run):
-    # The machine is slower in this sitting: the baseline's commit measures as slow as this checkout.
-    failures, notes = run.verdict(flagged(run), judged_now(run, spread(5.1, 6), spread(5.25, 6)))
-    assert failures == []
-    (note,) = notes
-    assert note.startswith("not confirmed: bench_x: +2.0% in CPU time (p=")
-    assert "+1.0% in wall time" in note and note.endswith(": the flag was the machine's drift")
+def test_the_same_speed_as_the_commit_passes_whatever_the_file_says(run):
+    # The machine is slower in this sitting: 30 % slower than the file, as slow as the commit now.
+    on_file = run.comparison_rows(
+        [run.Measured("bench_x", spread(5.3), spread(5.2))], reference(spread(4.0), spread(5.0))
+    )
+    assert list(on_file.regressed) == ["bench_x"]
+    result = judged(run, spread(5.1, 6), spread(5.25, 6))
+    assert run.failure_lines(result) == [] and result.rows[0][-1] == "ok"
+    assert result.changes["bench_x"].startswith("+2.0% in CPU time (p=")
 
 
-def test_a_slowdown_the_second_step_cannot_call_significant_still_fails(run):
-    # 30 % slower in the medians, but one slow run of the old code leaves the U test short of 0.05.
+def test_a_slowdown_the_rule_cannot_call_significant_still_fails(run):
+    # 30 % slower in the medians, but one wild run of each side leaves the U test short of 0.05.
     noisy = [4.0, 4.04, 4.08, 4.12, 4.16, 9.0]
-    second = judged_now(run, noisy, noisy, run.Measured("bench_x", spread(5.3, 6), [5.2, 5.25, 5.3, 3.9, 3.95, 9.5]))
-    assert "bench_x" not in second.regressed and "bench_x" in second.inconclusive
-    failures, notes = run.verdict(flagged(run), second)
-    assert notes == []
-    (line,) = failures
+    result = judged(run, noisy, noisy, run.Measured("bench_x", spread(5.3, 6), [5.2, 5.25, 5.3, 3.9, 3.95, 9.5]))
+    assert "bench_x" not in result.regressed
+    (line,) = run.failure_lines(result)
     assert line.startswith("bench_x: inconclusive: CPU and wall time more than 20% slower than commit abc but not")
-    assert line.endswith("; the flag stands (run it again)")
+    assert line.endswith("; measure it again")
 
 
-def test_a_flag_stands_when_the_commit_cannot_be_measured(run):
-    failures, notes = run.verdict(flagged(run), "commit 0123abc is not in this repository")
-    assert len(failures) == 1 and failures[0].startswith("bench_x is 30.0% slower than the baseline")
-    assert notes == [
-        "cannot measure the baseline's commit in this sitting: commit 0123abc is not in this repository; "
-        "the flags stand"
+def test_a_benchmark_that_did_not_run_at_the_commit_fails_and_a_new_one_is_shown(run):
+    old = {"bench_x": run.Measured("bench_x", failure="exit 1, 0 of 3 run line(s)")}
+    new = {
+        "bench_x": run.Measured("bench_x", spread(4.0, 6), spread(4.0, 6)),
+        "test_y": run.Measured("test_y", [], [1.0]),
+    }
+    result = run.judged_now("commit abc", old, new)
+    assert [row[-1] for row in result.rows] == ["new (not in commit abc)"]
+    assert run.failure_lines(result) == [
+        "bench_x failed to run: did not run at commit abc, so nothing judges it: exit 1, 0 of 3 run line(s)"
     ]
 
 
-def test_a_baseline_taken_with_uncommitted_changes_is_not_confirmed(run):
-    why = run.confirm(["bench_x"], {"commit": "0123456789ab.dirty"}, print)
+def test_a_baseline_taken_with_uncommitted_changes_is_not_measured_again(run):
+    why = run.against_commit(["bench_x"], {"commit": "0123456789ab.dirty"}, 6)
     assert why == (
         "the baseline was taken from a checkout with uncommitted changes (0123456789ab.dirty), "
         "so its commit is not the code it measured"
@@ -131,25 +133,63 @@ def test_a_baseline_is_taken_from_a_committed_checkout_only(run, monkeypatch, ca
     assert exit_.value.code == 2
     assert capsys.readouterr().err == (
         "error: --update-baseline: uncommitted changes to bench/analysis/stats.py; commit them first "
-        "(a flag is confirmed against the baseline's commit, measured again)\n"
+        "(make bench measures the baseline's commit again)\n"
     )
 
 
-def test_the_two_checkouts_alternate_abba_in_blocks_of_three(run):
+def _baseline_file(tmp_path: Path, cpu: float) -> Path:
+    data = {"version": 2, "taken_at": "t", "commit": "0123456789ab", "machine": {"cpus": 2},
+            "benchmarks": {"store_add_10k": {"cpu_s": spread(cpu), "wall_s": spread(cpu)}}}  # fmt: skip
+    path = tmp_path / "baseline.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_main_gives_the_verdict_of_the_same_sitting_and_shows_the_file(run, tmp_path, monkeypatch, capsys):
+    # The file says 2.0 s (a faster sitting); now the commit takes 3.0 s and this checkout 3.9 s (+30 %).
+    old = {"store_add_10k": run.Measured("store_add_10k", spread(3.0, 6), spread(3.0, 6))}
+    new = {"store_add_10k": run.Measured("store_add_10k", spread(3.9, 6), spread(3.9, 6))}
+    monkeypatch.setattr(run, "against_commit", lambda names, baseline, runs: ("commit 0123456789ab", old, new))
+    code = run.main(["--only", "store_add_10k", "--baseline", str(_baseline_file(tmp_path, 2.0))])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "bench: against commit 0123456789ab, measured in this sitting: the verdict" in out
+    assert "bench: FAIL: store_add_10k is 30.0% slower than commit 0123456789ab in CPU time (2.985 s -> 3.88 s" in out
+    assert out.splitlines()[-1] == "bench: FAIL (1 benchmark(s), 2 failing)"  # CPU and wall time
+
+
+def test_main_judges_against_the_file_where_the_commit_cannot_be_measured(run, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(run, "against_commit", lambda names, baseline, runs: "commit 0123456789ab is not here")
+    monkeypatch.setattr(
+        run, "measure", lambda names, runs, smoke: [run.Measured("store_add_10k", spread(2.02), spread(2.02))]
+    )
+    code = run.main(["--only", "store_add_10k", "--baseline", str(_baseline_file(tmp_path, 2.0))])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert (
+        "bench: the verdict is against the file's numbers (cannot measure the baseline's commit in this "
+        "sitting: commit 0123456789ab is not here): it carries the machine's drift between sittings"
+    ) in out
+    assert out.splitlines()[-1] == "bench: PASS (1 benchmark(s), 0 failing)"
+
+
+def test_abba_blocks_measure_each_checkout_in_turn(run):
     then, now = run.Checkout(Path("/old"), "commit abc"), run.Checkout(Path("/new"), "this checkout")
     calls = []
 
     def measure_in(groups, runs, smoke, checkout):
         calls.append((checkout.label, runs, sorted(groups)))
         seconds = 1.0 if checkout is then else 2.0
-        tests = [run.Measured("test_hot", [], [seconds / 100] * 3), run.Measured("test_other", [], [9.0])]
+        tests = [run.Measured("test_hot", [], [seconds / 100] * 3), run.Measured("test_new", [], [9.0])]
         return [run.Measured("report_10k", [seconds] * runs, [seconds] * runs), *tests]
 
-    old, new = run.measure_alternating(["report_10k", "test_hot"], then, now, measure_in)
-    labels = ["commit abc", "this checkout", "this checkout", "commit abc"]
-    assert calls == [(label, 3, ["pytest", "report_10k"]) for label in labels]
-    assert old["report_10k"].cpu_s == [1.0] * 6 and new["report_10k"].wall_s == [2.0] * 6
-    assert old["test_hot"].cpu_s == [0.01] * 6 and set(new) == {"report_10k", "test_hot"}
+    old, new = run.measure_alternating(["report_10k", "test_hot"], then, now, 5, measure_in)
+    order = [("commit abc", 3), ("this checkout", 3), ("this checkout", 2), ("commit abc", 2)]
+    assert calls == [(label, runs, ["pytest", "report_10k"]) for label, runs in order]
+    assert run.block_runs(6) == [3, 3, 3, 3]
+    assert old["report_10k"].cpu_s == [1.0] * 5 and new["report_10k"].wall_s == [2.0] * 5
+    assert old["test_hot"].cpu_s == [0.01] * 6 and set(old) == {"report_10k", "test_hot"}
+    assert new["test_new"].cpu_s == [9.0, 9.0]  # a hot path only this checkout has, shown as new
 
 
 def test_a_group_that_fails_in_one_checkout_marks_its_benchmarks_failed(run):
@@ -160,7 +200,7 @@ def test_a_group_that_fails_in_one_checkout_marks_its_benchmarks_failed(run):
             return [run.Measured("pytest", failure="pytest exit 2")]
         return [run.Measured("test_hot", [], [0.02] * 3)]
 
-    old, new = run.measure_alternating(["test_hot"], then, now, measure_in)
+    old, new = run.measure_alternating(["test_hot"], then, now, 6, measure_in)
     assert old["test_hot"].failure == "pytest exit 2" and new["test_hot"].failure == ""
 
 
