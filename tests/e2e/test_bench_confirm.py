@@ -76,11 +76,11 @@ def test_the_commit_and_this_checkout_are_measured_abba_and_judged(harness, caps
     run, _ = harness
     seen = []
 
-    def measure_in(groups, runs, smoke, checkout):
+    def measure_in(groups, runs, smoke, checkout, pytest_runs):
         seen.append(checkout.label)
         old = checkout is not run.HERE
         cpu = [4.0 + 0.01 * i for i in range(runs)] if old else [5.6 + 0.01 * i for i in range(runs)]
-        return [run.Measured("store_add_10k", list(cpu), list(cpu))]
+        return [run.Measured.of("store_add_10k", list(cpu), list(cpu))]
 
     label, old, new = run.against_commit(["store_add_10k"], {"commit": head()[:12]}, 6, measure_in)
     assert label == f"commit {head()[:12]}" and seen == [label, "this checkout", "this checkout", label]
