@@ -9,7 +9,8 @@ start, rendezvous, model build, warm-up, record writing) cancels in the differen
 
 is the throughput an outside clock sees, per-step overhead included (the barrier, Python
 between steps, whatever the step timer misses). The harness reports tokens_per_step / median
-step time; the ratio reported / derived must be 1.00 +/- 0.05.
+step time; the ratio reported / derived must be 1.00 +/- 0.05 (`verdict`: a bias every pair shows,
+not one that the spread between pairs explains).
 
 Which wall time: the records' `timed_window_s`, rank 0's clock from the start of the first
 timed step to the end of the loop. It holds the timed steps and everything between them, so
@@ -22,7 +23,9 @@ pays for, so on a busy machine the ratio drifts above 1.
 
     .venv/bin/python scripts/bench_engine.py            # ~4 minutes on 2 cores
     .venv/bin/python scripts/bench_engine.py --repeats 1 --worlds 1
-Exit code 0 when every ratio is within tolerance, 1 otherwise.
+Exit code 1 when a world size's pairs all put the ratio beyond the tolerance on the same side, 0
+otherwise (a median beyond it with a pair within is `noise`: single pairs spread from 0.93 to 1.12
+on the project's 2-core VM, docs/results/engine.md).
 """
 
 from __future__ import annotations
@@ -121,10 +124,21 @@ COLUMNS = (
     ("derived tok/s (timed window)", lambda r: f"{r['derived_timed_window']:,.0f}"),
     ("ratio (median of pairs)", lambda r: f"{r['ratio']:.3f}"),
     ("pair ratios", lambda r: " ".join(f"{x:.3f}" for x in r["ratios"])),
-    ("verdict", lambda r: "ok" if abs(r["ratio"] - 1) <= TOLERANCE else f"outside 1.00 +/- {TOLERANCE}"),
+    ("verdict", lambda r: verdict(r["ratio"], r["ratios"])),
     ("derived (wall_s)", lambda r: f"{r['derived_wall_s']:,.0f}"),
     ("derived (CLI wall)", lambda r: f"{r['derived_cli_wall']:,.0f}"),
 )
+
+
+def verdict(ratio: float, ratios: list[float]) -> str:
+    """`ok` when the median ratio is within 1.00 +/- TOLERANCE; `outside ...` when every pair's is beyond
+    it on the same side (a bias the harness has, whatever the load between a pair's two runs); `noise`
+    when the median is beyond it but some pair's is not (the load moved between runs: measure again)."""
+    if abs(ratio - 1) <= TOLERANCE:
+        return "ok"
+    if all(r > 1 + TOLERANCE for r in ratios) or all(r < 1 - TOLERANCE for r in ratios):
+        return f"outside 1.00 +/- {TOLERANCE}"
+    return "noise"
 
 
 def print_table(rows: list[dict], args: argparse.Namespace) -> None:
@@ -161,7 +175,7 @@ def main(argv: list[str] | None = None) -> int:
     print_table(rows, args)
     if args.json:
         args.json.write_text(json.dumps({"args": vars(args) | {"json": str(args.json)}, "rows": rows}, indent=2))
-    return 0 if all(abs(r["ratio"] - 1) <= TOLERANCE for r in rows) else 1
+    return 1 if any(verdict(r["ratio"], r["ratios"]).startswith("outside") for r in rows) else 0
 
 
 if __name__ == "__main__":
