@@ -19,34 +19,34 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from bench_report import write_records
-from timing import print_runs, time_command
+from timing import Prepared, add_prepare, run_benchmark
 
 # `check` exits 0 (pass) or 1 (a regression: some points failed in one sweep and not the other).
 CHECK_EXITS = (0, 1)
 
 
-def main() -> int:
+def prepare(folder: Path, args: argparse.Namespace) -> Prepared:
+    """Two sweeps under `folder` and the first saved as a baseline; the check of the second is what is timed."""
+    base_results, current = folder / "baseline", folder / "current"
+    written = write_records(base_results, args.records, seed=0)
+    write_records(current, args.records, seed=1)
+    baseline = folder / "baseline.json"
+    save = [sys.executable, "-m", "bench", "baseline", "save", str(base_results), "-o", str(baseline)]
+    subprocess.run(save, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    line = f"{written} records a side written to {folder}; baseline {baseline.stat().st_size / 2**20:.1f} MiB"
+    return Prepared(["check", str(current), "--baseline", str(baseline)], CHECK_EXITS, line)
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000, help="records per side (default 10,000)")
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        base_results, current = Path(tmp) / "baseline", Path(tmp) / "current"
-        written = write_records(base_results, args.records, seed=0)
-        write_records(current, args.records, seed=1)
-        baseline = Path(tmp) / "baseline.json"
-        save = [sys.executable, "-m", "bench", "baseline", "save", str(base_results), "-o", str(baseline)]
-        subprocess.run(save, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        print(
-            f"bench_check: {written} records a side written to {tmp}; baseline {baseline.stat().st_size / 2**20:.1f} MiB"
-        )
-        check = ["check", str(current), "--baseline", str(baseline)]
-        timings = [time_command(check, exits=CHECK_EXITS) for _ in range(args.runs)]
-        print_runs("bench_check", timings, f"{written} records against a baseline of {written}")
+    add_prepare(parser)
+    args = parser.parse_args(argv)
+    run_benchmark("bench_check", prepare, args, f"{args.records} records against a baseline of {args.records}")
     return 0
 
 

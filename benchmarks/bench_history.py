@@ -15,33 +15,39 @@ Prints each run's wall and CPU time and the medians (benchmarks/timing.py), and 
 
 from __future__ import annotations
 
+import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 from nightly import parse_args, write_nights
-from timing import print_runs, time_command
+from timing import Prepared, run_benchmark
 
 from bench.analysis import store
 
 
+def prepare(folder: Path, args: argparse.Namespace) -> Prepared:
+    """A store of the nights under `folder`; the history of it, into a folder of each run's own, is what is timed."""
+    results, path = folder / "results", folder / "store.sqlite"
+    written = write_nights(results, args.series, args.nights)
+    added = store.add(path, [results])
+    if added.problems or added.total != written:
+        raise SystemExit(f"bench_history: {added.total} of {written} records stored ({added.problems[:1]})")
+
+    def page_of(run: int) -> None:  # what the last run's page holds
+        if run == args.runs - 1:
+            out = folder / f"history{run}"
+            plots = len(list(out.glob("*.png")))
+            print(
+                f"bench_history: history.html {(out / 'history.html').stat().st_size / 2**20:.1f} MiB, {plots} plot(s)"
+            )
+
+    argv = ["history", "--store", str(path), "-o", str(folder / "history{run}")]
+    return Prepared(argv, (0,), f"{written} records in {path}", page_of)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv, nights="runs per series")
-    with tempfile.TemporaryDirectory(prefix="bench_history-") as tmp:
-        results, path = Path(tmp) / "results", Path(tmp) / "store.sqlite"
-        written = write_nights(results, args.series, args.nights)
-        added = store.add(path, [results])
-        if added.problems or added.total != written:
-            raise SystemExit(f"bench_history: {added.total} of {written} records stored ({added.problems[:1]})")
-        print(f"bench_history: {written} records in {path}")
-        timings = []
-        for run in range(args.runs):
-            out = Path(tmp) / f"history{run}"
-            timings.append(time_command(["history", "--store", str(path), "-o", str(out)]))
-        page = out / "history.html"
-        plots = len(list(out.glob("*.png")))
-        print_runs("bench_history", timings, f"history of {written} runs")
-        print(f"bench_history: history.html {page.stat().st_size / 2**20:.1f} MiB, {plots} plot(s)")
+    run_benchmark("bench_history", prepare, args, f"history of {args.series * args.nights} runs")
     return 0
 
 

@@ -10,7 +10,9 @@ bootstrap intervals, six plots, the HTML page, summary.md and results.csv.
     .venv/bin/python benchmarks/bench_report.py --records 2000 --runs 1
 
 Prints each run's wall time, its CPU time (user + system, the command and its figure workers:
-less sensitive than wall time to other work on a shared machine) and the medians.
+less sensitive than wall time to other work on a shared machine) and the medians; with
+`--prepare DIR`, writes the records under DIR and prints the command for the harness to time
+(benchmarks/timing.py).
 """
 
 from __future__ import annotations
@@ -19,11 +21,10 @@ import argparse
 import itertools
 import random
 import sys
-import tempfile
 from pathlib import Path
 
 from nightly import write_plain
-from timing import print_runs, time_command
+from timing import Prepared, add_prepare, run_benchmark
 
 from bench.analysis.check.synthetic import make_record, step_times
 from bench.config.compose import flavors
@@ -83,21 +84,20 @@ def write_records(root: Path, count: int, seed: int = 0) -> int:
     return written
 
 
-def main() -> int:
+def prepare(folder: Path, args: argparse.Namespace) -> Prepared:
+    """The records under `folder`; the report of them, into a folder of each run's own, is what is timed."""
+    written = write_records(folder / "results", args.records)
+    argv = ["report", str(folder / "results"), "-o", str(folder / "report{run}")]
+    return Prepared(argv, (0,), f"{written} records written to {folder / 'results'}")
+
+
+def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        results = Path(tmp) / "results"
-        written = write_records(results, args.records)
-        print(f"bench_report: {written} records written to {results}")
-        timings = [
-            time_command(["report", str(results), "-o", str(Path(tmp) / f"report{run}")]) for run in range(args.runs)
-        ]
-        print_runs("bench_report", timings, f"{written} records")
-        size = (Path(tmp) / "report0" / "report.html").stat().st_size
-        print(f"bench_report: report.html {size / 2**20:.1f} MiB")
+    add_prepare(parser)
+    args = parser.parse_args(argv)
+    run_benchmark("bench_report", prepare, args, f"{args.records} records")
     return 0
 
 

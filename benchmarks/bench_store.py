@@ -14,30 +14,33 @@ Prints each run's wall and CPU time and the medians (benchmarks/timing.py).
 
 from __future__ import annotations
 
+import argparse
 import sys
-import tempfile
 from pathlib import Path
 
 from nightly import parse_args, write_nights
-from timing import print_runs, time_command
+from timing import Prepared, run_benchmark
 
 from bench.analysis.store import ResultStore
 
 
+def prepare(folder: Path, args: argparse.Namespace) -> Prepared:
+    """The nights under `folder`; adding them to a new store of each run's own is what is timed."""
+    results = folder / "results"
+    written = write_nights(results, args.series, args.nights)
+
+    def stored_all(run: int) -> None:  # each run's store holds every record
+        stored = ResultStore(folder / f"store{run}.sqlite").count()
+        if stored != written:
+            raise SystemExit(f"bench_store: the store holds {stored} records, not {written}")
+
+    argv = ["store", "add", str(results), "--store", str(folder / "store{run}.sqlite")]
+    return Prepared(argv, (0,), f"{written} records written to {results}", stored_all)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(__doc__.splitlines()[0], argv, nights="results folders, one per night")
-    with tempfile.TemporaryDirectory(prefix="bench_store-") as tmp:
-        results = Path(tmp) / "results"
-        written = write_nights(results, args.series, args.nights)
-        print(f"bench_store: {written} records written to {results}")
-        timings = []
-        for run in range(args.runs):
-            store = Path(tmp) / f"store{run}.sqlite"
-            timings.append(time_command(["store", "add", str(results), "--store", str(store)]))
-            stored = ResultStore(store).count()
-            if stored != written:
-                raise SystemExit(f"bench_store: the store holds {stored} records, not {written}")
-        print_runs("bench_store", timings, f"store add of {written} records")
+    run_benchmark("bench_store", prepare, args, f"store add of {args.series * args.nights} records")
     return 0
 
 

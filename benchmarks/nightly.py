@@ -19,6 +19,8 @@ import random
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from timing import add_prepare
+
 from bench.analysis.check.synthetic import make_record, step_times
 from bench.config.compose import flavors, load_grid
 from bench.schema.record import PeakMemory, RunResult
@@ -114,4 +116,5 @@ def parse_args(description: str, argv: list[str] | None, nights: str) -> argpars
     parser.add_argument("--series", type=int, default=SERIES, help="configurations per night")
     parser.add_argument("--nights", type=int, default=NIGHTS, help=nights)
     parser.add_argument("--runs", type=int, default=3)
+    add_prepare(parser)
     return parser.parse_args(argv)

@@ -1,15 +1,21 @@
-"""What the timed benchmark scripts share: timing the real command line, and the line each run prints.
+"""What the timed benchmark scripts share: timing the real command line, the line each run prints,
+and the protocol by which the harness prepares a script's data once and times its command itself.
 
-The run line, `NAME: run N: W s wall, C s CPU ...`, is what the harness (benchmarks/run.py) reads
-from a script's output: `parse_runs` takes the wall and CPU seconds of every run from it. Every
-timed script prints it through `print_runs`, so a script joins the harness by timing its command
-with `time_command`, taking `--runs N`, and being named in run.py's SCRIPTS.
+Alone, a script writes its records into a temporary folder, times its command `--runs N` times and
+prints a run line for each, `NAME: run N: W s wall, C s CPU ...` (`print_runs`; `parse_runs` reads
+them back: the smoke run of the test suite does). For `make bench` (benchmarks/run.py) a script
+takes `--prepare DIR` instead: it writes its records under DIR, prints one `prepared:` line (the
+command line to time, "{run}" where each run's own outputs go, and the exit codes that are not
+failures: `print_prepared`, `parse_prepared`) and exits, and the harness times that command in the
+script's checkout, run by run, alternating with another checkout's (`time_command`'s `cwd` and `env`).
+A script joins the harness by taking both, and being named in run.py's SCRIPTS.
 """
 
 from __future__ import annotations
 
 import compileall
 import functools
+import json
 import os
 import re
 import resource
@@ -39,14 +45,19 @@ class Timing:
     exit_code: int = 0
 
 
-def time_command(argv: Sequence[str], exits: Sequence[int] = (0,)) -> Timing:
-    """Run `python -m bench ARGV` (the real command line, interpreter start included); stop the
-    benchmark on an exit code outside `exits` (check's 1 is a verdict, not a failure)."""
-    compiled()
+def time_command(
+    argv: Sequence[str], exits: Sequence[int] = (0,), cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Timing:
+    """Run `python -m bench ARGV` (the real command line, interpreter start included) in `cwd` (a
+    checkout: its package is the one run; this one's by default); stop the benchmark on an exit code
+    outside `exits` (check's 1 is a verdict, not a failure)."""
+    compiled(PACKAGE if cwd is None else Path(cwd) / PACKAGE.name)
     load = os.getloadavg()[0]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    code = subprocess.run([sys.executable, "-m", "bench", *argv], stdout=subprocess.DEVNULL).returncode
+    code = subprocess.run(
+        [sys.executable, "-m", "bench", *argv], stdout=subprocess.DEVNULL, cwd=cwd, env=env
+    ).returncode
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if code not in exits:
@@ -55,11 +66,11 @@ def time_command(argv: Sequence[str], exits: Sequence[int] = (0,)) -> Timing:
 
 
 @functools.cache
-def compiled() -> None:
-    """The package byte-compiled once, before the first timed run: an installed package is, and with
+def compiled(package: Path = PACKAGE) -> None:
+    """A package byte-compiled once, before its first timed run: an installed package is, and with
     PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) each run would otherwise compile
     its ~300 modules again, a few tenths of a second that no user pays."""
-    compileall.compile_dir(PACKAGE, quiet=1)
+    compileall.compile_dir(package, quiet=1)
 
 
 def print_runs(name: str, timings: Sequence[Timing], what: str) -> None:
@@ -79,3 +90,67 @@ def print_runs(name: str, timings: Sequence[Timing], what: str) -> None:
 def parse_runs(output: str) -> list[tuple[float, float]]:
     """(wall seconds, CPU seconds) of every run line in a script's output, in order."""
     return [(float(wall), float(cpu)) for _, wall, cpu in RUN_LINE.findall(output)]
+
+
+# The line a script prints for --prepare: what the harness times (benchmarks/run.py).
+PREPARED = "prepared: "
+
+
+def print_prepared(argv: Sequence[str], exits: Sequence[int] = (0,)) -> None:
+    """The command line the harness times ("{run}" where each run's own outputs go) and the exit
+    codes that are not failures, as the one `prepared:` line."""
+    print(PREPARED + json.dumps({"argv": list(argv), "exits": list(exits)}), flush=True)
+
+
+def parse_prepared(output: str) -> tuple[list[str], list[int]] | None:
+    """(argv, exits) from a script's --prepare output; None where it printed no `prepared:` line."""
+    for line in output.splitlines():
+        if line.startswith(PREPARED):
+            data = json.loads(line[len(PREPARED) :])
+            return list(data["argv"]), list(data["exits"])
+    return None
+
+
+def run_benchmark(name: str, prepare, args, what: str) -> list[Timing]:
+    """A script's main: with `args.prepare` (a folder), prepare there and print the `prepared:` line
+    (the harness times it); alone, prepare in a temporary folder and time `args.runs` runs, printing
+    the run lines. `prepare(folder, args)` writes the data and returns a `Prepared`."""
+    import tempfile
+
+    if args.prepare is not None:
+        prepared = prepare(Path(args.prepare), args)
+        print(f"{name}: {prepared.written}")
+        print_prepared(prepared.argv, prepared.exits)
+        return []
+    with tempfile.TemporaryDirectory(prefix=f"{name}-") as tmp:
+        prepared = prepare(Path(tmp), args)
+        print(f"{name}: {prepared.written}")
+        timings = []
+        for run in range(args.runs):
+            timings.append(time_command(run_argv(prepared.argv, run), prepared.exits))
+            if prepared.after is not None:
+                prepared.after(run)
+        print_runs(name, timings, what)
+    return timings
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A script's data, written: the command line to time ("{run}" where each run's own outputs go),
+    the exit codes that are not failures, a line saying what was written, and what to check after
+    each run when the script times itself (None: nothing)."""
+
+    argv: list[str]
+    exits: tuple[int, ...]
+    written: str
+    after: object = None
+
+
+def run_argv(argv: Sequence[str], run: int) -> list[str]:
+    """The command line of run `run` (0, 1, ...): "{run}" replaced by its number."""
+    return [arg.replace("{run}", str(run)) for arg in argv]
+
+
+def add_prepare(parser) -> None:
+    """The --prepare option every timed script takes (the harness's, benchmarks/run.py)."""
+    parser.add_argument("--prepare", metavar="DIR", help="write the data into DIR, print the command to time, exit")

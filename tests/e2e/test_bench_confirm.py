@@ -1,6 +1,7 @@
 """`make bench` measures the baseline's commit again in a temporary git worktree (benchmarks/checkouts.py):
-a process run in that checkout loads that checkout's code, the worktree is gone afterwards, and a
-commit that cannot be checked out is one line saying why. Real git, real worktrees of this repository."""
+a process run in that checkout loads that checkout's code, both checkouts prepare their own data and
+take turns run by run, the worktree is gone afterwards, and a commit that cannot be checked out is one
+line saying why. Real git, real worktrees of this repository, real benchmark runs at a tiny size."""
 
 from __future__ import annotations
 
@@ -72,22 +73,22 @@ def test_an_unknown_commit_is_one_line(harness):
     )
 
 
-def test_the_commit_and_this_checkout_are_measured_abba_and_judged(harness, capsys):
+def test_both_checkouts_are_measured_run_by_run_at_a_tiny_size(harness, tmp_path, capsys):
     run, _ = harness
-    seen = []
+    import measuring
 
-    def measure_in(groups, runs, smoke, checkout, pytest_runs):
-        seen.append(checkout.label)
-        old = checkout is not run.HERE
-        cpu = [4.0 + 0.01 * i for i in range(runs)] if old else [5.6 + 0.01 * i for i in range(runs)]
-        return [run.Measured.of("store_add_10k", list(cpu), list(cpu))]
+    def tiny(names, checkouts, runs, folder):
+        return measuring.measure(names, checkouts, runs, folder, tiny=True)
 
-    label, old, new = run.against_commit(["store_add_10k"], {"commit": head()[:12]}, 6, measure_in)
-    assert label == f"commit {head()[:12]}" and seen == [label, "this checkout", "this checkout", label]
-    result = run.judged_now(label, old, new)
-    assert list(result.regressed) == ["store_add_10k"]
-    assert result.failures[0].startswith(f"store_add_10k is 39.9% slower than {label} in CPU time (4.01 s -> 5.61 s")
-    assert (
-        f"bench: measuring {label} (a git worktree) and this checkout in this sitting, ABBA" in capsys.readouterr().out
-    )
+    known = {"commit": head()[:12], "benchmarks": {"store_add_10k": {"cpu_s": [1.0], "wall_s": [1.0]}}}
+    label, old, new = run.against_commit({"store_add_10k", "check_10k"}, known, 2, tmp_path, tiny)
+    assert label == f"commit {head()[:12]}"
+    out = capsys.readouterr().out
+    # Each checkout prepared its own records once, then the command took turns: A B B A.
+    assert f"bench: store_add_10k: 4 timed run(s): ABBA (A: {label}, B: this checkout)" in out
+    # check_10k is not in the baseline: measured in this checkout only (it may not exist at the commit).
+    assert "bench: check_10k: 2 timed run(s): AA (A: this checkout)" in out
+    assert [m.name for m in old] == ["store_add_10k"] and [m.name for m in new] == ["store_add_10k", "check_10k"]
+    for m in (*old, *new):
+        assert m.failure == "" and len(m.cpu_s) == 2 and len(m.wall_s) == 2 and min(m.cpu_s) > 0
     assert "bench-commit-" not in worktrees()  # the worktree is gone
