@@ -19,8 +19,8 @@ test-fast:
 
 # Benchmarks (not part of `make test`): every benchmark (benchmarks/run.py: report, check, store add and history
 # of 10,000 records, the pytest-benchmark hot paths) in this checkout and at benchmarks/baseline.json's commit
-# (a git worktree), in the same sitting; exit 1 on one more than 20 % slower than that commit (CPU or wall
-# time, significant by check's rule); then the engine's tokens/s (scripts/bench_engine.py). `make
+# (a git worktree), taking turns run by run in the same sitting; exit 1 on one more than 20 % slower than that
+# commit (CPU or wall time, significant by check's rule); then the engine's tokens/s (scripts/bench_engine.py). `make
 # bench-baseline` takes the baseline on purpose (on a quiet machine, from a committed checkout).
 # BENCH_SETUP and BENCH_PYTHON let a checkout use another environment (make bench BENCH_SETUP=true
 # BENCH_PYTHON=python); BENCH_ARGS passes flags on (BENCH_ARGS="--only store_add_10k --runs 6").

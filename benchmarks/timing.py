@@ -8,7 +8,7 @@ takes `--prepare DIR` instead: it writes its records under DIR, prints one `prep
 command line to time, "{run}" where each run's own outputs go, and the exit codes that are not
 failures: `print_prepared`, `parse_prepared`) and exits, and the harness times that command in the
 script's checkout, run by run, alternating with another checkout's (`time_command`'s `cwd` and `env`).
-A script joins the harness by taking both, and being named in run.py's SCRIPTS.
+A script joins the harness by taking both (`run_benchmark` does), and being named in measuring.py's SCRIPTS.
 """
 
 from __future__ import annotations

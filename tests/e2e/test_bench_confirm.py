@@ -88,7 +88,7 @@ def test_both_checkouts_are_measured_run_by_run_at_a_tiny_size(harness, tmp_path
     assert f"bench: store_add_10k: 4 timed run(s): ABBA (A: {label}, B: this checkout)" in out
     # check_10k is not in the baseline: measured in this checkout only (it may not exist at the commit).
     assert "bench: check_10k: 2 timed run(s): AA (A: this checkout)" in out
-    assert [m.name for m in old] == ["store_add_10k"] and [m.name for m in new] == ["store_add_10k", "check_10k"]
+    assert [m.name for m in old] == ["store_add_10k"] and [m.name for m in new] == ["check_10k", "store_add_10k"]
     for m in (*old, *new):
         assert m.failure == "" and len(m.cpu_s) == 2 and len(m.wall_s) == 2 and min(m.cpu_s) > 0
     assert "bench-commit-" not in worktrees()  # the worktree is gone

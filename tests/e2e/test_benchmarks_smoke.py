@@ -33,6 +33,6 @@ def test_every_benchmark_runs_at_a_tiny_size():
         assert f"{name}: run 1: " in out and f"{name}: run 2: " not in out
     # The five hot paths ran once each.
     assert "5 passed" in out
-    # Every script of benchmarks/run.py's SCRIPTS ran once (one run line each), plus the pytest group.
+    # Every script of benchmarks/measuring.py's SCRIPTS ran once (one run line each), plus the pytest group.
     scripts = len(re.findall(r"^[\w.-]+: run 1: ", out, re.MULTILINE))
     assert scripts >= 3 and out.splitlines()[-1] == f"bench: smoke PASS: {scripts + 1} of {scripts + 1} ran"
