@@ -17,7 +17,10 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import statistics
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from alone import alone
@@ -37,15 +40,30 @@ SWEEPS = {"night1": 0.0, "night2": 0.0, "night3": 9.0}
 # idle machine); a disturbance from outside the suite (the VM's host, a service) once made two clean
 # runs 1.8x slower than the others, which history rightly calls a change.
 CLEAN_SPREAD = 1.6
+# And the two clean nights' medians this closely: runs within a night agree, so a step between nights
+# is what the detector sees. A clean CI run once had night 2 25 % faster than night 1 (4,859 -> 6,094
+# tokens/s, the VM's speed moving within seconds), which history rightly called a change point.
+CLEAN_NIGHTS = 1.12
+ATTEMPTS = 3
+
+
+@dataclass(frozen=True)
+class Nights:
+    """The three nights' results folder, and why they are not steady enough for the tests that need
+    clean nights to be clean (None: they are)."""
+
+    root: Path
+    unsteady: str | None
 
 
 @pytest.fixture(scope="module")
-def nights(tmp_path_factory, fsdp_bench):
+def nights(tmp_path_factory, fsdp_bench) -> Nights:
     """Three sweeps, one after the other, each in its own results folder (as nightly jobs write them).
 
-    Measured again, once, when the clean nights' own runs disagree by more than CLEAN_SPREAD: that
-    is the machine, not history (whose verdicts on the runs measured are what the tests assert)."""
-    for _attempt in range(2):
+    Measured again, up to ATTEMPTS times, when the clean nights' own runs disagree by more than
+    CLEAN_SPREAD or their medians by more than CLEAN_NIGHTS: that is the machine, not history (whose
+    verdicts on the runs measured are what the tests assert)."""
+    for _attempt in range(ATTEMPTS):
         root = tmp_path_factory.mktemp("nights")
         with alone():  # they measure tokens/s: nothing else of the suite runs meanwhile
             runs = [
@@ -60,10 +78,29 @@ def nights(tmp_path_factory, fsdp_bench):
             ]
         for run in runs:
             assert run.rc == 0, run.stdout[-2000:] + run.stderr[-2000:]
-        clean = _tokens_per_s(root, [name for name, fraction in SWEEPS.items() if not fraction])
-        if max(clean) / min(clean) <= CLEAN_SPREAD:
+        unsteady = _unsteady(root)
+        if unsteady is None:
             break
-    return root
+    return Nights(root, unsteady)
+
+
+def _unsteady(root) -> str | None:
+    """Why the clean nights are not clean enough to test the detector with, or None."""
+    clean = [name for name, fraction in SWEEPS.items() if not fraction]
+    runs = _tokens_per_s(root, clean)
+    medians = [statistics.median(_tokens_per_s(root, [name])) for name in clean]
+    if max(runs) / min(runs) > CLEAN_SPREAD or max(medians) / min(medians) > CLEAN_NIGHTS:
+        return f"the machine was not steady in {ATTEMPTS} tries: clean runs {min(runs):,.0f}-{max(runs):,.0f}, " + (
+            "night medians " + ", ".join(f"{m:,.0f}" for m in medians) + " tokens/s"
+        )
+    return None
+
+
+def _steady(nights: Nights) -> Path:
+    """The nights' folder for a test that needs the clean nights clean; skipped, saying why, if not."""
+    if nights.unsteady is not None:
+        pytest.skip(nights.unsteady)
+    return nights.root
 
 
 def _tokens_per_s(root, sweeps):
@@ -78,14 +115,14 @@ def _tokens_per_s(root, sweeps):
 @pytest.fixture(scope="module")
 def store(nights, tmp_path_factory, fsdp_bench):
     path = tmp_path_factory.mktemp("store") / "history.sqlite"
-    run = fsdp_bench("store", "add", *(nights / name for name in SWEEPS), "--store", path)
+    run = fsdp_bench("store", "add", *(nights.root / name for name in SWEEPS), "--store", path)
     assert run.rc == 0, run.stderr
     assert "9 added, 0 already stored, 0 refused; 9 records in all" in run.stdout
     return path
 
 
 def test_store_add_is_idempotent_and_keeps_time_git_and_environment(store, nights, fsdp_bench):
-    again = fsdp_bench("store", "add", nights, "--store", store)
+    again = fsdp_bench("store", "add", nights.root, "--store", store)
     assert again.rc == 0
     assert "0 added, 9 already stored" in again.stdout
     with sqlite3.connect(store) as conn:
@@ -96,7 +133,8 @@ def test_store_add_is_idempotent_and_keeps_time_git_and_environment(store, night
         assert started_at and env["torch"] and git_sha == env["git_sha"]
 
 
-def test_history_finds_exactly_the_slowdown_with_its_run_and_direction(store, tmp_path, fsdp_bench):
+def test_history_finds_exactly_the_slowdown_with_its_run_and_direction(store, nights, tmp_path, fsdp_bench):
+    _steady(nights)
     out = tmp_path / "history"
     run = fsdp_bench("history", "--store", store, "-o", out, "--fail-on-new-regression", "3")
     assert run.rc == 1, run.stdout + run.stderr  # the slowdown is among the last 3 runs: the gate fails
@@ -115,15 +153,17 @@ def test_history_finds_exactly_the_slowdown_with_its_run_and_direction(store, tm
     assert (out / "history.html").is_file() and (out / "series001.png").is_file()
 
 
-def test_a_change_older_than_the_window_passes_the_gate(store, tmp_path, fsdp_bench):
+def test_a_change_older_than_the_window_passes_the_gate(store, nights, tmp_path, fsdp_bench):
+    _steady(nights)
     code, out, _, _ = fsdp_bench("history", "--store", store, "-o", tmp_path, "--fail-on-new-regression", "2")
     assert code == 0, out  # 3 runs after the change: not among the last 2
     assert out.splitlines()[-2].startswith("PASS (1 series (1 tested, 0 too short), 1 change point(s)")
 
 
 def test_clean_runs_alone_have_no_change_point(nights, tmp_path, fsdp_bench):
+    root = _steady(nights)
     store = tmp_path / "clean.sqlite"
-    assert fsdp_bench("store", "add", nights / "night1", nights / "night2", "--store", store).rc == 0
+    assert fsdp_bench("store", "add", root / "night1", root / "night2", "--store", store).rc == 0
     code, out, _, _ = fsdp_bench("history", "--store", store, "-o", tmp_path / "out", "--fail-on-new-regression", "6")
     assert code == 0, out
     assert "no change point" in out
