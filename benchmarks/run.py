@@ -43,7 +43,7 @@ from pathlib import Path
 
 from checkouts import DIRTY, HERE, CheckoutError, commit_checkout
 from measuring import PYTEST_NAME, SCRIPT_NAMES, SCRIPTS, Measured, is_hot_path, measure, smoke
-from verdict import ALPHA, SLOWDOWN_PCT, Comparison, comparison_rows, headers
+from verdict import SLOWDOWN_PCT, Comparison, comparison_rows, headers
 
 from bench.schema.files import write_text_atomic
 
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"bench: load average {load_before:.2f} before, {os.getloadavg()[0]:.2f} after; {os.cpu_count()} CPUs")
     on_file = comparison_rows(new, {n: reference_of(n, e) for n, e in baseline["benchmarks"].items()}, "the baseline")
     print(
-        f"bench: against {args.baseline.name} ({taken}); the limit: > {SLOWDOWN_PCT:g}% slower in CPU or wall time, p < {ALPHA:g}"
+        f"bench: against {args.baseline.name} ({taken}); the limit: > {SLOWDOWN_PCT:g}% slower in CPU or wall time, {on_file.significance}"
     )
     print_table(on_file.rows, headers("baseline"))
     if isinstance(now, tuple):
@@ -250,6 +250,7 @@ def main(argv: list[str] | None = None) -> int:
             f"bench: against {label}, measured in this sitting: the verdict (the file's numbers above are another sitting's)"
         )
         verdict = judged_now(label, old, new)
+        print(f"bench: the limit: > {SLOWDOWN_PCT:g}% slower in CPU or wall time, {verdict.significance}")
         print_table(verdict.rows, headers(label.removeprefix("commit ")))
     else:
         why = "--against-file" if now is None else f"cannot measure the baseline's commit in this sitting: {now}"

@@ -7,6 +7,9 @@ that excludes 1. Each run is one sample (a run-level timing, as `check` treats o
 run), on two clocks: CPU time, and wall time where both sides have it. A median beyond the limit
 without significance is *inconclusive*: a warning to measure again, not a failure (a run is a
 whole process, processes of the same code differ, and failing on chance would fail identical code).
+A sitting judges every benchmark on each clock at once and any one failing fails it, so each test's
+alpha is check's divided by their number (bench.analysis.stats.family_alpha): the chance that identical
+code fails a sitting stays below check's alpha, not below it once per test.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from measuring import Measured
 from bench.analysis.check.compare import ALPHA, Finding, compare_timing
 from bench.analysis.check.points import PointData
 from bench.analysis.check.thresholds import Threshold
+from bench.analysis.stats import family_alpha
 
 # A slowdown beyond this, significant by check's rule, in CPU time or in wall time, fails `make bench`.
 SLOWDOWN_PCT = 20.0
@@ -34,9 +38,9 @@ def point(name: str, samples: list[float]) -> PointData:
     return data
 
 
-def judge(name: str, reference: list[float], current: list[float]) -> Finding:
+def judge(name: str, reference: list[float], current: list[float], alpha: float = ALPHA) -> Finding:
     """check's timing finding of the current samples against the reference's (lower is better)."""
-    return compare_timing(name, point(name, reference), point(name, current), RULE, alpha=ALPHA, gating=True)
+    return compare_timing(name, point(name, reference), point(name, current), RULE, alpha=alpha, gating=True)
 
 
 @dataclass(frozen=True)
@@ -62,9 +66,13 @@ class Judged:
         return self.cpu.verdict
 
 
-def judged(m: Measured, reference: Measured) -> Judged:
-    wall = judge(m.name, reference.wall_s, m.wall_s) if m.wall_s and reference.wall_s else None
-    return Judged(judge(m.name, reference.cpu_s, m.cpu_s), wall)
+def has_wall(m: Measured, reference: Measured) -> bool:
+    return bool(m.wall_s and reference.wall_s)
+
+
+def judged(m: Measured, reference: Measured, alpha: float = ALPHA) -> Judged:
+    wall = judge(m.name, reference.wall_s, m.wall_s, alpha) if has_wall(m, reference) else None
+    return Judged(judge(m.name, reference.cpu_s, m.cpu_s, alpha), wall)
 
 
 def headers(against: str) -> tuple[str, ...]:
@@ -84,13 +92,21 @@ def _columns(samples: list[float], before: list[float]) -> list[str]:
 class Comparison:
     """A table's rows; the benchmarks that regressed against its reference (a line each saying by how
     much), those slower by more than the limit without significance (`inconclusive`, a line each),
-    those that failed to run (with why); and each judged benchmark's change, as a line (`changes`)."""
+    those that failed to run (with why); and each judged benchmark's change, as a line (`changes`).
+    `tests`: the shift tests judged together (benchmarks x clocks), `alpha`: each one's level."""
 
+    tests: int = 0
+    alpha: float = ALPHA
     rows: list[list[str]] = field(default_factory=list)
     regressed: dict[str, list[str]] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
     inconclusive: dict[str, str] = field(default_factory=dict)
     changes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def significance(self) -> str:
+        """The level each test is judged at, and why ("p < 0.0038 each: 0.05 over 13 tests")."""
+        return f"p < {self.alpha:.2g} each ({ALPHA:g} over {self.tests} test(s): benchmarks x clocks)"
 
     @property
     def failing(self) -> list[str]:
@@ -112,8 +128,11 @@ class Comparison:
 
 def comparison_rows(measured: list[Measured], references: dict[str, Measured], against: str) -> Comparison:
     """Each benchmark against its reference (by name; `against` names them in the lines), by check's
-    timing rule on each clock; a benchmark without a reference is `new` and does not gate."""
-    result = Comparison()
+    timing rule on each clock, each test at family_alpha over all of them; a benchmark without a
+    reference is `new` and does not gate."""
+    judged_pairs = [(m, references[m.name]) for m in measured if not m.failure and m.name in references]
+    tests = sum(1 + has_wall(m, base) for m, base in judged_pairs)
+    result = Comparison(tests=tests, alpha=family_alpha(ALPHA, tests))
     for m in measured:
         base = references.get(m.name)
         if m.failure:
@@ -123,7 +142,7 @@ def comparison_rows(measured: list[Measured], references: dict[str, Measured], a
         if base is None:
             result.rows.append([m.name, *_columns(m.cpu_s, []), "", *_columns(m.wall_s, []), f"new (not in {against})"])
             continue
-        found = judged(m, base)
+        found = judged(m, base, result.alpha)
         cpu, wall = _columns(m.cpu_s, base.cpu_s), _columns(m.wall_s, base.wall_s)
         result.rows.append([m.name, *cpu, found.cpu.confidence, *wall, found.verdict])
         clocks = [(clock, f) for clock, f in found.clocks if f.change is not None]  # None: too few samples

@@ -72,6 +72,34 @@ def test_the_same_speed_passes_and_a_slowdown_without_significance_warns(run):
     assert line.endswith("; measure it again (--only bench_x)")
 
 
+def test_each_test_of_a_sitting_is_judged_at_alpha_over_their_number(run):
+    # A 1 ms hot path 30 % "slower" at p=0.015 (its interval just above 1): judged alone (one test),
+    # a regression; among 13 tests (4 scripts on two clocks, 5 hot paths) each at 0.05/13 = 0.0038,
+    # a warning: at 0.05 each, one sitting in a few of identical code would fail on chance.
+    ref = m(run, "test_hot", [0.90, 1.00, 1.10, 1.20, 1.30, 1.40])
+    now = m(run, "test_hot", [1.20, 1.30, 1.45, 1.55, 1.60, 1.80])
+    alone = run.comparison_rows(
+        [run.Measured("test_hot", [], now.cpu_s)], {"test_hot": run.Measured("test_hot", [], ref.cpu_s)}, "commit abc"
+    )
+    assert (alone.tests, alone.alpha, alone.failing) == (1, 0.05, ["test_hot"])
+    assert "p=0.015 CI[1.019,1.605] n=6/6" in alone.failures[0]
+    scripts = [m(run, f"bench_{i}", spread(4.0)) for i in range(4)]
+    hot = [run.Measured(f"test_{i}", [], spread(0.01)) for i in range(4)]
+    sitting = run.comparison_rows(
+        [*scripts, *hot, run.Measured("test_hot", [], now.cpu_s)],
+        {x.name: x for x in [*scripts, *hot, run.Measured("test_hot", [], ref.cpu_s)]},
+        "commit abc",
+    )
+    assert sitting.tests == 13 and sitting.alpha == pytest.approx(0.05 / 13)
+    assert sitting.significance == "p < 0.0038 each (0.05 over 13 test(s): benchmarks x clocks)"
+    assert sitting.failing == [] and [w.split(":")[0] for w in sitting.warnings] == ["test_hot"]
+    # A slowdown every run shows (p=0.0011, the least p of 6 runs a side) still fails among 13.
+    slowed = run.comparison_rows(
+        [*scripts[1:], m(run, "bench_0", spread(5.2)), *hot], {x.name: x for x in [*scripts, *hot]}, "commit abc"
+    )
+    assert slowed.tests == 12 and slowed.failing == ["bench_0"]
+
+
 def test_two_checkouts_take_turns_abba_run_by_run(run):
     import measuring
 
