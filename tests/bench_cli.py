@@ -117,14 +117,15 @@ def start(
     cwd: Path | None = None,
     program: Sequence[object] = CLI,
     merge_stderr: bool = False,
-    default_sigint: bool = False,
+    signals: Sequence[signal.Signals] = (),
 ) -> subprocess.Popen:
     """`fsdp-bench ARGS` (or another `program`) in the background, in its own session (a process group
     `finish` can kill); stderr into stdout with `merge_stderr`.
 
-    `default_sigint` for a test that interrupts it: a shell's background job (`pytest ... &`) ignores
-    SIGINT, and its children inherit that; the process then starts with SIGINT's default action, as
-    from a terminal, so that Ctrl-C stops it as it stops a user's."""
+    `signals`: those a test sends it, which it then starts with at their default action, as from a
+    terminal, so that they stop it as they stop a user's: a shell's background job (`pytest ... &`)
+    ignores SIGINT and `nohup make test` ignores SIGHUP, and children inherit both (the sweep keeps
+    an ignored SIGHUP ignored, as `nohup fsdp-bench sweep` asks)."""
     return subprocess.Popen(
         [*map(str, program), *map(str, args)],
         stdout=subprocess.PIPE,
@@ -133,13 +134,15 @@ def start(
         env=None if env is None else dict(env),
         cwd=cwd,
         start_new_session=True,
-        preexec_fn=_default_sigint if default_sigint else None,
+        preexec_fn=(lambda: _default_actions(signals)) if signals else None,
     )
 
 
-def _default_sigint() -> None:
-    """In the child before it execs: SIGINT back to its default (an ignored signal stays ignored)."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def _default_actions(signals: Sequence[signal.Signals]) -> None:
+    """In the child before it execs: these signals back to their default action (an ignored signal
+    stays ignored across exec)."""
+    for sig in signals:
+        signal.signal(sig, signal.SIG_DFL)
 
 
 def finish(proc: subprocess.Popen, timeout: float = 240, what: str = "fsdp-bench") -> tuple[int, str, str]:

@@ -71,7 +71,7 @@ def test_killed_or_hung_up_parent_leaves_no_rank_and_the_rerun_measures_every_po
 
     # SIGHUP, as a closing terminal or SSH session sends: an interrupt, like Ctrl-C.
     since = time.time()
-    hung_up = start("sweep", *LONG, f"results_dir={results}")
+    hung_up = start("sweep", *LONG, f"results_dir={results}", signals=[signal.SIGHUP])
     wait_for(lambda: started_after(results, since), "the point started again")
     hung_up.send_signal(signal.SIGHUP)
     rc, out, err = finish(hung_up)

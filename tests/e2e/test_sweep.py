@@ -51,7 +51,7 @@ def test_sigint_then_resume_runs_exactly_the_remaining_points(tmp_path, worker_p
     grid = [*SMALL_GRID, "debug.slow_fraction=4"]
     expected = {p.spec.point_id for p in load_grid(grid)}
     assert len(expected) == 4
-    proc = start("sweep", *grid, f"results_dir={tmp_path}", merge_stderr=True, default_sigint=True)
+    proc = start("sweep", *grid, f"results_dir={tmp_path}", merge_stderr=True, signals=[signal.SIGINT])
     deadline = time.time() + 180
     while len(ok_ids(tmp_path)) < 2 and time.time() < deadline and proc.poll() is None:
         time.sleep(0.05)
