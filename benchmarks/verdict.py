@@ -105,7 +105,7 @@ class Comparison:
 
     @property
     def significance(self) -> str:
-        """The level each test is judged at, and why ("p < 0.0038 each: 0.05 over 13 tests")."""
+        """The level each test is judged at, and why ("p < 0.0038 each (0.05 over 13 test(s): benchmarks x clocks)")."""
         return f"p < {self.alpha:.2g} each ({ALPHA:g} over {self.tests} test(s): benchmarks x clocks)"
 
     @property
