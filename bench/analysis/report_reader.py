@@ -16,7 +16,7 @@ of fewer than PARALLEL_MIN_RECORDS files is listed by the reader, which is then 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -44,8 +44,25 @@ class Loaded:
 
     digest: RecordsDigest
     problems: list[RecordProblem]
-    point_dirs: dict[tuple[str, str], Path]
+    point_dirs: Mapping[tuple[str, str], Path]
     preflight_files: list[str] | None = None
+
+
+class PointDirs(Mapping[tuple[str, str], Path]):
+    """(sweep, point id) -> the folder of the result file read for it, made a Path when asked for: the
+    report asks for the few whose telemetry it draws, and 10,000 Paths cost 0.15-0.2 s to build."""
+
+    def __init__(self, files: Mapping[tuple[str, str], str]) -> None:
+        self._files = files
+
+    def __getitem__(self, key: tuple[str, str]) -> Path:
+        return Path(self._files[key]).parent
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._files)
+
+    def __len__(self) -> int:
+        return len(self._files)
 
 
 class ReportLoader:
@@ -125,8 +142,10 @@ def _merged(shares: list[_Share], preflight_files: list[str]) -> Loaded:
     found = merge([digest for digest, _, _ in shares])
     paths = [path for _, read, _ in shares for path in read]
     columns = found.columns
-    dirs = {key: Path(path).parent for key, path in zip(zip(columns["sweep"], columns["point_id"]), paths, strict=True)}
-    return Loaded(found, [problem for _, _, problems in shares for problem in problems], dirs, preflight_files)
+    files = dict(zip(zip(columns["sweep"], columns["point_id"]), paths, strict=True))
+    return Loaded(
+        found, [problem for _, _, problems in shares for problem in problems], PointDirs(files), preflight_files
+    )
 
 
 def _load_here(path: Path) -> Loaded:

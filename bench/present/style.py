@@ -16,7 +16,7 @@ matplotlib.use("Agg")  # no display: figures render on headless CI runners and c
 
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.ticker import FixedLocator, FuncFormatter, LogLocator, NullLocator  # noqa: E402
+from matplotlib.ticker import AutoLocator, FixedLocator, FuncFormatter, Locator, LogLocator, NullLocator  # noqa: E402
 
 if TYPE_CHECKING:  # an annotation only: the history page's figures are drawn without pandas
     import pandas as pd
@@ -70,10 +70,46 @@ def value_axis(ax, log_y: bool) -> None:
     low, high = ax.dataLim.y0, ax.dataLim.y1
     if log_y and low > 0 and high / low > LOG_MIN_SPAN:
         ax.set_yscale("log")
-        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_locator(InView(LogLocator(base=10, subs=(1.0, 2.0, 5.0))))
         ax.yaxis.set_minor_locator(NullLocator())
         ax.set_ylabel(ax.get_ylabel().removesuffix(")") + ", log scale)")
+    else:
+        ax.yaxis.set_major_locator(InView(AutoLocator()))
     ax.yaxis.set_major_formatter(_THOUSANDS)
+
+
+class InView(Locator):
+    """`inner`'s ticks without those beyond the axis' view, which matplotlib builds (five artists and a
+    label each) and then leaves undrawn: a log axis' locator returns a decade more on each side, half
+    the ticks of a throughput panel. The same pixels; for formatters that read each value alone (the
+    others choose a format from every tick's value, the undrawn ones too)."""
+
+    # Kept: ticks this close beyond the view (a fraction of its span); matplotlib decides on those.
+    MARGIN = 1e-6
+
+    def __init__(self, inner: Locator) -> None:
+        self.inner = inner
+
+    def set_axis(self, axis) -> None:
+        super().set_axis(axis)
+        self.inner.set_axis(axis)
+
+    def __call__(self):
+        import numpy as np
+
+        low, high = sorted(self.axis.get_view_interval())
+        margin = (high - low) * self.MARGIN
+        ticks = np.asarray(self.inner())
+        return ticks[(ticks >= low - margin) & (ticks <= high + margin)]
+
+    def tick_values(self, vmin, vmax):
+        return self.inner.tick_values(vmin, vmax)
+
+    def view_limits(self, vmin, vmax):
+        return self.inner.view_limits(vmin, vmax)
+
+    def nonsingular(self, vmin, vmax):  # autoscaling asks the locator (a log one keeps limits above 0)
+        return self.inner.nonsingular(vmin, vmax)
 
 
 def log2_nodes(ax, nodes: pd.Series) -> None:

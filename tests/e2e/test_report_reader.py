@@ -98,3 +98,21 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
     with monkeypatch.context() as patch:
         patch.setattr(os, "fork", no_fork)
         assert report("no_fork") == shared and reads_here == [28]
+
+
+def test_the_forked_reader_gives_each_records_folder_as_one_process_does(tmp_path, monkeypatch):
+    """The folders are kept as the paths read and made Paths when asked for (bench/analysis/report_reader.py
+    PointDirs): the mapping one process's load_results gives, compared key by key."""
+    from bench.analysis.sources import load_results
+
+    if not can_fork():
+        pytest.skip("fork is not safe in this process (another thread runs): the report reads serially")
+    results = _sweep(tmp_path / "results")
+    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)
+    monkeypatch.setattr(forked, "cpus", lambda: 2)
+    with reader.ReportLoader.start(results) as loader:
+        dirs = loader.load().point_dirs
+    expected = load_results(results)[2]
+    assert isinstance(dirs, reader.PointDirs) and len(dirs) == len(expected) == 27
+    assert dirs == expected and all(dirs[key] == folder for key, folder in expected.items())
+    assert dirs.get(("s", "no such point")) is None

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
@@ -19,7 +20,7 @@ from bench.analysis.check.points import points_from_records  # noqa: E402
 from bench.analysis.check.synthetic import step_times  # noqa: E402
 from bench.analysis.check.thresholds import Thresholds  # noqa: E402
 from bench.analysis.report.views import analyse  # noqa: E402
-from bench.analysis.stats import median_ci, ratio_ci  # noqa: E402
+from bench.analysis.stats import median_ci, percentile_interval, ratio_ci, ratio_interval  # noqa: E402
 
 
 def _repeats(sweep: str, level: float, nodes: int = 1, seed: int = 0) -> list:
@@ -65,3 +66,27 @@ def test_report_efficiency_interval_and_check_ratio_interval_are_the_engines_rat
     )
     assert finding["tokens_per_s"].change == pytest.approx(1 / ratio - 1)
     assert finding["tokens_per_s"].confidence.split("CI")[1].startswith(f"[{1 / ratio_high:.3f},{1 / ratio_low:.3f}]")
+
+
+def test_percentile_intervals_are_numpys_whether_or_not_they_may_reorder_the_rows():
+    """np.percentile's numbers on whole rows, np.nanpercentile's on partial ones, NaN on empty ones;
+    a caller's matrix is left as it was unless it is handed over as scratch (overwrite_input)."""
+    rng = np.random.default_rng(3)
+    boot = np.round(rng.normal(1.0, 0.1, (40, 2000)), 2)  # ties, as resampled medians have
+    boot[5], boot[7, :10] = np.nan, np.nan
+    kept = boot.copy()
+    whole = np.percentile(boot, [2.5, 97.5], axis=1)
+    partial = np.nanpercentile(boot[7], [2.5, 97.5])
+    low, high = percentile_interval(boot)
+    np.testing.assert_array_equal(boot, kept)
+    for row in (0, 1, 39):
+        assert (low[row], high[row]) == (whole[0][row], whole[1][row])
+    assert (low[7], high[7]) == tuple(partial) and np.isnan(low[5]) and np.isnan(high[5])
+    scratch_low, scratch_high = percentile_interval(boot.copy(), overwrite_input=True)
+    np.testing.assert_array_equal(scratch_low, low)
+    np.testing.assert_array_equal(scratch_high, high)
+    ratio_low, ratio_high = ratio_interval(boot, boot[::-1])  # its ratio matrix is its scratch
+    expected_low, expected_high = percentile_interval(boot / boot[::-1])
+    np.testing.assert_array_equal(ratio_low, expected_low)
+    np.testing.assert_array_equal(ratio_high, expected_high)
+    np.testing.assert_array_equal(boot, kept)

@@ -181,3 +181,48 @@ def test_figure_workers_started_before_the_data_draw_what_the_parent_would(analy
     assert [(f.name, f.png) for f in early] == [
         (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)
     ]
+
+
+def test_ci_bars_draw_the_pixels_of_matplotlib_errorbar():
+    """The line figures' interval bars are two artists, not errorbar's four: the same PNG, a point
+    without an interval (NaN bounds, drawn as errorbar draws a zero error) included."""
+    from bench.present.report.html import render_figure
+    from bench.present.style import single_axes
+
+    x, y = np.array([1.0, 2.0, 4.0, 8.0]), np.array([1000.0, 1900.0, 3400.0, 6000.0])
+    low, high = y * np.array([0.9, 0.95, np.nan, 0.8]), y * np.array([1.05, 1.2, np.nan, 1.1])
+
+    def png(bars) -> bytes:
+        fig, ax = single_axes(4, 3, left=0.8, right=0.2, bottom=0.5)
+        ax.plot(x, y, color="#0072B2", marker="o")
+        bars(ax)
+        ax.set_xlim(0.5, 10)
+        ax.set_ylim(500, 7000)
+        return render_figure("ci", "", fig).png
+
+    yerr = np.nan_to_num([y - low, high - y])
+    errorbar = png(lambda ax: ax.errorbar(x, y, yerr=yerr, fmt="none", ecolor="#0072B2", capsize=3))
+    assert png(lambda ax: plots.interval_bars(ax, x, y, low, high, "#0072B2")) == errorbar
+
+
+def test_value_axes_build_only_the_ticks_in_view_and_draw_the_same_pixels():
+    from matplotlib.ticker import LogLocator
+
+    from bench.present.report.html import render_figure
+
+    scaling = analyse(scaling_records({1: 100.0, 2: 190.0, 4: 360.0, 8: 700.0, 16: 1300.0})).scaling
+
+    def drawn(plain: bool):
+        fig = plots.throughput_figure(scaling)
+        (ax,) = fig.axes
+        if plain:  # the locator value_axis wraps, alone
+            ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        return ax, render_figure("throughput", "", fig).png
+
+    (ax, png), (plain_ax, plain_png) = drawn(False), drawn(True)
+    assert ax.get_yscale() == "log"
+    low, high = ax.get_ylim()
+    assert list(ax.yaxis.get_majorticklocs()) == [100, 200, 500, 1000]  # the 1-2-5 ticks in (~72, ~1810)
+    assert all(low <= tick <= high for tick in ax.yaxis.get_majorticklocs())
+    assert len(plain_ax.yaxis.get_majorticklocs()) > 4  # the plain locator's decade beyond each end
+    assert png == plain_png

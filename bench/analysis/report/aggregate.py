@@ -244,7 +244,7 @@ def _add_efficiency_ci(data: pd.DataFrame, base_cell: pd.Series) -> None:
     # Each baseline cell is resampled once on the baseline's stream, whatever number of cells it serves.
     base_cells, serves = np.unique(base_cell[mask].to_numpy(), return_inverse=True)
     base = bootstrap_medians(list(data.set_index("cell").loc[base_cells, "step_runs"]), DENOMINATOR)[serves]
-    low, high = ratio_interval(own, base, np.ones(len(rows)))
+    low, high = ratio_interval(own, base)
     tokens = rows["tokens_per_step"].to_numpy(float) / base_rows["tokens_per_step"].to_numpy(float)
     k = tokens / (rows["nodes"].to_numpy(float) / base_rows["nodes"].to_numpy(float))
     # A longer step at N is a lower efficiency: the bounds swap.
