@@ -31,9 +31,12 @@ def main(args: argparse.Namespace) -> int:
 
     # The reader first (a folder's later share, bench/analysis/report_reader.py), before this
     # process imports pandas; then the figure workers, which import matplotlib at a lower priority
-    # than the two readers (bench/present/report/render.py). Loading keeps one object graph per
-    # record: no GC.
+    # than the two readers (bench/present/report/render.py), forked once this process has imported
+    # the report's modules, which the figures import too (0.13-0.2 s of CPU each would import again).
+    # Loading keeps one object graph per record: no GC.
     with gc_paused(), ReportLoader.start(args.results) as loader:
+        import bench.analysis.preflight
+        import bench.present.report.build  # noqa: F401
         from bench.present.report.render import FigureWorkers
 
         with FigureWorkers.start() as figure_workers:
