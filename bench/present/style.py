@@ -14,6 +14,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display: figures render on headless CI runners and cluster login nodes
 
+import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.ticker import AutoLocator, FixedLocator, FuncFormatter, Locator, LogLocator, NullLocator  # noqa: E402
@@ -95,8 +96,6 @@ class InView(Locator):
         self.inner.set_axis(axis)
 
     def __call__(self):
-        import numpy as np
-
         low, high = sorted(self.axis.get_view_interval())
         margin = (high - low) * self.MARGIN
         ticks = np.asarray(self.inner())

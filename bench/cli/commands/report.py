@@ -35,7 +35,6 @@ def main(args: argparse.Namespace) -> int:
     # the report's modules, which the figures import too (0.13-0.2 s of CPU each would import again).
     # Loading keeps one object graph per record: no GC.
     with gc_paused(), ReportLoader.start(args.results) as loader:
-        import bench.analysis.preflight
         import bench.present.report.build  # noqa: F401
         from bench.present.report.render import FigureWorkers
 
