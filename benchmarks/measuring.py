@@ -31,17 +31,19 @@ from timing import parse_prepared, parse_runs, run_argv, time_command
 
 @dataclass(frozen=True)
 class Script:
-    """A timed benchmark script: its name in the baseline, its path, and the arguments of a smoke run
-    (a tiny size; the harness adds `--runs`)."""
+    """A timed benchmark script: its name in the baseline, its path, the arguments of a smoke run
+    (a tiny size; the harness adds `--runs`), and the arguments of every run (one script, two benchmarks)."""
 
     name: str
     path: str
     smoke: tuple[str, ...]
+    args: tuple[str, ...] = ()
 
 
 # Every timed script. A new one is one line here (it takes --runs and --prepare: benchmarks/timing.py).
 SCRIPTS = (
     Script("report_10k", "benchmarks/bench_report.py", ("--records", "40")),
+    Script("report_10k_cold", "benchmarks/bench_report.py", ("--records", "40"), ("--cold",)),
     Script("check_10k", "benchmarks/bench_check.py", ("--records", "40")),
     Script("store_add_10k", "benchmarks/bench_store.py", ("--series", "10", "--nights", "2")),
     Script("history_10k", "benchmarks/bench_history.py", ("--series", "10", "--nights", "6")),
@@ -102,11 +104,11 @@ def measure(
         turns = [side for side in order(sides, runs) if not found[side][script.name].failure]
         print(f"bench: {script.name}: {len(turns)} timed run(s): {describe(turns, checkouts)}", flush=True)
         for number, side in enumerate(turns):
-            argv, exits = prepared[side]
+            argv, exits, env = prepared[side]
             measured = found[side][script.name]
             try:
                 timing = time_command(
-                    run_argv(argv, number), exits, cwd=checkouts[side].root, env=checkouts[side].env()
+                    run_argv(argv, number), exits, cwd=checkouts[side].root, env={**checkouts[side].env(), **env}
                 )
             except SystemExit as exc:  # the command failed: this side of the benchmark has no verdict
                 measured.failure = str(exc)
@@ -133,12 +135,13 @@ def describe(turns: list[str], checkouts: dict[str, Checkout]) -> str:
 
 def prepare(
     script: Script, checkout: Checkout, folder: Path, sizes: Sequence[str] = ()
-) -> tuple[list[str], list[int]] | str:
+) -> tuple[list[str], list[int], dict[str, str]] | str:
     """The script's data written under `folder` by `checkout`'s own script (at `sizes`, its own
-    options; its full size by default): (the command to time, its exits), or why it could not be."""
+    options; its full size by default): (the command to time, its exits, its environment variables),
+    or why it could not be."""
     folder.mkdir(parents=True, exist_ok=True)
     proc = subprocess.run(
-        [sys.executable, str(checkout.root / script.path), *sizes, "--prepare", str(folder)],
+        [sys.executable, str(checkout.root / script.path), *script.args, *sizes, "--prepare", str(folder)],
         capture_output=True,
         text=True,
         cwd=checkout.root,
@@ -172,7 +175,7 @@ def smoke(names: set[str] | None, checkout: Checkout) -> list[Measured]:
     measured = []
     for script in (s for s in SCRIPTS if names is None or s.name in names):
         proc = subprocess.run(
-            [sys.executable, str(checkout.root / script.path), *script.smoke, "--runs", "1"],
+            [sys.executable, str(checkout.root / script.path), *script.args, *script.smoke, "--runs", "1"],
             capture_output=True,
             text=True,
             cwd=checkout.root,

@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 # The package whose command lines are timed.
@@ -96,18 +96,19 @@ def parse_runs(output: str) -> list[tuple[float, float]]:
 PREPARED = "prepared: "
 
 
-def print_prepared(argv: Sequence[str], exits: Sequence[int] = (0,)) -> None:
-    """The command line the harness times ("{run}" where each run's own outputs go) and the exit
-    codes that are not failures, as the one `prepared:` line."""
-    print(PREPARED + json.dumps({"argv": list(argv), "exits": list(exits)}), flush=True)
+def print_prepared(argv: Sequence[str], exits: Sequence[int] = (0,), env: dict[str, str] | None = None) -> None:
+    """The command line the harness times ("{run}" where each run's own outputs go), the exit codes
+    that are not failures and the environment variables it runs with, as the one `prepared:` line."""
+    print(PREPARED + json.dumps({"argv": list(argv), "exits": list(exits), "env": dict(env or {})}), flush=True)
 
 
-def parse_prepared(output: str) -> tuple[list[str], list[int]] | None:
-    """(argv, exits) from a script's --prepare output; None where it printed no `prepared:` line."""
+def parse_prepared(output: str) -> tuple[list[str], list[int], dict[str, str]] | None:
+    """(argv, exits, env) from a script's --prepare output; None where it printed no `prepared:` line
+    (a script from before `env` gives none)."""
     for line in output.splitlines():
         if line.startswith(PREPARED):
             data = json.loads(line[len(PREPARED) :])
-            return list(data["argv"]), list(data["exits"])
+            return list(data["argv"]), list(data["exits"]), dict(data.get("env", {}))
     return None
 
 
@@ -120,14 +121,15 @@ def run_benchmark(name: str, prepare, args, what: str) -> list[Timing]:
     if args.prepare is not None:
         prepared = prepare(Path(args.prepare), args)
         print(f"{name}: {prepared.written}")
-        print_prepared(prepared.argv, prepared.exits)
+        print_prepared(prepared.argv, prepared.exits, prepared.env)
         return []
     with tempfile.TemporaryDirectory(prefix=f"{name}-") as tmp:
         prepared = prepare(Path(tmp), args)
         print(f"{name}: {prepared.written}")
         timings = []
         for run in range(args.runs):
-            timings.append(time_command(run_argv(prepared.argv, run), prepared.exits))
+            env = {**os.environ, **prepared.env} if prepared.env else None
+            timings.append(time_command(run_argv(prepared.argv, run), prepared.exits, env=env))
             if prepared.after is not None:
                 prepared.after(run)
         print_runs(name, timings, what)
@@ -137,13 +139,15 @@ def run_benchmark(name: str, prepare, args, what: str) -> list[Timing]:
 @dataclass(frozen=True)
 class Prepared:
     """A script's data, written: the command line to time ("{run}" where each run's own outputs go),
-    the exit codes that are not failures, a line saying what was written, and what to check after
-    each run when the script times itself (None: nothing)."""
+    the exit codes that are not failures, a line saying what was written, what to check after
+    each run when the script times itself (None: nothing), and the environment variables the command
+    runs with (a cache folder of its own, say)."""
 
     argv: list[str]
     exits: tuple[int, ...]
     written: str
     after: object = None
+    env: dict[str, str] = field(default_factory=dict)
 
 
 def run_argv(argv: Sequence[str], run: int) -> list[str]:

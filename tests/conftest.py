@@ -10,10 +10,12 @@ Every test holds a share of the machine; a timing-sensitive block takes it alone
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 import bench_cli
@@ -86,3 +88,11 @@ def leftover_workers(results: Path) -> list[str]:
 def worker_processes():
     """The `leftover_workers` helper: `assert worker_processes(tmp_path) == []`."""
     return leftover_workers
+
+
+# What the commands keep between runs (the report's kept rows, bench/analysis/report/digest_cache.py)
+# goes to a folder of this test process's own, never the user's cache: a test's report reads what
+# its own earlier reports kept, and nothing is left behind.
+if not os.environ.get("FSDP_BENCH_CACHE_DIR"):
+    os.environ["FSDP_BENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="fsdp-bench-cache-")
+    atexit.register(shutil.rmtree, os.environ["FSDP_BENCH_CACHE_DIR"], True)

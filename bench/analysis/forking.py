@@ -150,13 +150,13 @@ def _serve(conn: multiprocessing.connection.Connection, items: Iterator[Any], th
     64 KiB, so a big item (a 10,000-path list is 600 KiB) waits until this worker's parent takes it,
     which may be after its own imports and work; the next item should not wait with it. (Only the
     worker runs a thread, and it forks nothing.)"""
-    sending: _Sending | None = None
+    sending: Sending | None = None
     try:
         for item in items:
             payload = pickle.dumps(item, protocol=_PROTOCOL)
             if sending is not None and not sending.done():
                 return  # the parent is gone: nothing more to send
-            sending = _Sending(conn, payload)
+            sending = Sending(conn, payload)
     finally:  # an item being sent arrives whole, even where computing the next one failed
         if sending is not None:
             sending.done()
@@ -172,9 +172,10 @@ def _serve(conn: multiprocessing.connection.Connection, items: Iterator[Any], th
         conn.send_bytes(pickle.dumps(function(*args), protocol=_PROTOCOL))
 
 
-class _Sending:
+class Sending:
     """One payload being sent on a thread of its own; `done()` waits for it: True once sent, False
-    where the pipe broke (the parent is gone)."""
+    where the pipe broke (the other end is gone). A pipe holds 64 KiB: a bigger payload is written as
+    the other end reads it, and the sender need not wait for that."""
 
     def __init__(self, conn: multiprocessing.connection.Connection, payload: bytes) -> None:
         self._conn, self._payload, self._sent = conn, payload, False

@@ -1,17 +1,22 @@
 """A results folder read for the report by two processes at once (`ReportLoader`).
 
 Reading, validating and turning 10,000 records into the frame's columns is a third of what a big
-report costs, and every record is read alone. So the `report` command forks a reader first thing
-(bench/analysis/forking.py `Worker`), before this process imports pandas: the reader lists the
-folder's result and preflight files in one walk (`file_texts_by_name`), sends the list, then reads the later share of them and
-sends its digest (report/digest.py: the frame's columns and the few records the report shows whole: a
-fraction of what its records would cost to send, a validated record pickling as slowly as it
-validates), the files it read and the problems of those it could not. This process meanwhile
-imports what the report needs, then reads its own share, and the two digests merge in file order
-into the digest one process makes of the whole folder. A store or one result.json (no reader), one
-CPU or a platform where forking is unsafe (none forked): everything is read here
-(bench/analysis/sources.py), with the same result; so is the reader's share when it dies. A folder
-of fewer than PARALLEL_MIN_RECORDS files is listed by the reader, which is then stopped, and read here.
+report costs, and every record is read alone. So the report reads only the records whose files are
+new or changed since the last report of the folder (bench/analysis/report/digest_cache.py: the
+others' rows are kept in the user's cache folder), and shares those out: the `report` command
+loads the folder's kept rows, then forks a reader first thing (bench/analysis/forking.py `Worker`),
+before this process imports pandas. The reader lists the folder's result and preflight files in one
+walk (`file_texts_by_name`), stats the result files and sends both; both processes then know which
+files to read (digest_cache.plan, from the same list, identities and kept rows), and the reader
+reads the later share of them and sends their rows (report/digest.py `RecordRows`: the frame's columns
+and the few records the report shows whole: a fraction of what its records would cost to send, a
+validated record pickling as slowly as it validates) and the problems of those it could not read.
+This process meanwhile imports what the report needs, then reads its own share, and the kept rows
+and the two shares are put together in file order into the rows one process makes of the whole
+folder; they are kept again when anything changed. A store or one result.json (no reader, nothing
+kept), one CPU or a platform where forking is unsafe (none forked): everything is read here, with
+the same result; so is the reader's share when it dies. Fewer than PARALLEL_MIN_RECORDS files to read:
+the reader lists and stats, is then stopped, and they are read here.
 """
 
 from __future__ import annotations
@@ -22,13 +27,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.analysis.forking import Worker
+from bench.analysis.report import digest_cache
 from bench.schema.protocol import PREFLIGHT_RECORD, RESULT_FILE
 
 if TYPE_CHECKING:
     from bench.analysis.records import RecordProblem
-    from bench.analysis.report.digest import RecordsDigest
+    from bench.analysis.report.digest import RecordRows, RecordsDigest
+    from bench.analysis.report.digest_cache import FileKey, Kept
 
-# Below this many records one process reads them in well under a second: the reader reads none.
+# Below this many records to read one process reads them in well under a second: the reader reads none.
 PARALLEL_MIN_RECORDS = 1000
 # The share of the files this process reads itself: it imports pandas and the report's modules
 # while the reader lists the folder and imports the record schema, so the reader takes the larger
@@ -68,28 +75,43 @@ class PointDirs(Mapping[tuple[str, str], Path]):
 class ReportLoader:
     """`start` (forks the reader on a folder), then `load()`; `close` stops the reader."""
 
-    def __init__(self, path: Path, worker: Worker | None = None) -> None:
-        self._path, self._worker = path, worker
+    def __init__(self, path: Path, worker: Worker | None = None, kept: Kept | None = None, keep: bool = False) -> None:
+        self._path, self._worker, self._kept, self._keep = path, worker, kept, keep
 
     @classmethod
-    def start(cls, path: Path | str) -> ReportLoader:
-        """Fork the reader on a results folder now (where it may fork); nothing starts for a file."""
+    def start(cls, path: Path | str, keep: bool = True) -> ReportLoader:
+        """Load the folder's kept rows and fork the reader on it now (where it may fork); nothing starts
+        for a file. `keep`: use and update the kept rows (False: read every record, keep nothing)."""
         path = Path(path)
-        return cls(path, Worker.start(_list_and_read, path) if path.is_dir() else None)
+        if not path.is_dir():
+            return cls(path)
+        kept = digest_cache.load(path) if keep else None  # before the fork: the reader shares them
+        return cls(path, Worker.start(_list_and_read, path, kept), kept, keep)
 
     def load(self) -> Loaded:
         """Every record's digest, the problems and the point folders (ValueError where `path` is
         neither a results folder, a result.json nor a store, as bench.analysis.sources.load_results)."""
-        if self._worker is None or not self._worker.running:
+        if not self._path.is_dir():
             return _load_here(self._path)
-        listed = self._worker.result(lambda: _listed(self._path))
+        worker = self._worker if self._worker is not None and self._worker.running else None
+        if worker is None:
+            listed, keys = _listed_with_keys(self._path)
+        else:
+            listed, keys = worker.result(lambda: _listed_with_keys(self._path))
         files = listed[RESULT_FILE]
-        split = own_share(len(files))
-        if split == len(files):  # a small folder: read here, the reader stopped before it reads
-            self._worker.close()
-        own = _read(files[:split])
-        theirs = self._worker.result(lambda: _read(files[split:]))
-        return _merged([own, theirs], listed[PREFLIGHT_RECORD])
+        plan = digest_cache.plan(self._path, files, keys, self._kept)
+        unread = [files[position] for position in plan.unread]
+        split = own_share(len(unread)) if worker is not None else len(unread)
+        if worker is not None and split == len(unread):  # few to read: read here, the reader stopped before it reads
+            worker.close()
+        shares = [_read(unread[:split])]
+        if split < len(unread):
+            shares.append(worker.result(lambda: _read(unread[split:])))
+        rows, kept = plan.assemble([rows for rows, _ in shares])
+        if self._keep and kept is not None:
+            digest_cache.save(self._path, kept)
+        problems = [problem for _, problems in shares for problem in problems]
+        return _loaded(rows, problems, listed[PREFLIGHT_RECORD])
 
     def close(self) -> None:
         """Stop the reader (reaped; killed if it still works)."""
@@ -104,51 +126,50 @@ class ReportLoader:
 
 
 def own_share(files: int) -> int:
-    """How many of a folder's files (the first ones) this process reads: all of a small folder."""
+    """How many of the files to read (the first ones) this process reads: all of a few."""
     return files if files < PARALLEL_MIN_RECORDS else round(files * OWN_SHARE)
 
 
-# What a share's reading gives: its digest, the paths it read (as texts, in order), its problems.
-_Share = tuple["RecordsDigest", list[str], list["RecordProblem"]]
+# What a share's reading gives: the rows of the records read, the problems of the others.
+_Share = tuple["RecordRows", list["RecordProblem"]]
 
 
-def _list_and_read(path: Path) -> Iterator[object]:
+def _list_and_read(path: Path, kept: Kept | None) -> Iterator[object]:
     """The reader's task: the folder's result and preflight files (one walk; as texts: a fraction of
-    the cost of sending Paths), then its share's `_read`."""
-    listed = _listed(path)
-    yield listed
+    the cost of sending Paths) with the result files' identities, then its share's `_read`."""
+    listed, keys = _listed_with_keys(path)
+    yield listed, keys
     files = listed[RESULT_FILE]
-    yield _read(files[own_share(len(files)) :])
+    unread = [files[position] for position in digest_cache.plan(path, files, keys, kept).unread]
+    yield _read(unread[own_share(len(unread)) :])
 
 
-def _listed(path: Path) -> dict[str, list[str]]:
+def _listed_with_keys(path: Path) -> tuple[dict[str, list[str]], list[FileKey | None]]:
     from bench.analysis.records import file_texts_by_name
 
-    return file_texts_by_name(path, (RESULT_FILE, PREFLIGHT_RECORD))
+    listed = file_texts_by_name(path, (RESULT_FILE, PREFLIGHT_RECORD))
+    return listed, digest_cache.file_keys(listed[RESULT_FILE])
 
 
 def _read(paths: list[str]) -> _Share:
-    """These result files read: their records' digest, the paths read, the problems of the others."""
+    """These result files read: their records' rows, the problems of the others."""
     from bench.analysis.records import read_records
-    from bench.analysis.report.digest import digest
+    from bench.analysis.report.digest import record_rows
 
+    if not paths:
+        return record_rows([], []), []
     located, problems = read_records(paths)
-    return digest([record for record, _ in located]), [str(path) for _, path in located], problems
+    return record_rows([record for record, _ in located], [str(path) for _, path in located]), problems
 
 
-def _merged(shares: list[_Share], preflight_files: list[str]) -> Loaded:
-    from bench.analysis.report.digest import merge
-
-    found = merge([digest for digest, _, _ in shares])
-    paths = [path for _, read, _ in shares for path in read]
-    columns = found.columns
-    files = dict(zip(zip(columns["sweep"], columns["point_id"]), paths, strict=True))
-    return Loaded(
-        found, [problem for _, _, problems in shares for problem in problems], PointDirs(files), preflight_files
-    )
+def _loaded(rows: RecordRows, problems: list[RecordProblem], preflight_files: list[str]) -> Loaded:
+    columns = rows.columns
+    files = dict(zip(zip(columns["sweep"], columns["point_id"]), rows.files, strict=True))
+    return Loaded(rows.digest(), problems, PointDirs(files), preflight_files)
 
 
 def _load_here(path: Path) -> Loaded:
+    """A store or one result.json, read here."""
     from bench.analysis.report.digest import digest
     from bench.analysis.sources import load_results
 

@@ -24,6 +24,10 @@ from typing import Literal
 
 from bench.config.problems import ConfigError
 
+# Where fsdp-bench keeps what it can always rebuild (the report's kept rows, the local calibration):
+# this variable, else $XDG_CACHE_HOME/fsdp-bench, else ~/.cache/fsdp-bench.
+CACHE_DIR_VARIABLE = "FSDP_BENCH_CACHE_DIR"
+
 Kind = Literal["file", "folder", "any"]
 
 
@@ -100,6 +104,13 @@ def read_only_error(path: str | Path) -> OSError | None:
     if on_read_only_disk(path):
         return OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
     return None
+
+
+def cache_dir() -> Path:
+    """The user's fsdp-bench cache folder (CACHE_DIR_VARIABLE): it may not exist yet."""
+    if os.environ.get(CACHE_DIR_VARIABLE):
+        return Path(os.environ[CACHE_DIR_VARIABLE])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "fsdp-bench"
 
 
 def _may_write(path: Path, mode: int = os.W_OK) -> bool:

@@ -1,7 +1,8 @@
 """`fsdp-bench report` of a results folder read by two processes (bench/analysis/report_reader.py, a
 forking.Worker) writes what one process writes, byte for byte but for the page's time line: with the
 reader, with one CPU (no reader), with a reader that fails while it reads or dies at the start (its
-share is then read here), and where fork itself fails. The console script's code in this process
+share is then read here), and where fork itself fails; and with the rows a report of the folder
+kept, after records were added, rewritten and removed. The console script's code in this process
 (tests/bench_cli.py); the reader is forked from it, so the size that lets a small folder use one is
 set here."""
 
@@ -48,8 +49,8 @@ def _sweep(root: Path) -> Path:
     return root
 
 
-def _report(results: Path, out: Path) -> tuple:
-    proc = fsdp_bench("report", results, "-o", out)
+def _report(results: Path, out: Path, *flags: str) -> tuple:
+    proc = fsdp_bench("report", results, "-o", out, *flags)
     # The page's own time line and its command line (which names `out`) differ by nature.
     page = re.sub(r"Generated [^<]*|-o \S+", "", (out / "report.html").read_text())
     return (
@@ -68,9 +69,9 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
     reads = count_reads(monkeypatch)
     reads_here = reads.here
 
-    def report(name: str) -> tuple:
+    def report(name: str) -> tuple:  # every record read each time: no rows kept from the report before
         reads_here.clear()
-        return _report(results, tmp_path / name)
+        return _report(results, tmp_path / name, "--no-cache")
 
     monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)  # 28 files: 13 read here, 15 by the reader
     monkeypatch.setattr(forked, "cpus", lambda: 2)
@@ -82,7 +83,7 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
     assert "Points measured on a loaded host (1)" in page and "Autotune: predicted vs measured ranking" in page
     assert csv.count(b"\n") == 28  # a header and every point
 
-    monkeypatch.setattr(forked, "cpus", lambda: 1)  # one CPU: no reader, the folder read by load_results
+    monkeypatch.setattr(forked, "cpus", lambda: 1)  # one CPU: no reader, the folder read here
     assert report("serial") == shared and reads_here == [28]
     monkeypatch.setattr(forked, "cpus", lambda: 2)
 

@@ -21,8 +21,9 @@ The GPU values are fitted once to bench/analysis/planner/data/published_calibrat
 tests/unit/test_planner_published.py refits and fails if these constants drift from the fit.
 
 For `cluster=local-cpu`, `fsdp-bench calibrate` measures this machine and writes a JSON file
-(`calibration_path()`: $FSDP_BENCH_CALIBRATION, else $XDG_CACHE_HOME/fsdp-bench/local-cpu.json,
-else ~/.cache/fsdp-bench/local-cpu.json): a property of the host, not a result, so it lives
+(`calibration_path()`: $FSDP_BENCH_CALIBRATION, else local-cpu.json in the user's cache folder,
+bench/config/paths.py `cache_dir`: $FSDP_BENCH_CACHE_DIR, else $XDG_CACHE_HOME/fsdp-bench, else
+~/.cache/fsdp-bench): a property of the host, not a result, so it lives
 outside the repository and outside results/.
 """
 
@@ -83,8 +84,9 @@ def calibration_path() -> Path:
     """Where `fsdp-bench calibrate` writes and the planner reads the local-cpu calibration."""
     if os.environ.get("FSDP_BENCH_CALIBRATION"):
         return Path(os.environ["FSDP_BENCH_CALIBRATION"])
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "fsdp-bench" / "local-cpu.json"
+    from bench.config.paths import cache_dir
+
+    return cache_dir() / "local-cpu.json"
 
 
 def save_calibration(data: dict, path: Path) -> None:

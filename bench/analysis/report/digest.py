@@ -7,6 +7,11 @@ names the search's objective). A digest is the columns plus those few records wh
 so a reader forked by the `report` command (bench/analysis/report_reader.py) sends its share as a digest, at a fraction
 of what sending its records would cost, and digests of consecutive shares `merge` into the digest
 of all of them. The report built from a digest is the report built from its records.
+
+`RecordRows` is the same, row by row: each record's file, its row of the columns and, by row, the
+notable records, all of them (a digest keeps only the first autotuned one that shows nothing else).
+The report's reader reads records into rows, which bench/analysis/report/digest_cache.py keeps
+between reports and puts together with rows read afresh; `RecordRows.digest()` is the digest.
 """
 
 from __future__ import annotations
@@ -49,6 +54,30 @@ def merge(parts: Sequence[RecordsDigest]) -> RecordsDigest:
     return RecordsDigest(
         concat_columns([p.columns for p in parts]), _first_autotuned([r for p in parts for r in p.notable])
     )
+
+
+@dataclass(frozen=True)
+class RecordRows:
+    """Records as rows: `files` (each record's file, as a text), `columns` (frame_columns of the records,
+    in the same order) and `notable` (row -> record, for every record is_notable)."""
+
+    files: list[str]
+    columns: dict[str, list[Any]]
+    notable: dict[int, RunResult]
+
+    def __len__(self) -> int:
+        return len(self.files)
+
+    def digest(self) -> RecordsDigest:
+        """The digest of these records."""
+        return RecordsDigest(self.columns, _first_autotuned([self.notable[row] for row in sorted(self.notable)]))
+
+
+def record_rows(records: Sequence[RunResult], files: Sequence[str]) -> RecordRows:
+    """These records (read from `files`, in the same order) as rows."""
+    records = list(records)
+    notable = {row: record for row, record in enumerate(records) if is_notable(record)}
+    return RecordRows(list(files), frame_columns(records), notable)
 
 
 def step_time_stragglers(record: RunResult) -> dict[int, float]:

@@ -20,6 +20,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("-o", "--out", default="report", help="output folder (default: report/)")
     parser.add_argument("--title", default=None, help="page title (default: the sweep names)")
+    parser.add_argument(
+        "--no-cache",
+        dest="keep",
+        action="store_false",
+        help="read every record, and keep no rows for the next report (by default a folder's rows are kept "
+        "in $FSDP_BENCH_CACHE_DIR or ~/.cache/fsdp-bench, and only new or changed records are read again)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -29,12 +36,12 @@ def main(args: argparse.Namespace) -> int:
     from bench.analysis.gc_pause import gc_paused
     from bench.analysis.report_reader import ReportLoader
 
-    # The reader first (a folder's later share, bench/analysis/report_reader.py), before this
+    # The folder's kept rows and the reader first (bench/analysis/report_reader.py), before this
     # process imports pandas; then the figure workers, which import matplotlib at a lower priority
     # than the two readers (bench/present/report/render.py), forked once this process has imported
     # the report's modules, which the figures import too (0.13-0.2 s of CPU each would import again).
     # Loading keeps one object graph per record: no GC.
-    with gc_paused(), ReportLoader.start(args.results) as loader:
+    with gc_paused(), ReportLoader.start(args.results, keep=args.keep) as loader:
         import bench.present.report.build  # noqa: F401
         from bench.present.report.render import FigureWorkers
 

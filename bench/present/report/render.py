@@ -23,12 +23,13 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
+import socket
 import traceback
 from collections.abc import Iterator
 
 import pandas as pd
 
-from bench.analysis.forking import can_fork, cpus
+from bench.analysis.forking import Sending, can_fork, cpus
 from bench.present.report.html import RenderedFigure
 
 # Below this many points, drawing serially takes a second or two: not worth starting workers late
@@ -80,6 +81,9 @@ class FigureWorkers:
 
     def __init__(self, conns: list[multiprocessing.connection.Connection], pid: int | None) -> None:
         self._conns, self._pid = conns, pid
+        # Each worker's message being sent: the records' frame is megabytes, which a worker still
+        # importing matplotlib takes only when it is done; this process aggregates meanwhile.
+        self._sending: list[Sending | None] = [None] * len(conns)
         self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
         self._collected = False
 
@@ -127,11 +131,11 @@ class FigureWorkers:
         if not self._conns:
             return
         payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        for conn in self._conns:
-            try:
-                conn.send_bytes(payload)
-            except OSError:  # a dead worker: the others, or the parent at collect, draw its share
-                pass
+        for index, conn in enumerate(self._conns):
+            previous = self._sending[index]
+            if previous is not None and not previous.done():
+                continue  # a dead worker: the others, or the parent at collect, draw its share
+            self._sending[index] = Sending(conn, payload)
 
     def collect(self) -> list[RenderedFigure]:
         """Every figure that has data, in report order (waits for the workers, then stops them)."""
@@ -177,10 +181,16 @@ class FigureWorkers:
 
         Before `collect` (the command failed, or found no records) the first worker may still be
         importing matplotlib: it is killed rather than waited for; siblings it forked see their pipe
-        close and end by themselves."""
+        close and end by themselves. Each pipe is shut down before it is closed: a message still being
+        sent on its own thread ends there, rather than write to a number a later file may reuse."""
+        for conn in self._conns:
+            _shut_down(conn)
+        for sending in self._sending:
+            if sending is not None:
+                sending.done()
         for conn in self._conns:
             conn.close()
-        self._conns = []
+        self._conns, self._sending = [], []
         if self._pid is not None:
             if not self._collected:
                 with contextlib.suppress(ProcessLookupError):
@@ -193,6 +203,14 @@ class FigureWorkers:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _shut_down(conn: multiprocessing.connection.Connection) -> None:
+    """Shut both directions of a worker's pipe (a socket pair) down without closing it: a send under
+    way ends with an error, the worker reads the end."""
+    with contextlib.suppress(OSError):
+        with socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as end:
+            end.shutdown(socket.SHUT_RDWR)
 
 
 def render_figures(points: pd.DataFrame, scaling: pd.DataFrame, workers: int | None = None) -> list[RenderedFigure]:

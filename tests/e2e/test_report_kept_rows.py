@@ -1,0 +1,192 @@
+"""The rows a report of a results folder keeps for the next one (bench/analysis/report/digest_cache.py):
+the next report reads only the records that are new or whose file changed, drops those that are gone,
+and writes what a report that reads every record (`--no-cache`) writes, byte for byte but for the
+page's time line. Kept rows of other code, damaged ones, and a cache folder that cannot be written
+are no kept rows: every record is read, with the same report. The console script runs in this
+process (tests/bench_cli.py), the reader forked from it; the suite's cache folder is its own
+(tests/conftest.py)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+from pathlib import Path
+
+import pytest
+from bench_cli import fsdp_bench
+from counted_reads import count_reads
+
+import bench.analysis.forking as forked
+import bench.analysis.records as records
+import bench.analysis.report.digest_cache as digest_cache
+import bench.analysis.report_reader as reader
+from bench.analysis.report.digest import digest
+from bench.analysis.sources import load_results
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+from record_factory import make_record, on_loaded_host  # noqa: E402
+
+OUTPUTS = ("summary.md", "results.csv")
+
+
+def _sweep(root: Path) -> Path:
+    """2 strategies x 3 node counts x 3 repeats (18 records), one on a loaded host, one autotuned
+    configuration (notable records, kept whole), one failed point; and a broken file."""
+    for strategy in ("full_shard", "shard_grad_op"):
+        for nodes in (1, 2, 4):
+            for repeat in range(3):
+                _write(root, strategy, nodes, repeat)
+    (root / "s" / "broken").mkdir(parents=True)
+    (root / "s" / "broken" / "result.json").write_text("{not json")
+    return root
+
+
+def _write(root: Path, strategy: str, nodes: int, repeat: int, speedup: float = 1.0, folder: str = "s") -> Path:
+    tps = 1000.0 * speedup * nodes**0.9 * (1 + 0.01 * repeat)
+    extra = {}
+    if strategy == "shard_grad_op":
+        extra["prediction"] = {"autotune": {"rank": nodes, "value": tps, "objective": "tokens_per_s"}}
+    if (nodes, repeat) == (4, 2) and strategy == "full_shard":
+        record = make_record(nodes=4, status="oom", error="CUDA out of memory", strategy=strategy, repeat=2)
+    else:
+        record = make_record(nodes=nodes, tokens_per_s=tps, strategy=strategy, repeat=repeat, **extra)
+    if (strategy, nodes, repeat) == ("full_shard", 2, 1):
+        record = on_loaded_host(record)
+    path = root / folder / record.point_id / "result.json"
+    records.write_record(record, path)
+    return path
+
+
+def _report(results: Path, out: Path, *flags: str) -> tuple:
+    proc = fsdp_bench("report", results, "-o", out, *flags)
+    page = re.sub(r"Generated [^<]*|-o \S+", "", (out / "report.html").read_text())
+    return proc.rc, proc.stdout.replace(str(out), "OUT"), proc.stderr, page, *((out / n).read_bytes() for n in OUTPUTS)
+
+
+@pytest.fixture
+def two_cpus(monkeypatch):
+    """The reader shares the reading from 10 files to read (the folders here are small)."""
+    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)
+    monkeypatch.setattr(forked, "cpus", lambda: 2)
+
+
+@pytest.mark.parametrize("cpus", [2, 1], ids=["reader", "one-cpu"])
+def test_a_report_reads_only_the_new_and_changed_records_and_writes_what_reading_all_writes(
+    tmp_path, monkeypatch, cpus
+):
+    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)
+    monkeypatch.setattr(forked, "cpus", lambda: cpus)
+    results = _sweep(tmp_path / "results")
+    reads = count_reads(monkeypatch)
+
+    def report(name: str, *flags: str) -> tuple:
+        reads.here.clear()
+        return _report(results, tmp_path / name, *flags)
+
+    first = report("first")
+    assert first[0] == 0 and first[1] == "report: OUT/report.html (18 points: 17 ok, 1 not ok)\n"
+    assert reads.here == ([9] if cpus == 2 else [19])  # nothing kept yet: 19 files, 10 of them by the reader
+    assert digest_cache.kept_file(results).exists()
+
+    assert report("again") == first and reads.here == [1]  # only the broken file, which has no row to keep
+
+    added = _write(results, "no_shard", 8, 0)  # a new point
+    rewritten = _write(results, "full_shard", 1, 0, speedup=1.5)  # a point written again, faster
+    removed = results / "s" / make_record(nodes=4, strategy="shard_grad_op", repeat=1).point_id
+    (removed / "result.json").unlink()
+    changed = report("changed")
+    assert reads.here == [3]  # the new, the rewritten and the broken file
+    assert changed[1] == "report: OUT/report.html (18 points: 17 ok, 1 not ok)\n"
+    assert changed == report("all", "--no-cache") and reads.here == ([9] if cpus == 2 else [19])
+    assert changed != first and "no_shard" in changed[5].decode() and "no_shard" not in first[5].decode()
+    assert added.exists() and rewritten.exists()
+    assert report("after") == changed and reads.here == [1]
+
+
+def test_the_kept_rows_give_the_digest_of_reading_every_record(tmp_path, two_cpus):
+    """Rows kept, new rows and gone ones put together in file order: the columns and the notable records
+    (a loaded host; the first autotuned point) of reading the folder whole."""
+    results = _sweep(tmp_path / "results")
+    with reader.ReportLoader.start(results) as loader:
+        tuned = next(r for r in loader.load().digest.notable if r.prediction)  # the first autotuned, kept whole
+    for nodes in (1, 8):  # new files before and after the kept ones, in file order
+        _write(results, "no_shard", nodes, 0, folder="a")
+        _write(results, "no_shard", nodes, 1, folder="z")
+    _write(results, "shard_grad_op", tuned.spec.nodes, tuned.spec.repeat, speedup=2.0)  # rewritten, faster
+    with reader.ReportLoader.start(results) as loader:
+        loaded = loader.load()
+    records_read, problems, dirs = load_results(results)
+    whole = digest(records_read)
+    assert _texts(loaded.digest.columns) == _texts(whole.columns) and len(whole.columns["status"]) == 22
+    assert [r.point_id for r in loaded.digest.notable] == [r.point_id for r in whole.notable]
+    assert [r.model_dump() for r in loaded.digest.notable] == [r.model_dump() for r in whole.notable]
+    rewritten = next(r for r in whole.notable if r.prediction)
+    assert len(whole.notable) == 2 and rewritten.point_id == tuned.point_id
+    assert rewritten.metrics.tokens_per_s == pytest.approx(2 * tuned.metrics.tokens_per_s)
+    assert dict(loaded.point_dirs) == dirs and [str(p.path) for p in loaded.problems] == [str(p.path) for p in problems]
+
+
+def _texts(columns: dict) -> dict:
+    """Each column as text: NaN equals NaN (two NaN objects in two lists do not compare equal)."""
+    return {name: repr(values) for name, values in columns.items()}
+
+
+def test_a_file_rewritten_with_the_same_size_and_time_is_read_again(tmp_path, monkeypatch):
+    """A file's identity is its size, its modification and change times and its inode: a rewrite in
+    place that keeps the size and sets the old modification time back still changes the change time."""
+    results = _sweep(tmp_path / "results")
+    reads = count_reads(monkeypatch)
+    first = _report(results, tmp_path / "first")
+    path = results / "s" / make_record(nodes=1, strategy="full_shard", repeat=1).point_id / "result.json"
+    before = path.stat()
+    text = path.read_text()
+    faster = text.replace('"tokens_per_s": 1010.0', '"tokens_per_s": 9010.0')
+    assert faster != text and len(faster) == len(text)
+    with open(path, "r+") as file:  # in place: same inode, same size
+        file.write(faster)
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert path.stat().st_mtime_ns == before.st_mtime_ns and path.stat().st_ino == before.st_ino
+    reads.here.clear()
+    again = _report(results, tmp_path / "again")
+    assert sorted(reads.here) == [2]  # the rewritten file and the broken one
+    assert again != first and "9010" in again[5].decode() and "9010" not in first[5].decode()
+
+
+def test_kept_rows_of_other_code_damaged_or_unwritable_are_no_kept_rows(tmp_path, monkeypatch):
+    results = _sweep(tmp_path / "results")
+    reads = count_reads(monkeypatch)
+    first = _report(results, tmp_path / "first")
+    kept = digest_cache.kept_file(results)
+    assert digest_cache.load(results) is not None
+
+    monkeypatch.setattr(digest_cache, "code_version", lambda: "other code")  # an edit, a checkout, an upgrade
+    assert digest_cache.load(results) is None
+    reads.here.clear()
+    assert _report(results, tmp_path / "other") == first and sum(reads.here) == 19
+    monkeypatch.undo()
+    reads = count_reads(monkeypatch)
+
+    kept.write_bytes(kept.read_bytes()[:100])  # damaged (a disk that filled up under another writer)
+    reads.here.clear()
+    assert _report(results, tmp_path / "damaged") == first and sum(reads.here) == 19
+    kept.write_bytes(json.dumps({"version": digest_cache.code_version()}).encode())  # not kept rows at all
+    assert digest_cache.load(results) is None
+
+    unwritable = tmp_path / "cache-file"
+    unwritable.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("FSDP_BENCH_CACHE_DIR", str(unwritable))
+    for name in ("unwritable", "unwritable-again"):
+        reads.here.clear()
+        assert _report(results, tmp_path / name) == first and sum(reads.here) == 19
+
+
+def test_two_spellings_of_a_folder_share_its_kept_rows(tmp_path, monkeypatch):
+    results = _sweep(tmp_path / "results")
+    reads = count_reads(monkeypatch)
+    first = _report(results, tmp_path / "first")
+    monkeypatch.chdir(tmp_path)
+    reads.here.clear()
+    relative = _report(Path("results/"), tmp_path / "relative")
+    assert relative[0] == 0 and relative[4:] == first[4:] and reads.here == [1]
