@@ -6,14 +6,14 @@ temporary folder (not timed), then times the real command line, `fsdp-bench repo
 end to end: interpreter start, reading the records, aggregation with bootstrap intervals, six
 plots, the HTML page, summary.md and results.csv.
 
-Two benchmarks (benchmarks/measuring.py SCRIPTS): `report_10k` times the report of a folder reported
-before, as a folder is reported again and again while its sweep runs and after it: the rows of one
-untimed report are kept (in a cache folder of the benchmark's own, bench/analysis/report/digest_cache.py),
-and every record is still listed and its file statted. `report_10k_cold` (`--cold`) times the report of
-a folder never reported (`--no-cache`): every record read and validated.
+Two benchmarks (benchmarks/measuring.py SCRIPTS): `report_10k` times the report of a folder never
+reported (`--no-cache`): every record read and validated. `report_10k_warm` (`--warm`) times the report
+of a folder reported before, as a folder is reported again and again while its sweep runs and after
+it: the rows of one untimed report are kept (in a cache folder of the benchmark's own,
+bench/analysis/report/digest_cache.py), and every record is still listed and its file statted.
 
     .venv/bin/python benchmarks/bench_report.py            # 10,000 records, 3 timed runs
-    .venv/bin/python benchmarks/bench_report.py --cold     # the same, every record read
+    .venv/bin/python benchmarks/bench_report.py --warm     # the same, reported once before
     .venv/bin/python benchmarks/bench_report.py --records 2000 --runs 1
 
 Prints each run's wall time, its CPU time (user + system, the command and its figure workers:
@@ -95,17 +95,17 @@ def write_records(root: Path, count: int, seed: int = 0) -> int:
 
 def prepare(folder: Path, args: argparse.Namespace) -> Prepared:
     """The records under `folder`; the report of them, into a folder of each run's own, is what is timed:
-    with `args.cold` reading every record, else after one untimed report kept their rows (under `folder`)."""
+    reading every record, or with `args.warm` after one untimed report kept their rows (under `folder`)."""
     written = write_records(folder / "results", args.records)
     argv = ["report", str(folder / "results"), "-o", str(folder / "report{run}")]
     env = {"FSDP_BENCH_CACHE_DIR": str(folder / "cache")}  # never the user's cache
-    if args.cold:
-        argv.append("--no-cache")
-    else:
+    if args.warm:
         primed = [arg.replace("{run}", "-primed") for arg in argv]
         subprocess.run([sys.executable, "-m", "bench", *primed], env={**os.environ, **env}, check=True,
                        stdout=subprocess.DEVNULL)  # fmt: skip
-    kept = "every record read" if args.cold else "their rows kept by an untimed report"
+    else:
+        argv.append("--no-cache")
+    kept = "their rows kept by an untimed report" if args.warm else "every record read"
     return Prepared(argv, (0,), f"{written} records written to {folder / 'results'} ({kept})", env=env)
 
 
@@ -113,10 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--cold", action="store_true", help="a folder never reported: every record read (--no-cache)")
+    parser.add_argument("--warm", action="store_true", help="a folder reported before: its rows kept by a report")
     add_prepare(parser)
     args = parser.parse_args(argv)
-    run_benchmark("bench_report", prepare, args, f"{args.records} records{', cold' if args.cold else ''}")
+    run_benchmark("bench_report", prepare, args, f"{args.records} records{', warm' if args.warm else ''}")
     return 0
 
 

@@ -43,7 +43,7 @@ class Script:
 # Every timed script. A new one is one line here (it takes --runs and --prepare: benchmarks/timing.py).
 SCRIPTS = (
     Script("report_10k", "benchmarks/bench_report.py", ("--records", "40")),
-    Script("report_10k_cold", "benchmarks/bench_report.py", ("--records", "40"), ("--cold",)),
+    Script("report_10k_warm", "benchmarks/bench_report.py", ("--records", "40"), ("--warm",)),
     Script("check_10k", "benchmarks/bench_check.py", ("--records", "40")),
     Script("store_add_10k", "benchmarks/bench_store.py", ("--series", "10", "--nights", "2")),
     Script("history_10k", "benchmarks/bench_history.py", ("--series", "10", "--nights", "6")),

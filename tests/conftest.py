@@ -91,8 +91,7 @@ def worker_processes():
 
 
 # What the commands keep between runs (the report's kept rows, bench/analysis/report/digest_cache.py)
-# goes to a folder of this test process's own, never the user's cache: a test's report reads what
-# its own earlier reports kept, and nothing is left behind.
-if not os.environ.get("FSDP_BENCH_CACHE_DIR"):
-    os.environ["FSDP_BENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="fsdp-bench-cache-")
-    atexit.register(shutil.rmtree, os.environ["FSDP_BENCH_CACHE_DIR"], True)
+# goes to a folder of this test process's own, never the user's cache (nor one the user set): a test's
+# report reads what its own earlier reports kept, and nothing is left behind.
+os.environ["FSDP_BENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="fsdp-bench-cache-")
+atexit.register(shutil.rmtree, os.environ["FSDP_BENCH_CACHE_DIR"], True)

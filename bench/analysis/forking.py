@@ -173,16 +173,22 @@ def _serve(conn: multiprocessing.connection.Connection, items: Iterator[Any], th
 
 
 class Sending:
-    """One payload being sent on a thread of its own; `done()` waits for it: True once sent, False
-    where the pipe broke (the other end is gone). A pipe holds 64 KiB: a bigger payload is written as
-    the other end reads it, and the sender need not wait for that."""
+    """One payload being sent on a thread of its own, after `after` (the one sent before it on the same
+    pipe) has gone; `done()` waits for it: True once sent, False where the pipe broke (the other end is
+    gone). A pipe holds 64 KiB: a bigger payload is written as the other end reads it, and the sender
+    need not wait for that."""
 
-    def __init__(self, conn: multiprocessing.connection.Connection, payload: bytes) -> None:
-        self._conn, self._payload, self._sent = conn, payload, False
+    def __init__(
+        self, conn: multiprocessing.connection.Connection, payload: bytes, after: Sending | None = None
+    ) -> None:
+        self._conn, self._payload, self._after, self._sent = conn, payload, after, False
         self._thread = threading.Thread(target=self._send, daemon=True)
         self._thread.start()
 
     def _send(self) -> None:
+        if self._after is not None and not self._after.done():
+            return
+        self._after = None
         try:
             self._conn.send_bytes(self._payload)
             self._sent = True

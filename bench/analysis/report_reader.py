@@ -33,7 +33,7 @@ from bench.schema.protocol import PREFLIGHT_RECORD, RESULT_FILE
 if TYPE_CHECKING:
     from bench.analysis.records import RecordProblem
     from bench.analysis.report.digest import RecordRows, RecordsDigest
-    from bench.analysis.report.digest_cache import FileKey, Kept
+    from bench.analysis.report.digest_cache import Identities, Kept
 
 # Below this many records to read one process reads them in well under a second: the reader reads none.
 PARALLEL_MIN_RECORDS = 1000
@@ -85,8 +85,9 @@ class ReportLoader:
         path = Path(path)
         if not path.is_dir():
             return cls(path)
-        kept = digest_cache.load(path) if keep else None  # before the fork: the reader shares them
-        return cls(path, Worker.start(_list_and_read, path, kept), kept, keep)
+        # Before the fork: the reader shares them, and the code's version is taken before anything is read.
+        kept = digest_cache.load(path) if keep else None
+        return cls(path, Worker.start(_list_and_read, path, kept, keep), kept, keep)
 
     def load(self) -> Loaded:
         """Every record's digest, the problems and the point folders (ValueError where `path` is
@@ -95,11 +96,11 @@ class ReportLoader:
             return _load_here(self._path)
         worker = self._worker if self._worker is not None and self._worker.running else None
         if worker is None:
-            listed, keys = _listed_with_keys(self._path)
+            listed, found = _listed_with_identities(self._path, self._keep)
         else:
-            listed, keys = worker.result(lambda: _listed_with_keys(self._path))
+            listed, found = worker.result(lambda: _listed_with_identities(self._path, self._keep))
         files = listed[RESULT_FILE]
-        plan = digest_cache.plan(self._path, files, keys, self._kept)
+        plan = digest_cache.plan(self._path, files, found, self._kept)
         unread = [files[position] for position in plan.unread]
         split = own_share(len(unread)) if worker is not None else len(unread)
         if worker is not None and split == len(unread):  # few to read: read here, the reader stopped before it reads
@@ -107,7 +108,7 @@ class ReportLoader:
         shares = [_read(unread[:split])]
         if split < len(unread):
             shares.append(worker.result(lambda: _read(unread[split:])))
-        rows, kept = plan.assemble([rows for rows, _ in shares])
+        rows, kept = plan.assemble([rows for rows, _ in shares], lambda files: _read(files)[0])
         if self._keep and kept is not None:
             digest_cache.save(self._path, kept)
         problems = [problem for _, problems in shares for problem in problems]
@@ -134,21 +135,24 @@ def own_share(files: int) -> int:
 _Share = tuple["RecordRows", list["RecordProblem"]]
 
 
-def _list_and_read(path: Path, kept: Kept | None) -> Iterator[object]:
+def _list_and_read(path: Path, kept: Kept | None, keep: bool) -> Iterator[object]:
     """The reader's task: the folder's result and preflight files (one walk; as texts: a fraction of
     the cost of sending Paths) with the result files' identities, then its share's `_read`."""
-    listed, keys = _listed_with_keys(path)
-    yield listed, keys
+    listed, found = _listed_with_identities(path, keep)
+    yield listed, found
     files = listed[RESULT_FILE]
-    unread = [files[position] for position in digest_cache.plan(path, files, keys, kept).unread]
+    unread = [files[position] for position in digest_cache.plan(path, files, found, kept).unread]
     yield _read(unread[own_share(len(unread)) :])
 
 
-def _listed_with_keys(path: Path) -> tuple[dict[str, list[str]], list[FileKey | None]]:
+def _listed_with_identities(path: Path, keep: bool) -> tuple[dict[str, list[str]], Identities]:
+    """The folder's result and preflight files, and the result files' identities (none statted when
+    no rows are kept)."""
     from bench.analysis.records import file_texts_by_name
 
     listed = file_texts_by_name(path, (RESULT_FILE, PREFLIGHT_RECORD))
-    return listed, digest_cache.file_keys(listed[RESULT_FILE])
+    files = listed[RESULT_FILE]
+    return listed, digest_cache.identities(files) if keep else digest_cache.Identities([None] * len(files), 0)
 
 
 def _read(paths: list[str]) -> _Share:

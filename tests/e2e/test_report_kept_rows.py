@@ -1,8 +1,10 @@
 """The rows a report of a results folder keeps for the next one (bench/analysis/report/digest_cache.py):
 the next report reads only the records that are new or whose file changed, drops those that are gone,
 and writes what a report that reads every record (`--no-cache`) writes, byte for byte but for the
-page's time line. Kept rows of other code, damaged ones, and a cache folder that cannot be written
-are no kept rows: every record is read, with the same report. The console script runs in this
+page's time line; the reader and this process share what is to read as they share a whole folder.
+A file changed just before it was statted is read again next time. Kept rows of other code, damaged,
+foreign or writable by others, and a cache folder that cannot be written are no kept rows: every
+record is read, with the same report. The console script runs in this
 process (tests/bench_cli.py), the reader forked from it; the suite's cache folder is its own
 (tests/conftest.py)."""
 
@@ -12,6 +14,7 @@ import json
 import os
 import re
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +43,7 @@ def _sweep(root: Path) -> Path:
                 _write(root, strategy, nodes, repeat)
     (root / "s" / "broken").mkdir(parents=True)
     (root / "s" / "broken" / "result.json").write_text("{not json")
+    _settled()
     return root
 
 
@@ -57,6 +61,12 @@ def _write(root: Path, strategy: str, nodes: int, repeat: int, speedup: float = 
     path = root / folder / record.point_id / "result.json"
     records.write_record(record, path)
     return path
+
+
+def _settled() -> None:
+    """Wait until the files just written are no longer racy (changed too shortly before a stat to be
+    kept with their identity: digest_cache.RACY_NS)."""
+    time.sleep(2 * digest_cache.RACY_NS / 1e9)
 
 
 def _report(results: Path, out: Path, *flags: str) -> tuple:
@@ -80,6 +90,7 @@ def test_a_report_reads_only_the_new_and_changed_records_and_writes_what_reading
     monkeypatch.setattr(forked, "cpus", lambda: cpus)
     results = _sweep(tmp_path / "results")
     reads = count_reads(monkeypatch)
+    kept = digest_cache.kept_file(results)
 
     def report(name: str, *flags: str) -> tuple:
         reads.here.clear()
@@ -88,21 +99,100 @@ def test_a_report_reads_only_the_new_and_changed_records_and_writes_what_reading
     first = report("first")
     assert first[0] == 0 and first[1] == "report: OUT/report.html (18 points: 17 ok, 1 not ok)\n"
     assert reads.here == ([9] if cpus == 2 else [19])  # nothing kept yet: 19 files, 10 of them by the reader
-    assert digest_cache.kept_file(results).exists()
+    kept_first = kept.read_bytes()
 
     assert report("again") == first and reads.here == [1]  # only the broken file, which has no row to keep
+    assert kept.read_bytes() == kept_first  # nothing new: nothing written
 
     added = _write(results, "no_shard", 8, 0)  # a new point
-    rewritten = _write(results, "full_shard", 1, 0, speedup=1.5)  # a point written again, faster
+    _write(results, "full_shard", 1, 0, speedup=1.5)  # a point written again, faster
     removed = results / "s" / make_record(nodes=4, strategy="shard_grad_op", repeat=1).point_id
     (removed / "result.json").unlink()
+    _settled()
     changed = report("changed")
     assert reads.here == [3]  # the new, the rewritten and the broken file
     assert changed[1] == "report: OUT/report.html (18 points: 17 ok, 1 not ok)\n"
+    kept_changed = kept.read_bytes()
+    assert kept_changed != kept_first
     assert changed == report("all", "--no-cache") and reads.here == ([9] if cpus == 2 else [19])
+    assert kept.read_bytes() == kept_changed  # --no-cache keeps nothing
     assert changed != first and "no_shard" in changed[5].decode() and "no_shard" not in first[5].decode()
-    assert added.exists() and rewritten.exists()
     assert report("after") == changed and reads.here == [1]
+
+    records.write_record(make_record(nodes=8, strategy="full_shard"), results / "s" / "broken" / "result.json")
+    _settled()  # the broken file made a record: it has a row now, and nothing is left to read
+    mended = report("mended")
+    assert mended[1] == "report: OUT/report.html (19 points: 18 ok, 1 not ok)\n" and reads.here == [1]
+    assert report("mended-again") == mended and reads.here == []
+    assert added.exists()
+
+
+def test_the_reader_and_this_process_share_what_is_to_read(tmp_path, monkeypatch, two_cpus):
+    """Kept rows and a share read by each process, put together in file order."""
+    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 2)
+    results = _sweep(tmp_path / "results")
+    reads = count_reads(monkeypatch)
+    _report(results, tmp_path / "first")
+    for nodes in (1, 2, 4):  # six records written again
+        _write(results, "full_shard", nodes, 0, speedup=1.2)
+        _write(results, "shard_grad_op", nodes, 2, speedup=0.8)
+    _settled()
+    reads.here.clear()
+    shared = _report(results, tmp_path / "shared")
+    assert reads.here == [3]  # 7 to read (with the broken file): 3 here, 4 by the reader
+    reads.here.clear()
+    assert shared == _report(results, tmp_path / "all", "--no-cache") and reads.here == [9]
+
+
+def test_the_first_autotuned_record_is_read_again_where_only_its_row_was_kept(tmp_path, monkeypatch, two_cpus):
+    """Of an autotuned sweep only the first autotuned record is kept whole (the report reads its
+    objective); when its file goes, the next one's record is read again, not its row taken."""
+    results = _sweep(tmp_path / "results")
+    with reader.ReportLoader.start(results) as loader:
+        loaded = loader.load()
+    tuned = [r for r in loaded.digest.notable if r.prediction]
+    kept = digest_cache.load(results)
+    # Kept whole: the loaded host's record and, of the 9 autotuned, the first of each share read (2 here).
+    assert len(tuned) == 1 and len(kept.tuned) == 9 and len(kept.notable) == 3
+    (results / "s" / tuned[0].point_id / "result.json").unlink()
+    reads = count_reads(monkeypatch)
+    again = _report(results, tmp_path / "again")
+    assert reads.here == [2]  # the next autotuned record and the broken file
+    assert "Autotune: predicted vs measured ranking" in again[3]
+    reads.here.clear()
+    assert again == _report(results, tmp_path / "all", "--no-cache")
+
+
+def test_an_empty_folder_and_a_folder_of_one_record(tmp_path, two_cpus):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with reader.ReportLoader.start(empty) as loader:
+        assert len(loader.load().digest) == 0
+    assert digest_cache.load(empty) is None  # nothing read, nothing kept
+    one = tmp_path / "one"
+    records.write_record(make_record(nodes=2), one / "p" / "result.json")
+    _settled()
+    for _ in range(2):  # read, then kept
+        with reader.ReportLoader.start(one) as loader:
+            loaded = loader.load()
+        assert loaded.digest.columns["nodes"] == [2] and list(loaded.point_dirs.values()) == [one / "p"]
+    assert digest_cache.load(one).names == ["p/result.json"]
+
+
+def test_a_file_changed_just_before_it_was_statted_is_read_again(tmp_path, monkeypatch):
+    """Racy files (git's word): one changed within RACY_NS of its stat may change again within the same
+    tick of the file system's clock unseen; it is kept without its identity and read again next time."""
+    results = _sweep(tmp_path / "results")
+    reads = count_reads(monkeypatch)
+    monkeypatch.setattr(digest_cache, "RACY_NS", 10**12)  # every file changed "just now"
+    first = _report(results, tmp_path / "first")
+    assert digest_cache.load(results).keys == [None] * 18
+    reads.here.clear()
+    assert _report(results, tmp_path / "again") == first and reads.here == [19]
+    monkeypatch.setattr(digest_cache, "RACY_NS", 0)
+    _report(results, tmp_path / "settled")
+    reads.here.clear()
+    assert _report(results, tmp_path / "kept") == first and reads.here == [1]
 
 
 def test_the_kept_rows_give_the_digest_of_reading_every_record(tmp_path, two_cpus):
@@ -148,9 +238,10 @@ def test_a_file_rewritten_with_the_same_size_and_time_is_read_again(tmp_path, mo
         file.write(faster)
     os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert path.stat().st_mtime_ns == before.st_mtime_ns and path.stat().st_ino == before.st_ino
+    _settled()
     reads.here.clear()
     again = _report(results, tmp_path / "again")
-    assert sorted(reads.here) == [2]  # the rewritten file and the broken one
+    assert reads.here == [2]  # the rewritten file and the broken one
     assert again != first and "9010" in again[5].decode() and "9010" not in first[5].decode()
 
 
@@ -173,6 +264,12 @@ def test_kept_rows_of_other_code_damaged_or_unwritable_are_no_kept_rows(tmp_path
     assert _report(results, tmp_path / "damaged") == first and sum(reads.here) == 19
     kept.write_bytes(json.dumps({"version": digest_cache.code_version()}).encode())  # not kept rows at all
     assert digest_cache.load(results) is None
+    _report(results, tmp_path / "kept-again")
+    assert digest_cache.load(results) is not None
+    kept.chmod(0o664)  # writable by others (a cache folder set to a shared place): not read
+    assert digest_cache.load(results) is None
+    kept.chmod(0o600)
+    assert digest_cache.load(results) is not None
 
     unwritable = tmp_path / "cache-file"
     unwritable.write_text("a file where the cache folder would be")

@@ -1,8 +1,8 @@
 """`fsdp-bench report` of a results folder read by two processes (bench/analysis/report_reader.py, a
 forking.Worker) writes what one process writes, byte for byte but for the page's time line: with the
 reader, with one CPU (no reader), with a reader that fails while it reads or dies at the start (its
-share is then read here), and where fork itself fails; and with the rows a report of the folder
-kept, after records were added, rewritten and removed. The console script's code in this process
+share is then read here), and where fork itself fails (every record read each time: `--no-cache`;
+tests/e2e/test_report_kept_rows.py has the reports that read only what changed). The console script's code in this process
 (tests/bench_cli.py); the reader is forked from it, so the size that lets a small folder use one is
 set here."""
 

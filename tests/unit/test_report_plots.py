@@ -183,6 +183,25 @@ def test_figure_workers_started_before_the_data_draw_what_the_parent_would(analy
     ]
 
 
+def test_figure_workers_closed_with_a_frame_still_being_sent_leave_no_thread():
+    """The records' frame goes to each worker on a thread of its own (a worker importing matplotlib
+    takes it only when it is done). Closed before collect, with megabytes still to send: the workers
+    are stopped, every sending thread ends, and this process may fork again (no thread left)."""
+    import threading
+
+    import pandas as pd
+
+    from bench.analysis.forking import can_fork
+    from bench.present.report.render import FigureWorkers
+
+    big = pd.DataFrame({"model": [f"model-{i}" * 20 for i in range(40_000)]})  # a few MB: more than a pipe holds
+    workers = FigureWorkers.start(2)
+    workers.submit_records(big)
+    assert threading.active_count() > 1  # a frame of megabytes still being sent
+    workers.close()
+    assert threading.active_count() == 1 and can_fork()
+
+
 def test_ci_bars_draw_the_pixels_of_matplotlib_errorbar():
     """The line figures' interval bars are two artists, not errorbar's four: the same PNG, a point
     without an interval (NaN bounds, drawn as errorbar draws a zero error) included."""

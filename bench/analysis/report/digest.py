@@ -8,8 +8,8 @@ so a reader forked by the `report` command (bench/analysis/report_reader.py) sen
 of what sending its records would cost, and digests of consecutive shares `merge` into the digest
 of all of them. The report built from a digest is the report built from its records.
 
-`RecordRows` is the same, row by row: each record's file, its row of the columns and, by row, the
-notable records, all of them (a digest keeps only the first autotuned one that shows nothing else).
+`RecordRows` is the same, row by row: each record's file, its row of the columns, which rows are
+autotuned and, by row, the records kept whole.
 The report's reader reads records into rows, which bench/analysis/report/digest_cache.py keeps
 between reports and puts together with rows read afresh; `RecordRows.digest()` is the digest.
 """
@@ -59,25 +59,37 @@ def merge(parts: Sequence[RecordsDigest]) -> RecordsDigest:
 @dataclass(frozen=True)
 class RecordRows:
     """Records as rows: `files` (each record's file, as a text), `columns` (frame_columns of the records,
-    in the same order) and `notable` (row -> record, for every record is_notable)."""
+    in the same order), `tuned` (the rows of autotuned records, in order) and `notable` (row -> record:
+    every record that shows health, and the first autotuned one, which is all of an autotuned record the
+    report reads: an autotuned sweep's every point is autotuned, and its records are not kept whole).
+    The first of `tuned` has its record in `notable` (bench/analysis/report/digest_cache.py plans for it
+    when it puts rows together)."""
 
     files: list[str]
     columns: dict[str, list[Any]]
     notable: dict[int, RunResult]
+    tuned: list[int]
 
     def __len__(self) -> int:
         return len(self.files)
 
     def digest(self) -> RecordsDigest:
         """The digest of these records."""
-        return RecordsDigest(self.columns, _first_autotuned([self.notable[row] for row in sorted(self.notable)]))
+        # The first autotuned row always has its record (but where its file went between the listing and
+        # the reading: then the next one's, whose objective is the same: a sweep autotunes by one).
+        first = next((row for row in self.tuned if row in self.notable), None)
+        rows = sorted(row for row, record in self.notable.items() if row == first or _shows_health(record))
+        return RecordsDigest(self.columns, [self.notable[row] for row in rows])
 
 
 def record_rows(records: Sequence[RunResult], files: Sequence[str]) -> RecordRows:
     """These records (read from `files`, in the same order) as rows."""
     records = list(records)
-    notable = {row: record for row, record in enumerate(records) if is_notable(record)}
-    return RecordRows(list(files), frame_columns(records), notable)
+    tuned = [row for row, record in enumerate(records) if autotune_objective(record) is not None]
+    notable = {row: record for row, record in enumerate(records) if _shows_health(record)}
+    if tuned:
+        notable[tuned[0]] = records[tuned[0]]
+    return RecordRows(list(files), frame_columns(records), notable, tuned)
 
 
 def step_time_stragglers(record: RunResult) -> dict[int, float]:

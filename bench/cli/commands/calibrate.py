@@ -21,7 +21,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--output",
         type=Path,
         default=None,
-        help="where to write (default: $FSDP_BENCH_CALIBRATION or ~/.cache/fsdp-bench/local-cpu.json; with "
+        help="where to write (default: $FSDP_BENCH_CALIBRATION, else local-cpu.json in $FSDP_BENCH_CACHE_DIR, "
+        "$XDG_CACHE_HOME/fsdp-bench or ~/.cache/fsdp-bench; with "
         "--from-preflight: required, the cluster file to write, e.g. my-configs/cluster/measured.yaml)",
     )
     parser.add_argument(

@@ -24,8 +24,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--no-cache",
         dest="keep",
         action="store_false",
-        help="read every record, and keep no rows for the next report (by default a folder's rows are kept "
-        "in $FSDP_BENCH_CACHE_DIR or ~/.cache/fsdp-bench, and only new or changed records are read again)",
+        help="read every record, and keep no rows for the next report (by default a folder's rows are kept in "
+        "$FSDP_BENCH_CACHE_DIR, else $XDG_CACHE_HOME/fsdp-bench, else ~/.cache/fsdp-bench, and only new or "
+        "changed records are read again)",
     )
 
 

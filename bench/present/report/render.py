@@ -131,11 +131,9 @@ class FigureWorkers:
         if not self._conns:
             return
         payload = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
-        for index, conn in enumerate(self._conns):
-            previous = self._sending[index]
-            if previous is not None and not previous.done():
-                continue  # a dead worker: the others, or the parent at collect, draw its share
-            self._sending[index] = Sending(conn, payload)
+        for index, conn in enumerate(self._conns):  # each after the one before on its pipe, without waiting:
+            # to a dead worker nothing is sent (the others, or the parent at collect, draw its share)
+            self._sending[index] = Sending(conn, payload, after=self._sending[index])
 
     def collect(self) -> list[RenderedFigure]:
         """Every figure that has data, in report order (waits for the workers, then stops them)."""
@@ -183,6 +181,9 @@ class FigureWorkers:
         importing matplotlib: it is killed rather than waited for; siblings it forked see their pipe
         close and end by themselves. Each pipe is shut down before it is closed: a message still being
         sent on its own thread ends there, rather than write to a number a later file may reuse."""
+        if self._pid is not None and not self._collected:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self._pid, signal.SIGKILL)
         for conn in self._conns:
             _shut_down(conn)
         for sending in self._sending:
@@ -192,9 +193,6 @@ class FigureWorkers:
             conn.close()
         self._conns, self._sending = [], []
         if self._pid is not None:
-            if not self._collected:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(self._pid, signal.SIGKILL)
             os.waitpid(self._pid, 0)
             self._pid = None
 
