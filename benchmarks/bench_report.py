@@ -37,6 +37,7 @@ from timing import Prepared, add_prepare, run_benchmark
 
 from bench.analysis.check.synthetic import make_record, step_times
 from bench.config.compose import flavors
+from bench.config.paths import CACHE_DIR_VARIABLE
 from bench.schema.record import PeakMemory, RunResult
 
 # 5 models x 5 strategies x 4 precisions x 5 node counts x 4 micro-batches x 5 repeats = 10,000.
@@ -98,7 +99,7 @@ def prepare(folder: Path, args: argparse.Namespace) -> Prepared:
     reading every record, or with `args.warm` after one untimed report kept their rows (under `folder`)."""
     written = write_records(folder / "results", args.records)
     argv = ["report", str(folder / "results"), "-o", str(folder / "report{run}")]
-    env = {"FSDP_BENCH_CACHE_DIR": str(folder / "cache")}  # never the user's cache
+    env = {CACHE_DIR_VARIABLE: str(folder / "cache")}  # never the user's cache
     if args.warm:
         primed = [arg.replace("{run}", "-primed") for arg in argv]
         subprocess.run([sys.executable, "-m", "bench", *primed], env={**os.environ, **env}, check=True,

@@ -22,6 +22,8 @@ import bench_cli
 import pytest
 from alone import share_of_the_machine
 
+from bench.config.paths import CACHE_DIR_VARIABLE
+
 # Each test file's measured seconds in a whole-suite run (scripts/update_test_costs.py writes it).
 FILE_COSTS = Path(__file__).with_name("file_costs.json")
 # A file the table does not know yet: a rough cost by its tests' markers, in seconds on 2 cores.
@@ -93,5 +95,5 @@ def worker_processes():
 # What the commands keep between runs (the report's kept rows, bench/analysis/report/digest_cache.py)
 # goes to a folder of this test process's own, never the user's cache (nor one the user set): a test's
 # report reads what its own earlier reports kept, and nothing is left behind.
-os.environ["FSDP_BENCH_CACHE_DIR"] = tempfile.mkdtemp(prefix="fsdp-bench-cache-")
-atexit.register(shutil.rmtree, os.environ["FSDP_BENCH_CACHE_DIR"], True)
+os.environ[CACHE_DIR_VARIABLE] = tempfile.mkdtemp(prefix="fsdp-bench-cache-")
+atexit.register(shutil.rmtree, os.environ[CACHE_DIR_VARIABLE], True)

@@ -27,6 +27,7 @@ import bench.analysis.report.digest_cache as digest_cache
 import bench.analysis.report_reader as reader
 from bench.analysis.report.digest import digest
 from bench.analysis.sources import load_results
+from bench.config.paths import CACHE_DIR_VARIABLE
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, on_loaded_host  # noqa: E402
@@ -273,7 +274,7 @@ def test_kept_rows_of_other_code_damaged_or_unwritable_are_no_kept_rows(tmp_path
 
     unwritable = tmp_path / "cache-file"
     unwritable.write_text("a file where the cache folder would be")
-    monkeypatch.setenv("FSDP_BENCH_CACHE_DIR", str(unwritable))
+    monkeypatch.setenv(CACHE_DIR_VARIABLE, str(unwritable))
     for name in ("unwritable", "unwritable-again"):
         reads.here.clear()
         assert _report(results, tmp_path / name) == first and sum(reads.here) == 19

@@ -1,6 +1,6 @@
 """The report's digest of many records (bench/analysis/report/digest.py): the frame's columns plus the
-few records the report shows more of; digests of consecutive shares merge into the digest of all, and
-the report built from a digest is the report built from the records."""
+few records the report shows more of; rows of consecutive shares concatenate into the rows of all,
+whose digest is the digest of all, and the report built from a digest is the report built from the records."""
 
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import make_record, on_loaded_host, sample_sweep  # noqa: E402
 
 from bench.analysis.report.columns import frame_columns  # noqa: E402
-from bench.analysis.report.digest import digest, is_notable, merge, step_time_stragglers  # noqa: E402
+from bench.analysis.report.digest import (  # noqa: E402
+    concat_rows,
+    digest,
+    is_notable,
+    record_rows,
+    step_time_stragglers,
+)
 from bench.analysis.report.frame import COLUMNS  # noqa: E402
 from bench.present.report.build import build_report  # noqa: E402
 
@@ -58,13 +64,15 @@ def test_the_notable_records_are_those_the_report_shows_more_of():
     assert set(found.columns) == set(COLUMNS) and found.columns == frame_columns(records)
 
 
-def test_digests_of_consecutive_shares_merge_into_the_digest_of_all():
+def test_rows_of_consecutive_shares_concatenate_into_the_rows_of_all():
+    """The shares' rows (each keeps its own first autotuned record whole) give the digest of all."""
     records = sweep()
+    files = [f"f{i}" for i in range(len(records))]
     whole = digest(records)
     for split in (0, 4, 5, 12, len(records)):
-        merged = merge([digest(records[:split]), digest(records[split:])])
-        assert merged.columns == whole.columns, split
-        assert merged.notable == whole.notable, split
+        rows = concat_rows([record_rows(records[:split], files[:split]), record_rows(records[split:], files[split:])])
+        assert rows.files == files and rows.tuned == [4, 11, 12], split
+        assert rows.columns == whole.columns and rows.digest().notable == whole.notable, split
 
 
 def test_the_report_of_a_digest_is_the_report_of_its_records(tmp_path):

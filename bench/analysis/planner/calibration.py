@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.config.paths import cache_dir
 from bench.schema.files import Versioned
 from bench.schema.spec import ClusterSpec
 
@@ -84,8 +85,6 @@ def calibration_path() -> Path:
     """Where `fsdp-bench calibrate` writes and the planner reads the local-cpu calibration."""
     if os.environ.get("FSDP_BENCH_CALIBRATION"):
         return Path(os.environ["FSDP_BENCH_CALIBRATION"])
-    from bench.config.paths import cache_dir
-
     return cache_dir() / "local-cpu.json"
 
 

@@ -3,15 +3,15 @@
 The report reads its records through the frame's columns (columns.py), but for a few records it
 shows more than a row: a point whose ranks include a step-time straggler, a point measured on a
 loaded host (both in the cluster health section) and the first autotuned point (whose prediction
-names the search's objective). A digest is the columns plus those few records whole (`notable`),
-so a reader forked by the `report` command (bench/analysis/report_reader.py) sends its share as a digest, at a fraction
-of what sending its records would cost, and digests of consecutive shares `merge` into the digest
-of all of them. The report built from a digest is the report built from its records.
+names the search's objective). A digest is the columns plus those few records whole (`notable`).
+The report built from a digest is the report built from its records.
 
 `RecordRows` is the same, row by row: each record's file, its row of the columns, which rows are
-autotuned and, by row, the records kept whole.
-The report's reader reads records into rows, which bench/analysis/report/digest_cache.py keeps
-between reports and puts together with rows read afresh; `RecordRows.digest()` is the digest.
+autotuned and, by row, the records kept whole. A reader forked by the `report` command
+(bench/analysis/report_reader.py) sends its share as rows, at a fraction of what sending its
+records would cost; rows of consecutive shares `concat_rows` into the rows of all of them,
+bench/analysis/report/digest_cache.py keeps them between reports, and `RecordRows.digest()` is the
+digest.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from bench.schema.record import RunResult
 @dataclass(frozen=True)
 class RecordsDigest:
     """`columns`: frame_columns of the records, in their order; `notable`: the records that show
-    more than their row (`is_notable`), in the same order."""
+    more than their row (`is_notable`; of the autotuned ones the first), in the same order."""
 
     columns: dict[str, list[Any]]
     notable: list[RunResult]
@@ -46,22 +46,17 @@ class RecordsDigest:
 def digest(records: Sequence[RunResult]) -> RecordsDigest:
     """The digest of these records."""
     records = list(records)
-    return RecordsDigest(frame_columns(records), _notable(records))
-
-
-def merge(parts: Sequence[RecordsDigest]) -> RecordsDigest:
-    """The digest of the records of every part, in the order given (parts of consecutive records)."""
-    return RecordsDigest(
-        concat_columns([p.columns for p in parts]), _first_autotuned([r for p in parts for r in p.notable])
-    )
+    notable, tuned = _kept_whole(records)
+    return _digest_of(frame_columns(records), notable, tuned)
 
 
 @dataclass(frozen=True)
 class RecordRows:
     """Records as rows: `files` (each record's file, as a text), `columns` (frame_columns of the records,
     in the same order), `tuned` (the rows of autotuned records, in order) and `notable` (row -> record:
-    every record that shows health, and the first autotuned one, which is all of an autotuned record the
-    report reads: an autotuned sweep's every point is autotuned, and its records are not kept whole).
+    every record shown whole for another reason than its autotune objective, and the first autotuned one,
+    which is all of an autotuned record the report reads: an autotuned sweep's every point is autotuned,
+    and its records are not kept whole).
     The first of `tuned` has its record in `notable` (bench/analysis/report/digest_cache.py plans for it
     when it puts rows together)."""
 
@@ -75,21 +70,28 @@ class RecordRows:
 
     def digest(self) -> RecordsDigest:
         """The digest of these records."""
-        # The first autotuned row always has its record (but where its file went between the listing and
-        # the reading: then the next one's, whose objective is the same: a sweep autotunes by one).
-        first = next((row for row in self.tuned if row in self.notable), None)
-        rows = sorted(row for row, record in self.notable.items() if row == first or _shows_health(record))
-        return RecordsDigest(self.columns, [self.notable[row] for row in rows])
+        return _digest_of(self.columns, self.notable, self.tuned)
 
 
 def record_rows(records: Sequence[RunResult], files: Sequence[str]) -> RecordRows:
     """These records (read from `files`, in the same order) as rows."""
     records = list(records)
-    tuned = [row for row, record in enumerate(records) if autotune_objective(record) is not None]
-    notable = {row: record for row, record in enumerate(records) if _shows_health(record)}
-    if tuned:
-        notable[tuned[0]] = records[tuned[0]]
+    notable, tuned = _kept_whole(records)
     return RecordRows(list(files), frame_columns(records), notable, tuned)
+
+
+def concat_rows(parts: Sequence[RecordRows]) -> RecordRows:
+    """The rows of every part (at least one), one after the other (parts of consecutive records)."""
+    parts = [part for part in parts if len(part)] or list(parts[:1])
+    if len(parts) == 1:
+        return parts[0]
+    files, notable, tuned, offset = [], {}, [], 0
+    for part in parts:
+        files += part.files
+        notable |= {offset + row: record for row, record in part.notable.items()}
+        tuned += [offset + row for row in part.tuned]
+        offset += len(part)
+    return RecordRows(files, concat_columns([part.columns for part in parts]), notable, tuned)
 
 
 def step_time_stragglers(record: RunResult) -> dict[int, float]:
@@ -113,27 +115,31 @@ def autotune_objective(record: RunResult) -> str | None:
 
 def is_notable(record: RunResult) -> bool:
     """Whether the report shows something of this record beyond its row: a step-time straggler or a
-    loaded host (cluster health), or its autotune objective."""
-    return _shows_health(record) or autotune_objective(record) is not None
+    loaded host (cluster health), or its autotune objective. A new reason goes into _shown_whole."""
+    return _shown_whole(record) or autotune_objective(record) is not None
 
 
-def _notable(records: list[RunResult]) -> list[RunResult]:
-    return _first_autotuned([record for record in records if is_notable(record)])
+def _kept_whole(records: list[RunResult]) -> tuple[dict[int, RunResult], list[int]]:
+    """(row -> record, for the records the report may show whole: those it shows more of for another
+    reason than their autotune objective, and the first autotuned one; the autotuned rows): only the
+    first autotuned record's objective is read (an autotuned sweep's every point carries it)."""
+    tuned = [row for row, record in enumerate(records) if autotune_objective(record) is not None]
+    notable = {row: record for row, record in enumerate(records) if _shown_whole(record)}
+    if tuned:
+        notable[tuned[0]] = records[tuned[0]]
+    return notable, tuned
 
 
-def _first_autotuned(records: list[RunResult]) -> list[RunResult]:
-    """The records, but for every autotuned one after the first that shows nothing else: only the first
-    one's objective is read (an autotuned sweep's every point carries it)."""
-    kept, objective_seen = [], False
-    for record in records:
-        tuned = autotune_objective(record) is not None
-        if tuned and objective_seen and not _shows_health(record):
-            continue
-        objective_seen |= tuned
-        kept.append(record)
-    return kept
+def _digest_of(columns: dict[str, list[Any]], notable: dict[int, RunResult], tuned: list[int]) -> RecordsDigest:
+    """The digest of rows: their columns, and in row order the records the report reads whole (those
+    shown whole, and the first autotuned one; where its file went between the listing and the reading,
+    the next one kept, whose objective is the same: a sweep autotunes by one)."""
+    first = next((row for row in tuned if row in notable), None)
+    rows = sorted(row for row, record in notable.items() if row == first or _shown_whole(record))
+    return RecordsDigest(columns, [notable[row] for row in rows])
 
 
-def _shows_health(record: RunResult) -> bool:
-    """Whether the cluster health section has a row of this record."""
+def _shown_whole(record: RunResult) -> bool:
+    """Whether the report shows more of this record than its row for another reason than its autotune
+    objective: a row of the cluster health section (a step-time straggler, a loaded host)."""
     return bool(step_time_stragglers(record)) or any(host.loaded for host in record.metrics.host_load)

@@ -227,8 +227,10 @@ class Plan:
         unread files, in their order; a file that could not be read has none), and what to keep for
         the next report (None: what is kept already, or nothing: no records, or a file was gone before
         it was read). `read`: how to read files here (`with_first_tuned`)."""
+        from bench.analysis.report.digest import concat_rows
+
         kept = self.kept.rows(self.kept.names) if self.kept is not None else None
-        together = _concat([kept, *fresh] if kept is not None else list(fresh))
+        together = concat_rows([kept, *fresh] if kept is not None else list(fresh))
         kept_count = len(kept) if kept is not None else 0
         fresh_row = {file: kept_count + row for row, file in enumerate(together.files[kept_count:])}
         sources, positions = [], []
@@ -302,23 +304,6 @@ def _settled(key: FileKey, taken_ns: int) -> FileKey | None:
     whole_seconds = modified % 1_000_000_000 == 0 and changed % 1_000_000_000 == 0
     racy = RACY_WHOLE_SECONDS_NS if whole_seconds else RACY_NS
     return None if max(modified, changed) >= taken_ns - racy else key
-
-
-def _concat(parts: Sequence[RecordRows]) -> RecordRows:
-    """The rows of every part (at least one), one after the other."""
-    from bench.analysis.report.digest import RecordRows
-
-    parts = [part for part in parts if len(part)] or list(parts[:1])
-    if len(parts) == 1:
-        return parts[0]
-    files, notable, tuned, offset = [], {}, [], 0
-    for part in parts:
-        files += part.files
-        notable |= {offset + row: record for row, record in part.notable.items()}
-        tuned += [offset + row for row in part.tuned]
-        offset += len(part)
-    columns = {name: [value for part in parts for value in part.columns[name]] for name in parts[0].columns}
-    return RecordRows(files, columns, notable, tuned)
 
 
 def _take(rows: RecordRows, sources: list[int], files: list[str]) -> RecordRows:
