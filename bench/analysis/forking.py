@@ -121,6 +121,14 @@ class Worker:
                 self.close()
         return otherwise()
 
+    def finish(self) -> None:
+        """Nothing more for the worker: its pipe is closed, it ends by itself and gives its memory back
+        on its own time (tens of ms for a reader's hundreds of MB), not while this process waits in
+        `close`, which only reaps it then. Later results are computed here."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
     def close(self) -> None:
         """Stop the worker (if it still runs) and reap it."""
         if self._conn is not None:

@@ -108,6 +108,7 @@ class ReportLoader:
         shares = [_read(unread[:split])]
         if split < len(unread):
             shares.append(worker.result(lambda: _read(unread[split:])))
+            worker.finish()  # it has sent everything: it ends while this process goes on
         rows, kept = plan.assemble([rows for rows, _ in shares], lambda files: _read(files)[0])
         if self._keep and kept is not None:
             digest_cache.save(self._path, kept)

@@ -1,6 +1,7 @@
 """Layer 5, everything a person reads: console.py (a point's summary, the sweep's table), progress.py
 (the sweep's progress bar), sweep.py (the sweep's other lines and its report), plan.py (the planner's
 tables), plan_json.py (a plan's JSON text), preflight.py (the preflight table), calibrate.py (calibrate's lines and cluster file),
-style.py (the figures' one style). Packages: report/ (the report), check/ (check's and ab's
+style.py (the figures' one style), fonts.py (fonts read into memory once for the figures a
+process draws). Packages: report/ (the report), check/ (check's and ab's
 outputs), history/ (the history page, table and plots).
 """

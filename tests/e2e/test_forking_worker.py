@@ -56,3 +56,18 @@ def test_items_arrive_in_order_from_the_worker():
     assert [index for index, _, _ in got] == list(range(6))
     assert {pid for _, pid, _ in got} != {os.getpid()}  # sent by the worker, not computed here
     assert [len(blob) for _, _, blob in got] == [10, BIG, 10, BIG, 10, BIG]
+
+
+def test_a_finished_worker_ends_by_itself_and_close_reaps_it():
+    """finish(): the worker sees its pipe closed and exits on its own (status 0, not killed), while this
+    process goes on; results asked for later are computed here; close() then only reaps it."""
+    worker = Worker.start(_in_order, 2)
+    assert [worker.result(lambda: None)[0] for _ in range(2)] == [0, 1]
+    worker.finish()
+    ended = os.waitid(os.P_PID, worker.pid, os.WEXITED | os.WNOWAIT)  # waits for the exit, leaves it unreaped
+    assert (ended.si_code, ended.si_status) == (os.CLD_EXITED, 0)
+    assert worker.result(lambda: "computed here") == "computed here"
+    pid = worker.pid
+    worker.close()
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, os.WNOHANG)  # reaped

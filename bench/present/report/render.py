@@ -136,13 +136,14 @@ class FigureWorkers:
             self._sending[index] = Sending(conn, payload, after=self._sending[index])
 
     def collect(self) -> list[RenderedFigure]:
-        """Every figure that has data, in report order (waits for the workers, then stops them)."""
+        """Every figure that has data, in report order (waits for the workers, then stops them: they
+        end by themselves, and `close` reaps them later, without waiting for their exit here)."""
         assert self._frames is not None, "collect before submit"
         try:
             done = dict(self._receive())
             self._collected = True
         finally:
-            self.close()
+            self._stop()
         if not self._complete(done):  # serial, or a worker died: the parent draws what is missing
             points, scaling = self._frames
             for index, name in enumerate(figure_names()):
@@ -181,6 +182,13 @@ class FigureWorkers:
         importing matplotlib: it is killed rather than waited for; siblings it forked see their pipe
         close and end by themselves. Each pipe is shut down before it is closed: a message still being
         sent on its own thread ends there, rather than write to a number a later file may reuse."""
+        self._stop()
+        if self._pid is not None:
+            os.waitpid(self._pid, 0)
+            self._pid = None
+
+    def _stop(self) -> None:
+        """close() without the reaping: the workers end (or were killed), nothing is waited for."""
         if self._pid is not None and not self._collected:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)
@@ -192,9 +200,6 @@ class FigureWorkers:
         for conn in self._conns:
             conn.close()
         self._conns, self._sending = [], []
-        if self._pid is not None:
-            os.waitpid(self._pid, 0)
-            self._pid = None
 
     def __enter__(self) -> FigureWorkers:
         return self
@@ -214,9 +219,9 @@ def _shut_down(conn: multiprocessing.connection.Connection) -> None:
 def render_figures(points: pd.DataFrame, scaling: pd.DataFrame, workers: int | None = None) -> list[RenderedFigure]:
     """Every figure that has data, in report order. `workers`: None picks by size and CPUs."""
     workers = _default_workers(len(points)) if workers is None else workers
-    renderer = FigureWorkers.start(workers)
-    renderer.submit(points, scaling)
-    return renderer.collect()
+    with FigureWorkers.start(workers) as renderer:
+        renderer.submit(points, scaling)
+        return renderer.collect()
 
 
 def _serve_all(conns: list[multiprocessing.connection.Connection], next_figure) -> None:
@@ -295,10 +300,14 @@ def _yield_to_parent() -> None:
 
 
 def _warm_up() -> None:
-    """Load what every figure needs before the data arrives: matplotlib, the fonts, the PNG encoder."""
+    """Load what every figure needs before the data arrives: matplotlib, the fonts (read into memory
+    once, bench/present/fonts.py, and kept by the siblings this worker forks), the PNG encoder."""
     from matplotlib.figure import Figure
 
+    from bench.present import fonts
     from bench.present.report.html import render_figure
+
+    fonts.install()
 
     fig = Figure(figsize=(1, 1))
     fig.add_axes((0.2, 0.2, 0.7, 0.7)).set_title("warm-up", y=1.0)
