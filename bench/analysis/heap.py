@@ -8,8 +8,9 @@ one (transparent huge pages' "madvise" defrag, a common default) it stalls the f
 records makes and drops thousands of such arrays and frames (columns, bootstrap resamples, pickled
 frames): about 207,000 page faults and 1.3 s of system time over its processes, 0.3 s of it in the
 aggregation's bootstrap, which everything after it waits for. Served from the heap instead, the heap's
-top kept, and without huge pages, a freed block is reused as it is: about 180,000 faults, a third less
-system time, the aggregation 0.25 s sooner (docs/reports.md, Performance).
+top kept, a freed block is reused as it is (180,000 faults with this alone); without huge pages a fault
+zeroes 4 KiB, not 2 MiB, and never waits for compaction (as many faults again, but cheap ones): the
+aggregation's bootstrap took 0.31-0.36 s of wall time instead of 0.47-0.49 s (docs/results/reports.md).
 
 Process-wide and for the rest of the process, so only for the commands whose work is one big batch
 (`report`); where the C library is not glibc, malloc is left alone.

@@ -38,7 +38,7 @@ def frame_of_columns(columns: dict[str, list[Any]]) -> pd.DataFrame:
         return frame.astype(dict.fromkeys(NUMERIC_COLUMNS, float))
     inferred = pd.DataFrame.from_records(list(zip(*(columns[c] for c in others), strict=True)), columns=others)
     frame = pd.DataFrame(
-        {column: _floats(columns[column]) if column in numeric else inferred[column] for column in COLUMNS},
+        {column: float_values(columns[column]) if column in numeric else inferred[column] for column in COLUMNS},
         index=inferred.index,
     )
     keys = frame[list(dict.fromkeys(["finished_at", "sweep", "point_id", *SORT_KEYS]))]
@@ -48,8 +48,8 @@ def frame_of_columns(columns: dict[str, list[Any]]) -> pd.DataFrame:
     return frame.take(order).reset_index(drop=True)
 
 
-def _floats(values: list[Any]) -> np.ndarray:
-    """A numeric column: numbers as floats, anything else NaN (pd.to_numeric's coercion)."""
+def float_values(values: list[Any]) -> np.ndarray:
+    """A numeric column: numbers as floats, anything else (None, NaN, pd.NA, text) NaN (pd.to_numeric's coercion)."""
     try:
         return np.array(values, dtype=float)
     except (TypeError, ValueError, OverflowError):
