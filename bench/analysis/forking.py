@@ -20,11 +20,13 @@ where it would be without a worker.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import multiprocessing
 import os
 import pickle
 import signal
+import socket
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from types import TracebackType
@@ -51,7 +53,8 @@ class Worker:
     """`start` forks the worker on its first task; `result(otherwise)` returns its next result;
     `submit` sends it a call (a module-level function and picklable arguments) once every result
     before it was taken (two results crossing in two pipes' buffers could each wait for the other
-    to be read). A context manager whose exit stops the worker."""
+    to be read); `finish` tells it nothing more is coming (it ends by itself). A context manager whose
+    exit stops the worker and reaps it."""
 
     def __init__(self) -> None:
         self._conn: multiprocessing.connection.Connection | None = None
@@ -122,10 +125,13 @@ class Worker:
         return otherwise()
 
     def finish(self) -> None:
-        """Nothing more for the worker: its pipe is closed, it ends by itself and gives its memory back
-        on its own time (tens of ms for a reader's hundreds of MB), not while this process waits in
-        `close`, which only reaps it then. Later results are computed here."""
+        """Nothing more for the worker: its pipe is shut down and closed, it ends by itself and gives
+        its memory back on its own time (tens of ms for a reader's hundreds of MB), not while this
+        process waits in `close`, which then finds it ended and reaps it. Shut down, not only closed:
+        processes forked since (the report's figure workers) hold copies of this end, and the worker
+        would see no end before theirs closed. Later results are computed here."""
         if self._conn is not None:
+            shut_down(self._conn)
             self._conn.close()
             self._conn = None
 
@@ -206,3 +212,12 @@ class Sending:
     def done(self) -> bool:
         self._thread.join()
         return self._sent
+
+
+def shut_down(conn: multiprocessing.connection.Connection) -> None:
+    """Shut both directions of a pipe to a worker (a socket pair) down without closing it: a send under
+    way ends with an error, and the worker reads the end even where other processes hold copies of
+    this end (forked after it)."""
+    with contextlib.suppress(OSError):
+        with socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as end:
+            end.shutdown(socket.SHUT_RDWR)

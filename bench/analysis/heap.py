@@ -41,16 +41,17 @@ def keep_freed_memory() -> bool:
     if mallopt is None:
         return False
     settings = ((_M_MMAP_THRESHOLD, MMAP_THRESHOLD), (_M_TRIM_THRESHOLD, TRIM_THRESHOLD), (_M_TOP_PAD, TOP_PAD))
-    return all(mallopt(parameter, value) == 1 for parameter, value in settings)
+    taken = [mallopt(parameter, value) == 1 for parameter, value in settings]  # each one tried
+    return all(taken)
 
 
 @functools.cache
 def _mallopt():
     """glibc's mallopt(int, int) -> int, or None (another C library, or none to be found)."""
-    try:
+    try:  # CDLL(None) is this process's own symbols on POSIX; elsewhere it raises TypeError
         libc = ctypes.CDLL(None)
         mallopt, version = libc.mallopt, libc.gnu_get_libc_version
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):
         return None
     del version  # glibc's own function: its presence says the mallopt is glibc's
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int

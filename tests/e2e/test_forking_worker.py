@@ -59,15 +59,29 @@ def test_items_arrive_in_order_from_the_worker():
 
 
 def test_a_finished_worker_ends_by_itself_and_close_reaps_it():
-    """finish(): the worker sees its pipe closed and exits on its own (status 0, not killed), while this
-    process goes on; results asked for later are computed here; close() then only reaps it."""
+    """finish(): the worker reads the end of its pipe and exits on its own (status 0, not killed) while
+    this process goes on, even where a process forked since holds a copy of this end (the report's
+    figure workers do); results asked for later are computed here; close() then only reaps it."""
     worker = Worker.start(_in_order, 2)
+    assert worker.running
     assert [worker.result(lambda: None)[0] for _ in range(2)] == [0, 1]
-    worker.finish()
-    ended = os.waitid(os.P_PID, worker.pid, os.WEXITED | os.WNOWAIT)  # waits for the exit, leaves it unreaped
-    assert (ended.si_code, ended.si_status) == (os.CLD_EXITED, 0)
-    assert worker.result(lambda: "computed here") == "computed here"
-    pid = worker.pid
-    worker.close()
-    with pytest.raises(ChildProcessError):
-        os.waitpid(pid, os.WNOHANG)  # reaped
+    holder = os.fork()  # holds the parent's end of the worker's pipe, as a figure worker does
+    if holder == 0:
+        time.sleep(30)
+        os._exit(0)
+    try:
+        worker.finish()
+        deadline, ended = time.monotonic() + 10, None
+        while ended is None and time.monotonic() < deadline:  # the exit, left unreaped (WNOWAIT)
+            ended = os.waitid(os.P_PID, worker.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            time.sleep(0.01)
+        assert ended is not None, "the worker did not end within 10 s of finish()"
+        assert (ended.si_code, ended.si_status) == (os.CLD_EXITED, 0)
+        assert worker.result(lambda: "computed here") == "computed here"
+        pid = worker.pid
+        worker.close()
+        with pytest.raises(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)  # reaped
+    finally:
+        os.kill(holder, 9)
+        os.waitpid(holder, 0)

@@ -3,6 +3,8 @@ per glyph; a matplotlib whose font cache is not the one known is left alone."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 from matplotlib import font_manager
 
@@ -22,14 +24,17 @@ def _png() -> bytes:
 def test_fonts_in_memory_draw_the_same_pixels(monkeypatch):
     matplotlibs = font_manager._get_font
     monkeypatch.setattr(font_manager, "_get_font", matplotlibs)  # restored after the test
+    path = font_manager.findfont("DejaVu Sans")
+    assert os.path.isfile(font_manager.get_font(path).fname)  # matplotlib's font reads its file
     from_files = _png()
     assert fonts.install()
     installed = font_manager._get_font
     assert installed is not matplotlibs
     assert fonts.install() and font_manager._get_font is installed  # twice is once
     assert _png() == from_files
-    font = font_manager.get_font(font_manager.findfont("DejaVu Sans"))
-    assert font is font_manager.get_font(font_manager.findfont("DejaVu Sans"))  # cached like matplotlib's
+    font = font_manager.get_font(path)
+    assert not os.path.isfile(str(font.fname))  # opened from memory: no file behind it
+    assert font is font_manager.get_font(path)  # cached like matplotlib's
 
 
 def test_an_unknown_font_cache_is_left_alone(monkeypatch):

@@ -36,16 +36,15 @@ def test_a_users_numpy_setting_is_kept():
 
 
 def test_numpy_imported_before_is_switched_by_its_own_switch():
-    from bench.analysis import heap
-
-    numpy = pytest.importorskip("numpy")
-    switch = numpy._core.multiarray._set_madvise_hugepage
-    was = switch(True)
-    try:
-        saved = os.environ.pop(heap.NUMPY_HUGEPAGE_VARIABLE, None)
-        heap.keep_freed_memory()
-        assert switch(True) is False  # it was off: the call returns the previous state
-    finally:
-        switch(was)
-        if saved is not None:
-            os.environ[heap.NUMPY_HUGEPAGE_VARIABLE] = saved
+    code = (
+        "import os, numpy\n"
+        "from bench.analysis.heap import keep_freed_memory\n"
+        "switch = numpy._core.multiarray._set_madvise_hugepage\n"
+        "switch(True)\n"
+        "keep_freed_memory()\n"
+        "print(switch(True), os.environ.get('NUMPY_MADVISE_HUGEPAGE'))\n"  # the state it left: off
+    )
+    env = {key: value for key, value in os.environ.items() if key != "NUMPY_MADVISE_HUGEPAGE"}
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["False", "None"]

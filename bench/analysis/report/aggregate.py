@@ -209,6 +209,8 @@ def _contention(efficiency, ci_low, loaded, shared, base_loaded, base_shared) ->
     interval's low end above 100 %, a host named or a flag set): every other row's verdict is None,
     as the rule gives it, and a clean sweep's rows are all of that kind (10,000 calls were 0.07 s)."""
     columns = [list(c) for c in (efficiency, ci_low, loaded, shared, base_loaded, base_shared)]
+    if len({len(column) for column in columns}) > 1:
+        raise ValueError("_contention: the columns are not aligned (different lengths)")
     above = (float_values(columns[0]) > 1.0) | (float_values(columns[1]) > 1.0)
     hosts = [_text(a) is not None or _true(b) or _text(c) is not None or _true(d) for a, b, c, d in zip(*columns[2:])]
     verdicts: list[str | None] = [None] * len(hosts)

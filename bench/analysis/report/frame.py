@@ -49,7 +49,8 @@ def frame_of_columns(columns: dict[str, list[Any]]) -> pd.DataFrame:
 
 
 def float_values(values: list[Any]) -> np.ndarray:
-    """A numeric column: numbers as floats, anything else (None, NaN, pd.NA, text) NaN (pd.to_numeric's coercion)."""
+    """A numeric column as floats: numbers (and numeric text, "2") as they are, anything else (None,
+    NaN, pd.NA, other text) NaN: pd.to_numeric's coercion."""
     try:
         return np.array(values, dtype=float)
     except (TypeError, ValueError, OverflowError):

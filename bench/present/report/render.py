@@ -23,13 +23,12 @@ import multiprocessing.connection
 import os
 import pickle
 import signal
-import socket
 import traceback
 from collections.abc import Iterator
 
 import pandas as pd
 
-from bench.analysis.forking import Sending, can_fork, cpus
+from bench.analysis.forking import Sending, can_fork, cpus, shut_down
 from bench.present.report.html import RenderedFigure
 
 # Below this many points, drawing serially takes a second or two: not worth starting workers late
@@ -193,7 +192,7 @@ class FigureWorkers:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self._pid, signal.SIGKILL)
         for conn in self._conns:
-            _shut_down(conn)
+            shut_down(conn)
         for sending in self._sending:
             if sending is not None:
                 sending.done()
@@ -206,14 +205,6 @@ class FigureWorkers:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _shut_down(conn: multiprocessing.connection.Connection) -> None:
-    """Shut both directions of a worker's pipe (a socket pair) down without closing it: a send under
-    way ends with an error, the worker reads the end."""
-    with contextlib.suppress(OSError):
-        with socket.fromfd(conn.fileno(), socket.AF_UNIX, socket.SOCK_STREAM) as end:
-            end.shutdown(socket.SHUT_RDWR)
 
 
 def render_figures(points: pd.DataFrame, scaling: pd.DataFrame, workers: int | None = None) -> list[RenderedFigure]:
