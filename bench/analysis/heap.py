@@ -30,6 +30,8 @@ MMAP_THRESHOLD = 32 << 20
 # The heap's free top is kept up to this much (mallopt takes an int), and grown this much at a time.
 TRIM_THRESHOLD = 1 << 30
 TOP_PAD = 64 << 20
+# numpy's switch of huge pages (read when numpy is imported; its documented runtime setting).
+NUMPY_HUGEPAGE_VARIABLE = "NUMPY_MADVISE_HUGEPAGE"
 
 
 def keep_freed_memory() -> bool:
@@ -56,10 +58,6 @@ def _mallopt():
     del version  # glibc's own function: its presence says the mallopt is glibc's
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     return mallopt
-
-
-# numpy's switch (read when numpy is imported; its documented runtime setting).
-NUMPY_HUGEPAGE_VARIABLE = "NUMPY_MADVISE_HUGEPAGE"
 
 
 def _no_huge_pages() -> None:

@@ -7,7 +7,8 @@ full disk says which file it could not write; bench/run/ownership/storage.py wor
 never sees half a file, and a crash never leaves a record that is not there after a reboot. Every
 file the harness writes for others to read goes through it: records and failure records, rank
 errors and marks of the protocol, preflight measurements and records, baselines, calibrations,
-checkpoint markers, telemetry sidecars, report outputs.
+checkpoint markers, telemetry sidecars, report outputs; and a cache, the report's kept rows, without
+the fsyncs (`durable=False`).
 
 Reading (`Versioned`): each kind of versioned JSON file (record, preflight record, baseline,
 calibration; the SQLite store's own tables step the same way) has one registry of its migrations,
@@ -52,21 +53,24 @@ def _fsync_folder(folder: Path) -> None:
 
 
 @contextlib.contextmanager
-def atomic_path(path: Path | str) -> Iterator[Path]:
+def atomic_path(path: Path | str, *, durable: bool = True) -> Iterator[Path]:
     """A temporary path beside `path` for a writer that wants a file name (pyarrow, a download);
-    when the block ends it is fsynced and renamed onto `path`, and on any error removed."""
+    when the block ends it is fsynced and renamed onto `path`, and on any error removed.
+    `durable=False`: no fsync, for a cache (a crash may lose it, never leave half of it)."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         yield tmp
-        fd = os.open(tmp, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        if durable:
+            fd = os.open(tmp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         os.replace(tmp, path)
-        _fsync_folder(path.parent)
+        if durable:
+            _fsync_folder(path.parent)
     except BaseException as exc:
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
@@ -75,10 +79,12 @@ def atomic_path(path: Path | str) -> Iterator[Path]:
         raise
 
 
-def write_bytes_atomic(path: Path | str, data: bytes) -> None:
-    """Write `data` to `path` atomically and durably (see the module docstring)."""
-    with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
+def write_bytes_atomic(path: Path | str, data: bytes, *, durable: bool = True, mode: int = 0o666) -> None:
+    """Write `data` to `path` atomically and durably (see the module docstring). `durable`: as in
+    atomic_path; `mode`: the new file's permissions before the umask (0o600: this user's alone)."""
+    with atomic_path(path, durable=durable) as tmp:
+        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode), "wb") as file:
+            file.write(data)
 
 
 def write_text_atomic(path: Path | str, text: str) -> None:

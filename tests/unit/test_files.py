@@ -46,6 +46,17 @@ def test_the_file_and_its_folder_are_synced_before_and_after_the_rename(tmp_path
     assert synced == [target.stat().st_ino, tmp_path.stat().st_ino]
 
 
+def test_a_cache_is_written_atomically_without_syncs_and_with_its_own_permissions(tmp_path, monkeypatch):
+    """durable=False (the report's kept rows): replaced whole, nothing fsynced; mode 0o600: this user's alone."""
+    synced = []
+    monkeypatch.setattr(os, "fsync", synced.append)
+    target = tmp_path / "cache" / "rows"
+    write_bytes_atomic(target, b"old", durable=False, mode=0o600)
+    write_bytes_atomic(target, b"new rows", durable=False, mode=0o600)
+    assert target.read_bytes() == b"new rows" and leftovers(target.parent) == []
+    assert synced == [] and target.stat().st_mode & 0o777 == 0o600
+
+
 def test_a_failed_write_keeps_the_old_file_removes_the_temporary_one_and_names_the_target(tmp_path):
     target = tmp_path / "result.json"
     write_text_atomic(target, "old")

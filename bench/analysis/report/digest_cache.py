@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.config.paths import cache_dir
+from bench.schema.files import write_bytes_atomic
 
 if TYPE_CHECKING:  # imported when rows are put together: the report's reader loads kept rows before it
     from bench.analysis.report.digest import RecordRows  # forks, and digest.py brings in the planner
@@ -177,16 +178,9 @@ def _save(folder: Path | str, kept: Kept) -> None:
     path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     notable = {row: record.model_dump_json() for row, record in kept.notable.items()}
     body = {"names": kept.names, "keys": kept.keys, "columns": kept.columns, "notable": notable, "tuned": kept.tuned}
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        header = marshal.dumps(_header(folder))
-        with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
-            file.write(len(header).to_bytes(_SIZE_BYTES, "little") + header)
-            file.write(marshal.dumps(body))
-        os.replace(tmp, path)
-    finally:
-        with contextlib.suppress(OSError):
-            tmp.unlink()
+    header = marshal.dumps(_header(folder))
+    data = len(header).to_bytes(_SIZE_BYTES, "little") + header + marshal.dumps(body)
+    write_bytes_atomic(path, data, durable=False, mode=0o600)  # a cache: no fsync, this user's alone
     _forget_unused(path.parent)
 
 
