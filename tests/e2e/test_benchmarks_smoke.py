@@ -37,3 +37,18 @@ def test_every_benchmark_runs_at_a_tiny_size():
     # Every script of benchmarks/measuring.py's SCRIPTS ran once (one run line each), plus the pytest group.
     scripts = len(re.findall(r"^[\w.-]+: run 1: ", out, re.MULTILINE))
     assert scripts >= 3 and out.splitlines()[-1] == f"bench: smoke PASS: {scripts + 1} of {scripts + 1} ran"
+
+
+# About 6 s: 40 records, their figures drawn and each encoded once by both encoders.
+@pytest.mark.slow
+def test_the_png_encoders_comparison_runs_and_both_decode_to_the_same_pixels():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.run(
+        [sys.executable, "benchmarks/bench_png.py", "--records", "40", "--rounds", "1"],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr  # it asserts the pixels itself
+    lines = proc.stdout.splitlines()
+    assert any(line.startswith("throughput: png.py ") and "; Pillow " in line for line in lines)
+    assert lines[-2].startswith("bench_png: png.py: ") and lines[-1].startswith("bench_png: Pillow: ")
+    assert lines[-1].endswith("(40 records, best of 1)")
