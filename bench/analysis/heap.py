@@ -12,6 +12,12 @@ top kept, a freed block is reused as it is (180,000 faults with this alone); wit
 zeroes 4 KiB, not 2 MiB, and never waits for compaction (as many faults again, but cheap ones): the
 aggregation's bootstrap took 0.31-0.36 s of wall time instead of 0.47-0.49 s (docs/results/reports.md).
 
+pyarrow (pandas' strings) allocates from a pool of its own, mimalloc in its wheels, which takes its
+memory in huge pages: each first touch zeroes 2 MiB for a few strings, 2.5-4.3 % of the command's CPU
+samples in the kernel's page clearing against 0.9-1.0 % with Arrow's system pool, glibc's malloc
+(`perf record -a` of `fsdp-bench report` of 10,000 records, three runs each, at 30c256d). So Arrow is
+told to use malloc too, by its variable before pyarrow is imported (a setting the user made is kept).
+
 Process-wide and for the rest of the process, so only for the commands whose work is one big batch
 (`report`); where the C library is not glibc, malloc is left alone.
 """
@@ -32,13 +38,17 @@ TRIM_THRESHOLD = 1 << 30
 TOP_PAD = 64 << 20
 # numpy's switch of huge pages (read when numpy is imported; its documented runtime setting).
 NUMPY_HUGEPAGE_VARIABLE = "NUMPY_MADVISE_HUGEPAGE"
+# Arrow's default memory pool (read at pyarrow's import) and the pool that is the C library's malloc.
+ARROW_POOL_VARIABLE, ARROW_SYSTEM_POOL = "ARROW_DEFAULT_MEMORY_POOL", "system"
 
 
 def keep_freed_memory() -> bool:
     """Serve allocations up to MMAP_THRESHOLD from the heap and keep what is freed for reuse, and let
-    numpy ask for no huge pages; True where the C library took the settings (glibc), False elsewhere.
-    Forked children inherit them."""
+    numpy ask for no huge pages, and Arrow allocate by malloc where pyarrow is not imported yet; True
+    where the C library took the settings (glibc), False elsewhere. Forked children inherit them."""
     _no_huge_pages()
+    if "pyarrow" not in sys.modules:  # once imported, its pool is chosen: pandas' frames of this process use it
+        os.environ.setdefault(ARROW_POOL_VARIABLE, ARROW_SYSTEM_POOL)
     mallopt = _mallopt()
     if mallopt is None:
         return False

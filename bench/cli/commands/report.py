@@ -36,9 +36,11 @@ def main(args: argparse.Namespace) -> int:
     require([input_problem("RESULTS", args.results), output_problem("-o/--out", args.out, "folder")])
     from bench.analysis.gc_pause import gc_paused
     from bench.analysis.heap import keep_freed_memory
+    from bench.analysis.helper_threads import no_helper_threads
     from bench.analysis.report_reader import ReportLoader
 
     keep_freed_memory()  # its arrays reuse freed memory, in every process it forks (bench/analysis/heap.py)
+    no_helper_threads()  # no native library's idle threads take the cores it shares (bench/analysis/helper_threads.py)
 
     # The folder's kept rows and the reader first (bench/analysis/report_reader.py), before this
     # process imports pandas; then the figure workers, which import matplotlib at a lower priority
