@@ -170,17 +170,32 @@ def test_the_report_pipeline_loads_no_matplotlib_until_it_draws():
 
 def test_figure_workers_started_before_the_data_draw_what_the_parent_would(analysis):
     """The `report` command's order: start (no data yet), the records' frame as soon as `analyse`
-    has it (the memory figure is drawn from it), submit, collect; same PNGs as drawn here."""
+    has it (the memory figure is drawn from it), the scaling frame as soon as it has that (the line
+    figures), submit, collect; same PNGs as drawn here."""
+    from bench.present.report.plots import SCALING_FIGURES
     from bench.present.report.render import FigureWorkers, draw_order, render_figures
 
-    assert draw_order()[:2] == ["memory", "checkpoint"]  # the figures of the records' frame go first
+    order = draw_order()
+    assert order[:2] == ["memory", "checkpoint"]  # the figures of the records' frame go first
+    assert order[2:7] == list(SCALING_FIGURES) and order[7:] == ["step_times"]  # then the scaling frame's
     with FigureWorkers.start(2) as workers:
-        late = analyse(sample_sweep(), on_frame=workers.submit_records)
+        late = analyse(sample_sweep(), on_frame=workers.submit_records, on_scaling=workers.submit_scaling)
         workers.submit(late.points, late.scaling)
         early = workers.collect()
     assert [(f.name, f.png) for f in early] == [
         (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)
     ]
+
+
+def test_the_scaling_figures_read_no_points(analysis):
+    """plots.SCALING_FIGURES are drawn before the points frame exists: the same PNGs without it."""
+    from bench.present.report.plots import SCALING_FIGURES
+    from bench.present.report.render import draw
+
+    for name in SCALING_FIGURES:
+        alone, full = draw(None, analysis.scaling, name), draw(analysis.points, analysis.scaling, name)
+        assert (alone is None) == (full is None) and (alone is None or alone.png == full.png), name
+    assert draw(None, analysis.scaling, "throughput") is not None  # the sample draws it
 
 
 def test_figure_workers_closed_with_a_frame_still_being_sent_leave_no_thread():

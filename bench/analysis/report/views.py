@@ -24,19 +24,33 @@ class Analysis:
     scaling: pd.DataFrame
 
 
-def analyse(records: Iterable[RunResult], on_frame: Callable[[pd.DataFrame], None] | None = None) -> Analysis:
+def analyse(
+    records: Iterable[RunResult],
+    on_frame: Callable[[pd.DataFrame], None] | None = None,
+    on_scaling: Callable[[pd.DataFrame], None] | None = None,
+) -> Analysis:
     """Records -> per-point frame with efficiencies, per-configuration cells, scaling series.
 
     `on_frame`: called with the records' frame as soon as it is built, before the aggregation (the
-    report hands it to its figure workers, which draw what needs nothing more meanwhile)."""
-    return analyse_columns(frame_columns(records), on_frame)
+    report hands it to its figure workers, which draw what needs nothing more meanwhile);
+    `on_scaling` likewise with the scaling frame (analyse_columns)."""
+    return analyse_columns(frame_columns(records), on_frame, on_scaling)
 
 
-def analyse_columns(columns: dict[str, list[Any]], on_frame: Callable[[pd.DataFrame], None] | None = None) -> Analysis:
-    """`analyse` of the records whose frame columns these are (bench/analysis/report/columns.py)."""
+def analyse_columns(
+    columns: dict[str, list[Any]],
+    on_frame: Callable[[pd.DataFrame], None] | None = None,
+    on_scaling: Callable[[pd.DataFrame], None] | None = None,
+) -> Analysis:
+    """`analyse` of the records whose frame columns these are (bench/analysis/report/columns.py).
+
+    `on_scaling`: called with the scaling frame as soon as it is built, before each point gets its
+    series (the report's figure workers draw the scaling figures from it meanwhile)."""
     frame = frame_of_columns(columns)
     if on_frame is not None:
         on_frame(frame)
     cells = build_cells(frame)
     scaling = build_scaling(cells)
+    if on_scaling is not None:
+        on_scaling(scaling)
     return Analysis(point_scaling(frame, cells, scaling), cells, scaling)

@@ -24,13 +24,16 @@ from bench.present.report.checkpoint import checkpoint_table
 from bench.present.report.cluster_health import cluster_health
 from bench.present.report.environment import environment_lines
 from bench.present.report.flag_rules import flag_rules
-from bench.present.report.html import RenderedFigure, render_figure, render_html
+from bench.present.report.html import RenderedFigure, load_template, render_figure, render_html
 from bench.present.report.render import PARALLEL_MIN_POINTS, FigureWorkers
 from bench.present.report.reproduce import default_commands
 from bench.present.report.summary_md import render_summary
 from bench.schema.files import write_bytes_atomic, write_text_atomic, writing
 from bench.schema.preflight import PreflightResult
 from bench.schema.record import RunResult
+
+# The report's page template (bench/present/report/templates/).
+PAGE = "report.html.j2"
 
 
 def build_report(
@@ -71,9 +74,14 @@ def _build(
     figure_workers: FigureWorkers | None = None,
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    # Workers started early draw the figures of the records' frame while the rest is aggregated.
-    on_frame = None if figure_workers is None else figure_workers.submit_records
-    analysis = analyse_columns(found.columns, on_frame=on_frame)
+    # Workers started early draw the figures of the records' frame while the rest is aggregated, and
+    # those of the scaling frame while each point gets its series.
+    early = (
+        {}
+        if figure_workers is None
+        else {"on_frame": figure_workers.submit_records, "on_scaling": figure_workers.submit_scaling}
+    )
+    analysis = analyse_columns(found.columns, **early)
     points = analysis.points
     if figure_workers is None:
         figure_workers = FigureWorkers.start(None if len(points) >= PARALLEL_MIN_POINTS else 1)
@@ -129,6 +137,7 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         "autotune": autotune_section(analysis.cells, found.notable),
         "health": health,
     }
+    load_template(PAGE)  # compiled while the workers still draw
     figures = figure_workers.collect()
     for figure in [*figures, *timelines, *health.figures]:
         write_bytes_atomic(out / f"{figure.name}.png", figure.png)
@@ -137,7 +146,7 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         "figures": figures,
         "plot_notes": _plot_notes(figures, points),
     }
-    write_text_atomic(out / "report.html", render_html(context))
+    write_text_atomic(out / "report.html", render_html(context, PAGE))
     return out / "report.html"
 
 

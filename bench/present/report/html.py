@@ -7,11 +7,12 @@ from the network (its Content-Security-Policy forbids it) and survives being cop
 from __future__ import annotations
 
 import base64
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jinja2 import Environment, FileSystemLoader, StrictUndefined
+from jinja2 import Environment, FileSystemLoader, StrictUndefined, Template
 from markupsafe import Markup, escape
 
 if TYPE_CHECKING:  # drawn elsewhere: importing this module loads no matplotlib
@@ -61,11 +62,22 @@ def render_figure(name: str, caption: str, fig: Figure) -> RenderedFigure:
 def render_html(context: dict[str, Any], template: str = "report.html.j2") -> str:
     """A page from bench/present/report/templates/ (the report; `history.html.j2` for `fsdp-bench history`);
     a missing context key is an error, not blank."""
+    return load_template(template).render(**context)
+
+
+def load_template(name: str) -> Template:
+    """A template compiled (once per process: the report's takes ~17 ms, which the report spends
+    while its figure workers still draw, not after them)."""
+    return _environment().get_template(name)
+
+
+@functools.cache
+def _environment() -> Environment:
     env = Environment(
         loader=FileSystemLoader(TEMPLATES), autoescape=True, undefined=StrictUndefined, keep_trailing_newline=True
     )
     env.globals["table_html"] = table_html
-    return env.get_template(template).render(**context)
+    return env
 
 
 def table_html(table: Any, css: str = "") -> Markup:

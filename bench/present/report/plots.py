@@ -331,6 +331,9 @@ FIGURES = {
 # row): the report hands the records' frame to its figure workers as soon as it is built, and these
 # are drawn while the parent still aggregates (bench/present/report/render.py).
 RECORD_FIGURES = ("memory", "checkpoint")
+# The figures whose builders read only the scaling frame (`points` may be None): the report hands it
+# to its workers as soon as it is built, and these are drawn while each point still gets its series.
+SCALING_FIGURES = ("throughput", "efficiency", "tokens_per_device", "mfu", "energy")
 
 
 def _checkpoint_figure(points: pd.DataFrame) -> Figure | None:

@@ -7,8 +7,10 @@ matplotlib and draws a throw-away figure (fonts and PNG encoder loaded) on anoth
 rest from its warm self, so matplotlib is imported once and never in the parent. The frames arrive
 later over a pipe, without the columns no figure reads: the records' frame as soon as it is built
 (`submit_records`: the figures that read nothing else, plots.RECORD_FIGURES, are drawn first, while
-the parent still aggregates), then the points and scaling frames (`submit`); the parent writes
-tables, CSV and summary while they draw, and `collect` gathers the PNGs in report order.
+the parent still aggregates), the scaling frame as soon as it is built (`submit_scaling`: the
+figures of plots.SCALING_FIGURES, while each point still gets its series), then the points frame
+(`submit`); the parent writes tables, CSV and summary while they draw, and `collect` gathers the
+PNGs in report order.
 
 One core, platforms without fork, and processes running other threads (fork would copy their
 locks mid-use) draw serially in the parent at `collect`; the PNGs are byte-identical either way.
@@ -42,8 +44,9 @@ MAX_WORKERS = 4
 WORKER_NICENESS = 10
 # A worker's last message: (_DONE, how many figures there are).
 _DONE = "done"
-# What the parent sends: (_RECORDS, records' frame) first where it can, then (_ANALYSIS, (points, scaling)).
-_RECORDS, _ANALYSIS = "records", "analysis"
+# What the parent sends, in this order: (_RECORDS, records' frame) where it can, (_SCALING, scaling
+# frame), (_POINTS, points frame).
+_RECORDS, _SCALING, _POINTS = "records", "scaling", "points"
 # Big scaling frames carry per-cell bootstrap samples and key tuples that no figure reads:
 # left out of what is pickled to the workers (tens of MB at 10,000 points).
 _NOT_DRAWN = ("step_boot", "step_runs", "point_ids", "weak_key", "strong_key", "hostnames")
@@ -58,11 +61,13 @@ def figure_names() -> list[str]:
 
 def draw_order() -> list[str]:
     """The order the workers take the figures in: those drawn from the records' frame alone first
-    (they can start before the analysis is done), then the rest in report order."""
-    from bench.present.report.plots import RECORD_FIGURES
+    (they can start before the analysis is done), then those of the scaling frame alone (before each
+    point has its series), then the rest, each group in report order."""
+    from bench.present.report.plots import RECORD_FIGURES, SCALING_FIGURES
 
     names = figure_names()
-    return [n for n in names if n in RECORD_FIGURES] + [n for n in names if n not in RECORD_FIGURES]
+    first, then = [n for n in names if n in RECORD_FIGURES], [n for n in names if n in SCALING_FIGURES]
+    return first + then + [n for n in names if n not in first and n not in then]
 
 
 def draw(points: pd.DataFrame, scaling: pd.DataFrame, name: str) -> RenderedFigure | None:
@@ -84,6 +89,7 @@ class FigureWorkers:
         # importing matplotlib takes only when it is done; this process aggregates meanwhile.
         self._sending: list[Sending | None] = [None] * len(conns)
         self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
+        self._scaling_sent = False
         self._collected = False
 
     @classmethod
@@ -121,10 +127,20 @@ class FigureWorkers:
         worker: they draw plots.RECORD_FIGURES from it at once. Optional; returns without waiting."""
         self._send((_RECORDS, _drawn_columns(frame)))
 
+    def submit_scaling(self, scaling: pd.DataFrame) -> None:
+        """Hand the scaling frame (bench/analysis/report/aggregate.py, before the points have their
+        series) to every worker: they draw plots.SCALING_FIGURES from it at once. Optional; returns
+        without waiting."""
+        self._send((_SCALING, _drawn_columns(scaling)))
+        self._scaling_sent = True
+
     def submit(self, points: pd.DataFrame, scaling: pd.DataFrame) -> None:
-        """Hand the frames to every worker (they start drawing at once); returns without waiting."""
+        """Hand the frames to every worker (they start drawing at once; the scaling frame only where
+        `submit_scaling` did not); returns without waiting."""
         self._frames = (points, scaling)
-        self._send((_ANALYSIS, (_drawn_columns(points), _drawn_columns(scaling))))
+        if not self._scaling_sent:
+            self.submit_scaling(scaling)
+        self._send((_POINTS, _drawn_columns(points)))
 
     def _send(self, message: tuple) -> None:
         if not self._conns:
@@ -273,10 +289,13 @@ def _serve(conn: multiprocessing.connection.Connection, next_figure) -> None:
 
 def _frames_for(name: str, received: dict[str, object]) -> tuple | None:
     """(points, scaling) to draw `name` from, out of what has arrived; None until enough has."""
-    from bench.present.report.plots import RECORD_FIGURES
+    from bench.present.report.plots import RECORD_FIGURES, SCALING_FIGURES
 
-    if _ANALYSIS in received:
-        return received[_ANALYSIS]
+    scaling = received.get(_SCALING)
+    if _POINTS in received:
+        return received[_POINTS], scaling
+    if name in SCALING_FIGURES and scaling is not None:
+        return None, scaling
     if name in RECORD_FIGURES and _RECORDS in received:
         return received[_RECORDS], None
     return None
