@@ -52,3 +52,29 @@ def test_the_png_encoders_comparison_runs_and_both_decode_to_the_same_pixels():
     assert any(line.startswith("throughput: png.py ") and "; Pillow " in line for line in lines)
     assert lines[-2].startswith("bench_png: png.py: ") and lines[-1].startswith("bench_png: Pillow: ")
     assert lines[-1].endswith("(40 records, best of 1)")
+
+
+# About 5 s: 40 records, their figures drawn once each, matplotlib's layouts and the workers'.
+@pytest.mark.slow
+def test_the_figures_benchmark_runs_both_ways():
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
+    for flag, kind in (
+        ("--no-layouts", "the workers' fonts, matplotlib's layouts"),
+        ("", "the workers' fonts and layouts"),
+    ):
+        argv = [
+            sys.executable,
+            "benchmarks/bench_figures.py",
+            "--records",
+            "40",
+            "--rounds",
+            "1",
+            *filter(None, [flag]),
+        ]
+        proc = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT, env=env, timeout=120)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        lines = proc.stdout.splitlines()
+        assert [line.split(":")[0] for line in lines[:-1]] == [
+            "throughput", "efficiency", "tokens_per_device", "mfu", "energy", "memory", "step_times", "checkpoint"
+        ]  # fmt: skip
+        assert lines[-1].startswith("bench_figures: ") and lines[-1].endswith(f"(40 records, {kind}, median of 1)")
