@@ -27,7 +27,8 @@ KNOWN_VERSION = (3, 10)
 # Layouts kept per renderer at most (a figure's texts are a few hundred).
 MAX_LAYOUTS = 4096
 
-_original = Text._get_layout
+# matplotlib's own layout, which the memo calls on a miss.
+matplotlibs_layout = Text._get_layout
 # Each renderer's layouts, forgotten with the renderer (as matplotlib's metrics cache is).
 _layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -35,19 +36,19 @@ _layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def install() -> bool:
     """Memoize text layouts in this process from now on; False where matplotlib is not the version
     known here (nothing is changed then). Installing twice is installing once."""
-    if Text._get_layout is _get_layout:
+    if Text._get_layout is memoized_layout:
         return True
     if tuple(int(part) for part in matplotlib.__version__.split(".")[:2]) != KNOWN_VERSION:
         return False
-    Text._get_layout = _get_layout
+    Text._get_layout = memoized_layout
     return True
 
 
-def _get_layout(self: Text, renderer):
+def memoized_layout(self: Text, renderer):
     """Text._get_layout's (bbox, lines, descent), computed once per text state and renderer. Callers
     read the result and never change it (they translate a copy of the box)."""
     if self._wrap or self.get_usetex():
-        return _original(self, renderer)
+        return matplotlibs_layout(self, renderer)
     key = (
         self.get_figure(root=True).dpi, self._text, hash(self._fontproperties), self._linespacing,
         self.get_rotation(), self._get_multialignment(), self._horizontalalignment, self._verticalalignment,
@@ -58,5 +59,5 @@ def _get_layout(self: Text, renderer):
         layouts = _layouts[renderer] = {}
     layout = layouts.get(key)
     if layout is None:
-        layout = layouts[key] = _original(self, renderer)
+        layout = layouts[key] = matplotlibs_layout(self, renderer)
     return layout

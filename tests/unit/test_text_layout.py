@@ -17,7 +17,7 @@ from bench.present.style import single_axes
 @pytest.fixture
 def restored(monkeypatch):
     """matplotlib's own layout, put back after the test whatever it installs."""
-    monkeypatch.setattr(Text, "_get_layout", text_layout._original)
+    monkeypatch.setattr(Text, "_get_layout", text_layout.matplotlibs_layout)
     return monkeypatch
 
 
@@ -35,25 +35,25 @@ def _png() -> bytes:
 
 def test_memoized_layouts_draw_the_same_pixels(restored):
     matplotlibs = _png()
-    assert text_layout.install() and Text._get_layout is text_layout._get_layout
+    assert text_layout.install() and Text._get_layout is text_layout.memoized_layout
     assert text_layout.install()  # twice is once
     assert _png() == matplotlibs
     assert _png() == matplotlibs  # and again, from the renderer's layouts
 
 
 def test_each_text_is_laid_out_once_per_renderer(restored):
-    laid_out, matplotlibs = [], text_layout._original
+    laid_out, matplotlibs = [], text_layout.matplotlibs_layout
 
     def counted(self, renderer):
         laid_out.append(self.get_text())
         return matplotlibs(self, renderer)
 
-    restored.setattr(text_layout, "_original", counted)
+    restored.setattr(text_layout, "matplotlibs_layout", counted)
     asked = []
 
     def asking(self, renderer):
         asked.append(self.get_text())
-        return text_layout._get_layout(self, renderer)
+        return text_layout.memoized_layout(self, renderer)
 
     restored.setattr(Text, "_get_layout", asking)
     _png()
@@ -69,7 +69,7 @@ def test_a_changed_font_is_laid_out_again(restored):
     text_layout.install()
     assert text.get_window_extent(renderer).bounds == small.bounds
     text.set_fontsize(30)
-    restored.setattr(Text, "_get_layout", text_layout._original)
+    restored.setattr(Text, "_get_layout", text_layout.matplotlibs_layout)
     large = text.get_window_extent(renderer)
     text_layout.install()
     assert text.get_window_extent(renderer).bounds == large.bounds and large.width > small.width
@@ -78,4 +78,4 @@ def test_a_changed_font_is_laid_out_again(restored):
 def test_an_unknown_matplotlib_is_left_alone(restored):
     restored.setattr(matplotlib, "__version__", "3.11.0")
     assert not text_layout.install()
-    assert Text._get_layout is text_layout._original
+    assert Text._get_layout is text_layout.matplotlibs_layout
