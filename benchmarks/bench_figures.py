@@ -41,8 +41,9 @@ def main(argv: list[str] | None = None) -> int:
         write_records(Path(tmp), args.records)
         records, _ = load_records(Path(tmp))
     analysis = analyse(records)
-    if not args.plain:
-        assert fonts.install() and (args.no_layouts or text_layout.install())
+    installed = [] if args.plain else [fonts.install(), *([] if args.no_layouts else [text_layout.install()])]
+    if not all(installed):
+        raise SystemExit("bench_figures: this matplotlib is not the one the workers' fonts and layouts know")
     draw(analysis.points, analysis.scaling, "throughput")  # matplotlib loaded and warm, as a worker's
     gc.disable()  # as in the report's workers (forked with the collector paused)
     medians = {}

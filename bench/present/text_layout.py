@@ -6,8 +6,9 @@ legend's packing, an axis label's place, and again to draw it, in numpy on array
 The report's six figures of 10,000 records asked about 2,300 times, most of them for a text laid out
 before with the same font and alignment; memoized per renderer, as matplotlib already memoizes the
 metrics beneath (`_get_text_metrics_with_cache`), the six figures took 1,560 ms of CPU against
-1,816 ms (medians of five runs each, benchmarks/bench_figures.py; docs/reports.md, Performance),
-and the PNGs are the same bytes (`tests/unit/test_text_layout.py`).
+1,816 ms at 41f7418 (medians of five runs each, benchmarks/bench_figures.py, whose runs overlap: a
+gain of the order of a tenth; docs/reports.md, Performance), and the PNGs are the same bytes
+(`tests/unit/test_text_layout.py`).
 
 The layout depends on the text, its font, line spacing, rotation, alignments, math parsing and the
 figure's dpi, all in the key; wrapped and TeX texts are laid out as matplotlib does. `install()`

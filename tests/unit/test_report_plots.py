@@ -260,3 +260,15 @@ def test_value_axes_build_only_the_ticks_in_view_and_draw_the_same_pixels():
     assert all(low <= tick <= high for tick in ax.yaxis.get_majorticklocs())
     assert len(plain_ax.yaxis.get_majorticklocs()) > 4  # the plain locator's decade beyond each end
     assert png == plain_png
+
+
+def test_submit_takes_only_the_scaling_frame_the_workers_were_sent(analysis):
+    """After submit_scaling, the frames collect would draw from are the ones the workers have."""
+    from bench.present.report.render import FigureWorkers
+
+    with FigureWorkers.start(1) as workers:  # none forked: what is checked is the bookkeeping
+        workers.submit_scaling(analysis.scaling)
+        with pytest.raises(ValueError, match="other than the one submit_scaling sent"):
+            workers.submit(analysis.points, analysis.scaling.copy())
+        workers.submit(analysis.points, analysis.scaling)
+        assert [f.name for f in workers.collect()][:2] == ["throughput", "efficiency"]

@@ -24,16 +24,13 @@ from bench.present.report.checkpoint import checkpoint_table
 from bench.present.report.cluster_health import cluster_health
 from bench.present.report.environment import environment_lines
 from bench.present.report.flag_rules import flag_rules
-from bench.present.report.html import RenderedFigure, load_template, render_figure, render_html
+from bench.present.report.html import REPORT_PAGE, RenderedFigure, load_template, render_figure, render_html
 from bench.present.report.render import PARALLEL_MIN_POINTS, FigureWorkers
 from bench.present.report.reproduce import default_commands
 from bench.present.report.summary_md import render_summary
 from bench.schema.files import write_bytes_atomic, write_text_atomic, writing
 from bench.schema.preflight import PreflightResult
 from bench.schema.record import RunResult
-
-# The report's page template (bench/present/report/templates/).
-PAGE = "report.html.j2"
 
 
 def build_report(
@@ -137,7 +134,7 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         "autotune": autotune_section(analysis.cells, found.notable),
         "health": health,
     }
-    load_template(PAGE)  # compiled while the workers still draw
+    load_template(REPORT_PAGE)  # compiled while the workers still draw
     figures = figure_workers.collect()
     for figure in [*figures, *timelines, *health.figures]:
         write_bytes_atomic(out / f"{figure.name}.png", figure.png)
@@ -146,7 +143,7 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         "figures": figures,
         "plot_notes": _plot_notes(figures, points),
     }
-    write_text_atomic(out / "report.html", render_html(context, PAGE))
+    write_text_atomic(out / "report.html", render_html(context, REPORT_PAGE))
     return out / "report.html"
 
 

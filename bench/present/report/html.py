@@ -19,6 +19,8 @@ if TYPE_CHECKING:  # drawn elsewhere: importing this module loads no matplotlib
     from matplotlib.figure import Figure
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+# The report's page (the history page has its own template).
+REPORT_PAGE = "report.html.j2"
 # 100 dpi keeps a two-panel figure near 1,100 px wide: sharp on screen, small enough to embed.
 DPI = 100
 
@@ -59,15 +61,15 @@ def render_figure(name: str, caption: str, fig: Figure) -> RenderedFigure:
     return RenderedFigure(name, caption, encode_png(rgba, DPI, software), width, height)
 
 
-def render_html(context: dict[str, Any], template: str = "report.html.j2") -> str:
+def render_html(context: dict[str, Any], template: str = REPORT_PAGE) -> str:
     """A page from bench/present/report/templates/ (the report; `history.html.j2` for `fsdp-bench history`);
     a missing context key is an error, not blank."""
     return load_template(template).render(**context)
 
 
 def load_template(name: str) -> Template:
-    """A template compiled (once per process: the report's takes ~17 ms, which the report spends
-    while its figure workers still draw, not after them)."""
+    """A template compiled, once per process (the report compiles its page while its figure workers
+    still draw, not after them)."""
     return _environment().get_template(name)
 
 

@@ -89,7 +89,7 @@ class FigureWorkers:
         # importing matplotlib takes only when it is done; this process aggregates meanwhile.
         self._sending: list[Sending | None] = [None] * len(conns)
         self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
-        self._scaling_sent = False
+        self._scaling: pd.DataFrame | None = None  # what submit_scaling sent
         self._collected = False
 
     @classmethod
@@ -132,14 +132,16 @@ class FigureWorkers:
         series) to every worker: they draw plots.SCALING_FIGURES from it at once. Optional; returns
         without waiting."""
         self._send((_SCALING, _drawn_columns(scaling)))
-        self._scaling_sent = True
+        self._scaling = scaling
 
     def submit(self, points: pd.DataFrame, scaling: pd.DataFrame) -> None:
         """Hand the frames to every worker (they start drawing at once; the scaling frame only where
         `submit_scaling` did not); returns without waiting."""
-        self._frames = (points, scaling)
-        if not self._scaling_sent:
+        if self._scaling is None:
             self.submit_scaling(scaling)
+        elif scaling is not self._scaling:  # the workers draw from the frame they have
+            raise ValueError("submit: a scaling frame other than the one submit_scaling sent")
+        self._frames = (points, scaling)
         self._send((_POINTS, _drawn_columns(points)))
 
     def _send(self, message: tuple) -> None:
