@@ -18,14 +18,10 @@ import argparse
 import gc
 import statistics
 import sys
-import tempfile
 import time
-from pathlib import Path
 
-from bench_report import write_records
+from bench_report import synthetic_analysis
 
-from bench.analysis.records import load_records
-from bench.analysis.report.views import analyse
 from bench.present import fonts, text_layout
 from bench.present.report.render import draw, figure_names
 
@@ -37,10 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--plain", action="store_true", help="matplotlib's own fonts and text layouts")
     parser.add_argument("--no-layouts", action="store_true", help="the workers' fonts, matplotlib's text layouts")
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory() as tmp:
-        write_records(Path(tmp), args.records)
-        records, _ = load_records(Path(tmp))
-    analysis = analyse(records)
+    analysis = synthetic_analysis(args.records)
     installed = [] if args.plain else [fonts.install(), *([] if args.no_layouts else [text_layout.install()])]
     if not all(installed):
         raise SystemExit("bench_figures: this matplotlib is not the one the workers' fonts and layouts know")
@@ -55,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
             times.append(time.process_time() - start)
         medians[name] = statistics.median(times)
         print(f"{name}: {1000 * medians[name]:.0f} ms")
-    kind = "matplotlib's fonts and layouts" if args.plain else "the workers' fonts and layouts"
-    kind = "the workers' fonts, matplotlib's layouts" if args.no_layouts and not args.plain else kind
+    if args.plain:
+        kind = "matplotlib's fonts and layouts"
+    else:
+        kind = "the workers' fonts, matplotlib's layouts" if args.no_layouts else "the workers' fonts and layouts"
     total = 1000 * sum(medians.values())
     print(f"bench_figures: {total:.0f} ms in all ({args.records} records, {kind}, median of {args.rounds})")
     return 0

@@ -14,16 +14,12 @@ from __future__ import annotations
 import argparse
 import io
 import sys
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
-from bench_report import write_records
+from bench_report import synthetic_analysis
 from PIL import Image
 
-from bench.analysis.records import load_records
-from bench.analysis.report.views import analyse
 from bench.present.png import LEVEL, encode_png
 from bench.present.report.html import DPI
 from bench.present.report.plots import all_figures
@@ -51,10 +47,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
-    with tempfile.TemporaryDirectory() as tmp:
-        write_records(Path(tmp), args.records)
-        records, _ = load_records(Path(tmp))
-    analysis = analyse(records)
+    analysis = synthetic_analysis(args.records)
     totals = {"png.py": [0.0, 0], "Pillow": [0.0, 0]}
     for name, (_, fig) in all_figures(analysis.points, analysis.scaling).items():
         fig.set_dpi(DPI)

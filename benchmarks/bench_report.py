@@ -30,6 +30,7 @@ import os
 import random
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from nightly import write_plain
@@ -92,6 +93,19 @@ def write_records(root: Path, count: int, seed: int = 0) -> int:
         write_plain(record, root / record.sweep / record.point_id / "result.json")
         written += 1
     return written
+
+
+def synthetic_analysis(count: int):
+    """The report's analysis of `count` records of GRID (written to a temporary folder and read back,
+    as the report reads them): what the figure benchmarks draw (bench_png.py, bench_figures.py). Its
+    imports are here: preparing and timing the report needs no pandas in this process."""
+    from bench.analysis.records import load_records
+    from bench.analysis.report.views import analyse
+
+    with tempfile.TemporaryDirectory() as tmp:
+        write_records(Path(tmp), count)
+        records, _ = load_records(Path(tmp))
+    return analyse(records)
 
 
 def prepare(folder: Path, args: argparse.Namespace) -> Prepared:

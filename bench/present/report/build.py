@@ -73,12 +73,10 @@ def _build(
     out.mkdir(parents=True, exist_ok=True)
     # Workers started early draw the figures of the records' frame while the rest is aggregated, and
     # those of the scaling frame while each point gets its series.
-    early = (
-        {}
-        if figure_workers is None
-        else {"on_frame": figure_workers.submit_records, "on_scaling": figure_workers.submit_scaling}
-    )
-    analysis = analyse_columns(found.columns, **early)
+    on_frame = on_scaling = None
+    if figure_workers is not None:
+        on_frame, on_scaling = figure_workers.submit_records, figure_workers.submit_scaling
+    analysis = analyse_columns(found.columns, on_frame, on_scaling)
     points = analysis.points
     if figure_workers is None:
         figure_workers = FigureWorkers.start(None if len(points) >= PARALLEL_MIN_POINTS else 1)
@@ -143,7 +141,7 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         "figures": figures,
         "plot_notes": _plot_notes(figures, points),
     }
-    write_text_atomic(out / "report.html", render_html(context, REPORT_PAGE))
+    write_text_atomic(out / "report.html", render_html(context))
     return out / "report.html"
 
 
