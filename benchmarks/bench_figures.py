@@ -1,15 +1,18 @@
 """Benchmark: drawing the report's figures in one process, as a figure worker draws them, or without the
-worker's own fonts and text layouts (`--plain`: matplotlib's own).
+worker's own fonts, text layouts and glyphs (`--plain`: matplotlib's own).
 
 Draws the figures of a synthetic sweep (benchmarks/bench_report.py's records, default 10,000) from its
-analysis, `--rounds` times, and prints each figure's median CPU time (this process, one thread) and
-the sum. A worker installs bench/present/fonts.py and bench/present/text_layout.py before it draws
-(bench/present/report/render.py); run both ways, in one sitting, to compare them. Not a budget of
-`make bench`: the comparison docs/reports.md quotes.
+analysis, `--rounds` times (each round every figure once, in the workers' order, the texts a round
+keeps forgotten before the next, as a fresh worker starts), and prints each figure's median CPU time
+(this process, one thread) and the sum. A worker installs bench/present/fonts.py,
+bench/present/text_layout.py and bench/present/text_glyphs.py before it draws
+(bench/present/report/render.py); run the ways to compare in one sitting, interleaved. Not a budget
+of `make bench`: the comparisons docs/reports.md quotes.
 
     .venv/bin/python benchmarks/bench_figures.py
     .venv/bin/python benchmarks/bench_figures.py --plain
-    .venv/bin/python benchmarks/bench_figures.py --no-layouts   # the fonts without the layouts
+    .venv/bin/python benchmarks/bench_figures.py --no-layouts   # the fonts without the layouts (nor glyphs)
+    .venv/bin/python benchmarks/bench_figures.py --no-glyphs    # the fonts and layouts without the glyphs
 """
 
 from __future__ import annotations
@@ -22,8 +25,8 @@ import time
 
 from bench_report import synthetic_analysis
 
-from bench.present import fonts, text_layout
-from bench.present.report.render import draw, figure_names
+from bench.present import fonts, text_glyphs, text_layout
+from bench.present.report.render import draw, draw_order, figure_names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,26 +35,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--plain", action="store_true", help="matplotlib's own fonts and text layouts")
     parser.add_argument("--no-layouts", action="store_true", help="the workers' fonts, matplotlib's text layouts")
+    parser.add_argument("--no-glyphs", action="store_true", help="the workers' fonts and layouts, matplotlib's glyphs")
     args = parser.parse_args(argv)
     analysis = synthetic_analysis(args.records)
-    installed = [] if args.plain else [fonts.install(), *([] if args.no_layouts else [text_layout.install()])]
-    if not all(installed):
-        raise SystemExit("bench_figures: this matplotlib is not the one the workers' fonts and layouts know")
+    kept = [] if args.plain else [fonts.install()]
+    if not (args.plain or args.no_layouts):
+        kept.append(text_layout.install())
+        if not args.no_glyphs:
+            kept.append(text_glyphs.install())
+    if not all(kept):
+        raise SystemExit("bench_figures: this matplotlib is not the one the workers' fonts, layouts and glyphs know")
     draw(analysis.points, analysis.scaling, "throughput")  # matplotlib loaded and warm, as a worker's
     gc.disable()  # as in the report's workers (forked with the collector paused)
-    medians = {}
-    for name in figure_names():
-        times = []
-        for _ in range(args.rounds):
+    times: dict[str, list[float]] = {name: [] for name in figure_names()}
+    for _ in range(args.rounds):
+        text_glyphs.forget()
+        for name in draw_order():
             start = time.process_time()
             draw(analysis.points, analysis.scaling, name)
-            times.append(time.process_time() - start)
-        medians[name] = statistics.median(times)
-        print(f"{name}: {1000 * medians[name]:.0f} ms")
-    if args.plain:
-        kind = "matplotlib's fonts and layouts"
-    else:
-        kind = "the workers' fonts, matplotlib's layouts" if args.no_layouts else "the workers' fonts and layouts"
+            times[name].append(time.process_time() - start)
+    medians = {name: statistics.median(samples) for name, samples in times.items()}
+    for name, median in medians.items():
+        print(f"{name}: {1000 * median:.0f} ms")
+    kind = "the workers' " + ", ".join(["fonts", "layouts", "glyphs"][: len(kept)]) if kept else "matplotlib's own"
     total = 1000 * sum(medians.values())
     print(f"bench_figures: {total:.0f} ms in all ({args.records} records, {kind}, median of {args.rounds})")
     return 0

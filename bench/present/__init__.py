@@ -2,6 +2,7 @@
 (the sweep's progress bar), sweep.py (the sweep's other lines and its report), plan.py (the planner's
 tables), plan_json.py (a plan's JSON text), preflight.py (the preflight table), calibrate.py (calibrate's lines and cluster file),
 style.py (the figures' one style), fonts.py (fonts read into memory once for the figures a
-process draws), text_layout.py (each text laid out once per renderer), png.py (the figures' PNG encoder). Packages: report/ (the report), check/ (check's and ab's
+process draws), text_layout.py (each text laid out once per renderer), text_glyphs.py (each text's glyphs
+rasterized and measured once per font, size and dpi), png.py (the figures' PNG encoder). Packages: report/ (the report), check/ (check's and ab's
 outputs), history/ (the history page, table and plots).
 """

@@ -280,7 +280,7 @@ def test_table_html_writes_what_the_jinja_loop_over_the_cells_wrote():
     from jinja2 import Environment
     from markupsafe import Markup
 
-    from bench.present.report.html import table_html
+    from bench.present.report.html import rows_written, table_html
     from bench.present.report.tables import Table
 
     loop = Environment(autoescape=True).from_string(
@@ -302,3 +302,11 @@ def test_table_html_writes_what_the_jinja_loop_over_the_cells_wrote():
         assert str(table_html(t, css)) == loop.render(t=t, css=css)
     assert "<td>a\x1fb</td><td>c\x1e</td>" in table_html(odd) and "<td><b>ok</b></td><td>3</td>" in table_html(objects)
     assert "&lt;script&gt;" in table_html(table) and '<tr class="flag">' in table_html(table)
+    # Rows written ahead (while the report's figure workers draw) are placed as table_html writes them.
+    written = rows_written({"t": table, "odd": odd, "objects": objects, "n": 3, "s": "text"})
+    assert {key: type(value).__name__ for key, value in written.items()} == {
+        "t": "RowsWritten", "odd": "RowsWritten", "objects": "RowsWritten", "n": "int", "s": "str"
+    }  # fmt: skip
+    for key, t in (("t", table), ("odd", odd), ("objects", objects)):
+        assert str(table_html(written[key], "wide")) == str(table_html(t, "wide"))
+        assert (written[key].columns, written[key].rows, written[key].row_classes) == (t.columns, t.rows, t.row_classes)

@@ -4,10 +4,10 @@ renderer, follow a change of font, and leave an unknown matplotlib alone."""
 from __future__ import annotations
 
 import matplotlib
-import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.text import Text
+from text_figure import text_figure
 
 from bench.present import text_layout
 from bench.present.report.html import render_figure
@@ -22,14 +22,7 @@ def restored(monkeypatch):
 
 
 def _png() -> bytes:
-    fig, ax = single_axes(4, 2, left=0.8, right=2.5, bottom=0.7)
-    for index, label in enumerate(["llama2-7b · full_shard · bf16", "llama2-13b · no_shard · fp32"]):
-        ax.plot(np.arange(1, 6), np.arange(1, 6) ** (index + 2), marker="os"[index], label=label)
-    ax.set_yscale("log")  # math text tick labels: 10^0, 10^1, ...
-    ax.set_xticks([1, 2, 3, 4, 5], ["one", "two", "three", "four", "five"], rotation=15, ha="right", fontsize=8)
-    ax.set_title("Throughput\nsecond line", y=1.0, loc="left")
-    ax.text(3, 10, "centred", ha="center", va="center", rotation=30)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.02, 1.0), fontsize="small", frameon=False)
+    fig, _ = text_figure()
     return render_figure("layout", "", fig).png
 
 

@@ -24,7 +24,14 @@ from bench.present.report.checkpoint import checkpoint_table
 from bench.present.report.cluster_health import cluster_health
 from bench.present.report.environment import environment_lines
 from bench.present.report.flag_rules import flag_rules
-from bench.present.report.html import REPORT_PAGE, RenderedFigure, load_template, render_figure, render_html
+from bench.present.report.html import (
+    REPORT_PAGE,
+    RenderedFigure,
+    load_template,
+    render_figure,
+    render_html,
+    rows_written,
+)
 from bench.present.report.render import PARALLEL_MIN_POINTS, FigureWorkers
 from bench.present.report.reproduce import default_commands
 from bench.present.report.summary_md import render_summary
@@ -132,7 +139,8 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         "autotune": autotune_section(analysis.cells, found.notable),
         "health": health,
     }
-    load_template(REPORT_PAGE)  # compiled while the workers still draw
+    context = rows_written(context)  # the tables' rows written while the workers still draw,
+    load_template(REPORT_PAGE)  # and the page compiled: after the last figure, the page is only put together
     figures = figure_workers.collect()
     for figure in [*figures, *timelines, *health.figures]:
         write_bytes_atomic(out / f"{figure.name}.png", figure.png)

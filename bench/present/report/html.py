@@ -86,14 +86,39 @@ def table_html(table: Any, css: str = "") -> Markup:
     """A Table (bench/present/report/tables.py) as an HTML table, every header and cell escaped.
 
     The `table` macro of templates/_macros.html.j2 calls this: the same text a Jinja loop over the
-    cells writes, at a fraction of its cost for a 10,000-row results table."""
+    cells writes, at a fraction of its cost for a 10,000-row results table. A table whose rows were
+    written ahead (`rows_written`) has them placed as they were written."""
     head = "".join(f"<th>{escape(column)}</th>" for column in table.columns)
-    body = _body_escaped_at_once(table) or "".join(
-        _row_start(css_class) + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
-        for row, css_class in zip(table.rows, table.row_classes)
-    )
+    body = table.body if isinstance(table, RowsWritten) else _body(table)
     return Markup(
         f'<table class="{escape(css)}">\n  <thead><tr>{head}</tr></thead>\n  <tbody>{body}\n  </tbody>\n</table>'
+    )
+
+
+class RowsWritten:
+    """A Table with its rows' markup written now (what `table_html` would write of them): the report
+    writes its tables' rows while its figure workers still draw, and the page, rendered once the
+    figures are in, only places them (0.06 s of a 10,000-point page otherwise written after the last
+    figure). The table's columns, rows and row classes stay readable, as the page reads them; a row
+    added after this is not on the page."""
+
+    def __init__(self, table: Any) -> None:
+        self.columns, self.rows, self.row_classes = table.columns, table.rows, table.row_classes
+        self.body = _body(table)
+
+
+def rows_written(context: dict[str, Any]) -> dict[str, Any]:
+    """The page's context with each of its tables (the Tables among its values) as RowsWritten."""
+    from bench.present.report.table import Table
+
+    return {key: RowsWritten(value) if isinstance(value, Table) else value for key, value in context.items()}
+
+
+def _body(table: Any) -> str:
+    """A table's rows as markup, every cell escaped."""
+    return _body_escaped_at_once(table) or "".join(
+        _row_start(css_class) + "".join(f"<td>{escape(cell)}</td>" for cell in row) + "</tr>"
+        for row, css_class in zip(table.rows, table.row_classes)
     )
 
 

@@ -314,14 +314,16 @@ def _yield_to_parent() -> None:
 def _warm_up() -> None:
     """Load what every figure needs before the data arrives: matplotlib, the fonts (read into memory
     once, bench/present/fonts.py, and kept by the siblings this worker forks), text layouts memoized
-    (bench/present/text_layout.py), the PNG encoder."""
+    (bench/present/text_layout.py), texts rasterized and measured once (bench/present/text_glyphs.py),
+    the PNG encoder."""
     from matplotlib.figure import Figure
 
-    from bench.present import fonts, text_layout
+    from bench.present import fonts, text_glyphs, text_layout
     from bench.present.report.html import render_figure
 
     fonts.install()
     text_layout.install()
+    text_glyphs.install()
 
     fig = Figure(figsize=(1, 1))
     fig.add_axes((0.2, 0.2, 0.7, 0.7)).set_title("warm-up", y=1.0)
