@@ -272,3 +272,22 @@ def test_submit_takes_only_the_scaling_frame_the_workers_were_sent(analysis):
             workers.submit(analysis.points, analysis.scaling.copy())
         workers.submit(analysis.points, analysis.scaling)
         assert [f.name for f in workers.collect()][:2] == ["throughput", "efficiency"]
+
+
+@pytest.mark.parametrize("workers", [2, 1])
+def test_collect_does_the_work_left_for_a_free_worker_once(analysis, workers):
+    """`collect(once_a_worker_is_free=...)`: the parent's work that no figure waits for (the report's
+    results.csv) is done once, after the first worker said it had no figure left (by then the figures
+    it drew are in), or first where no worker was forked; the figures are the same."""
+    import os
+
+    from bench.present.report.render import FigureWorkers, render_figures
+
+    done = []
+    with FigureWorkers.start(workers) as figure_workers:
+        figure_workers.submit(analysis.points, analysis.scaling)
+        figures = figure_workers.collect(once_a_worker_is_free=lambda: done.append(os.getpid()))
+    assert done == [os.getpid()]
+    assert [(f.name, f.png) for f in figures] == [
+        (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)
+    ]

@@ -119,7 +119,6 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         contention,
     )
     write_text_atomic(out / "summary.md", summary)
-    write_csv(points, out / "results.csv")
     context = {
         "title": title,
         "environment": environment,
@@ -141,7 +140,9 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
     }
     context = rows_written(context)  # the tables' rows written while the workers still draw,
     load_template(REPORT_PAGE)  # and the page compiled: after the last figure, the page is only put together
-    figures = figure_workers.collect()
+    # results.csv is written once a worker has no figure left (a CPU the last figures leave idle), not
+    # beside the workers while every figure is still to draw.
+    figures = figure_workers.collect(once_a_worker_is_free=lambda: write_csv(points, out / "results.csv"))
     for figure in [*figures, *timelines, *health.figures]:
         write_bytes_atomic(out / f"{figure.name}.png", figure.png)
     context |= {

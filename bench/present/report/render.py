@@ -26,7 +26,7 @@ import os
 import pickle
 import signal
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pandas as pd
 
@@ -152,15 +152,22 @@ class FigureWorkers:
             # to a dead worker nothing is sent (the others, or the parent at collect, draw its share)
             self._sending[index] = Sending(conn, payload, after=self._sending[index])
 
-    def collect(self) -> list[RenderedFigure]:
+    def collect(self, once_a_worker_is_free: Callable[[], None] | None = None) -> list[RenderedFigure]:
         """Every figure that has data, in report order (waits for the workers, then stops them: they
-        end by themselves, and `close` reaps them later, without waiting for their exit here)."""
+        end by themselves, and `close` reaps them later, without waiting for their exit here).
+
+        `once_a_worker_is_free`: work of this process's that no figure waits for, done when the first
+        worker has no figure left to take (the others still drawing theirs: its CPU would be idle
+        otherwise), or first where this process draws them itself; done once, before this returns."""
         assert self._frames is not None, "collect before submit"
+        pending = [once_a_worker_is_free] if once_a_worker_is_free is not None else []
         try:
-            done = dict(self._receive())
+            done = dict(self._receive(pending))
             self._collected = True
         finally:
             self._stop()
+        while pending:  # no worker said it was done (serial, or they died): the work comes first
+            pending.pop()()
         if not self._complete(done):  # serial, or a worker died: the parent draws what is missing
             points, scaling = self._frames
             for index, name in enumerate(figure_names()):
@@ -168,8 +175,9 @@ class FigureWorkers:
                     done[index] = draw(points, scaling, name)
         return [figure for _, figure in sorted(done.items()) if figure is not None]
 
-    def _receive(self) -> Iterator[tuple[int, RenderedFigure | None]]:
-        """(figure index, figure) until every worker has said it is done (or died)."""
+    def _receive(self, pending: list[Callable[[], None]]) -> Iterator[tuple[int, RenderedFigure | None]]:
+        """(figure index, figure) until every worker has said it is done (or died); the first to say
+        it is done has `pending`'s work done meanwhile."""
         busy = list(self._conns)
         self._totals: list[int | None] = []
         while busy:
@@ -181,6 +189,8 @@ class FigureWorkers:
                 if message is None or message[0] == _DONE:
                     self._totals.append(None if message is None else message[1])
                     busy.remove(conn)
+                    while pending and message is not None:
+                        pending.pop()()
                     continue
                 index, name, figure, error = message
                 if error is not None:
