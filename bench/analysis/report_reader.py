@@ -38,9 +38,11 @@ if TYPE_CHECKING:
 # Below this many records to read one process reads them in well under a second: the reader reads none.
 PARALLEL_MIN_RECORDS = 1000
 # The share of the files this process reads itself: it imports pandas and the report's modules
-# while the reader lists the folder and imports the record schema, so the reader takes the larger
-# share (both shares took as long at 45 %, docs/results/reports.md).
-OWN_SHARE = 0.45
+# while the reader lists the folder, so the reader takes the larger share. At 45 % this process
+# finished its share 0.10-0.31 s after the reader (three runs), at 40 % from 0.07 s after it to
+# 0.30 s before it (four runs; timestamps of both processes' reading at 9e23ee7, the VM in a slow
+# phase, docs/results/reports.md): 42 %, between.
+OWN_SHARE = 0.42
 
 
 @dataclass(frozen=True)
