@@ -73,10 +73,10 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
         reads_here.clear()
         return _report(results, tmp_path / name, "--no-cache")
 
-    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)  # 28 files: 13 read here, 15 by the reader
+    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)  # 28 files: 12 read here, 16 by the reader
     monkeypatch.setattr(forked, "cpus", lambda: 2)
     shared = report("shared")
-    assert reads_here == [13]
+    assert reads_here == [reader.own_share(28)] == [12]
     rc, stdout, stderr, page, summary, csv = shared
     assert rc == 0 and stdout == "report: OUT/report.html (27 points: 26 ok, 1 not ok)\n"
     assert f"report: skipped {results / 's' / 'broken' / 'result.json'}: " in stderr  # from the reader's share
@@ -88,10 +88,10 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
     monkeypatch.setattr(forked, "cpus", lambda: 2)
 
     reads.fail_in_worker = True  # the reader sends the list of files, then fails: its share is read here
-    assert report("failed") == shared and reads_here == [13, 15]
+    assert report("failed") == shared and reads_here == [12, 16]
 
     monkeypatch.setattr(forked, "_serve", lambda *args: os._exit(3))  # dies before its first result
-    assert report("died") == shared and reads_here == [13, 15]
+    assert report("died") == shared and reads_here == [12, 16]
 
     def no_fork():  # a pids limit or no memory: fork fails, and the report reads and draws itself
         raise BlockingIOError(11, "Resource temporarily unavailable")
