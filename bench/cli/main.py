@@ -67,8 +67,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument(
         "--version", action=_VersionAction, help="print the version (with the git commit in a checkout) and exit"
     )
-    # Named as argparse names every command, so that a parser of one says the same in its usage lines.
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="{" + ",".join(COMMANDS) + "}")
+    # A parser of one command names them all in its usage lines, as the parser of every command does.
+    every = {"metavar": "{" + ",".join(COMMANDS) + "}"} if only is not None else {}
+    subparsers = parser.add_subparsers(dest="command", required=True, **every)
     common = _config_dir_options()
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:

@@ -14,8 +14,8 @@ the same bytes (`tests/unit/test_text_glyphs.py`). Math text and TeX are drawn a
 them.
 
 `install()` replaces `RendererAgg.draw_text` and `RendererAgg.get_text_width_height_descent` in
-matplotlib 3.10 (pinned below 3.11 in pyproject.toml), whose drawing this module was written against,
-and leaves any other version as it is. Installed by the report's figure workers
+matplotlib 3.10 (pinned below 3.11 in pyproject.toml; text_layout.is_known_matplotlib), whose drawing
+this module was written against, and leaves any other version as it is. Installed by the report's figure workers
 (bench/present/report/render.py), beside bench/present/fonts.py and bench/present/text_layout.py.
 """
 
@@ -23,13 +23,12 @@ from __future__ import annotations
 
 from math import cos, radians, sin
 
-import matplotlib
 import numpy as np
 from matplotlib.backends.backend_agg import RendererAgg, get_hinting_flag
 from matplotlib.font_manager import fontManager, get_font
 
-# The matplotlib whose RendererAgg.draw_text reads only what the keys hold.
-KNOWN_VERSION = (3, 10)
+from bench.present.text_layout import is_known_matplotlib
+
 # Texts kept at most (each a bitmap of a few kB; the report's figures have a few hundred distinct ones).
 MAX_TEXTS = 4096
 
@@ -46,7 +45,7 @@ def install() -> bool:
     the version known here (nothing is changed then). Installing twice is installing once."""
     if RendererAgg.draw_text is memoized_draw_text:
         return True
-    if tuple(int(part) for part in matplotlib.__version__.split(".")[:2]) != KNOWN_VERSION:
+    if not is_known_matplotlib():
         return False
     RendererAgg.draw_text = memoized_draw_text
     RendererAgg.get_text_width_height_descent = memoized_text_metrics

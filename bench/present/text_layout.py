@@ -39,10 +39,16 @@ def install() -> bool:
     known here (nothing is changed then). Installing twice is installing once."""
     if Text._get_layout is memoized_layout:
         return True
-    if tuple(int(part) for part in matplotlib.__version__.split(".")[:2]) != KNOWN_VERSION:
+    if not is_known_matplotlib():
         return False
     Text._get_layout = memoized_layout
     return True
+
+
+def is_known_matplotlib() -> bool:
+    """Whether this matplotlib is the version the figure workers' text memos were written against
+    (this module's and bench/present/text_glyphs.py's)."""
+    return tuple(int(part) for part in matplotlib.__version__.split(".")[:2]) == KNOWN_VERSION
 
 
 def memoized_layout(self: Text, renderer):

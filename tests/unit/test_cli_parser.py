@@ -8,7 +8,7 @@ import io
 
 import pytest
 
-from bench.cli.main import COMMANDS, build_parser
+from bench.cli.main import COMMANDS, build_parser, main
 
 
 def _outcome(parser, argv: list[str]) -> tuple[str, int | None, str, str]:
@@ -36,6 +36,18 @@ def test_a_commands_own_parser_parses_and_refuses_alike():
                  ["check", "a", "b"], ["plan", "model=debug", "--json"]):  # fmt: skip
         assert _outcome(build_parser(argv[0]), argv) == _outcome(build_parser(), argv), argv
     assert "('results', 'results')" in _outcome(build_parser("report"), ["report", "results"])[0]
+
+
+def test_a_line_that_names_no_command_first_is_parsed_by_every_commands_parser():
+    """No command, an unknown one, or an option before it: main's errors are the whole parser's."""
+    for argv, error in (([], "the following arguments are required: command"),
+                        (["bogus"], "argument command: invalid choice: 'bogus'"),
+                        (["--config-dir", "x", "report"], "argument command: invalid choice: 'x'")):  # fmt: skip
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), pytest.raises(SystemExit) as exit_:
+            main(argv)
+        assert exit_.value.code == 2 and error in err.getvalue()
+        assert err.getvalue() == _outcome(build_parser(), argv)[3]
 
 
 def test_a_commands_own_parser_has_that_command_alone():

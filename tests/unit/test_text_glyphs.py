@@ -32,7 +32,7 @@ def restored(monkeypatch):
 
 def _png(dpi_scale: float = 1.0) -> bytes:
     fig, ax = text_figure()
-    ax.text(2, 5, "two", fontsize=14, antialiased=False)  # a tick label's text, larger and aliased
+    ax.text(2, 5, "two", fontsize=8, antialiased=False)  # a tick label's text and size, aliased
     fig.set_dpi(100 * dpi_scale)
     canvas = FigureCanvasAgg(fig)
     canvas.draw()
@@ -40,11 +40,16 @@ def _png(dpi_scale: float = 1.0) -> bytes:
 
 
 def test_texts_kept_draw_the_same_pixels(restored):
+    with matplotlib.rc_context({"text.hinting": "none"}):  # other hinting flags: other glyphs
+        unhinted = _png()
     matplotlibs = [_png(), _png(1.5)]
+    assert unhinted != matplotlibs[0]
     assert text_glyphs.install() and RendererAgg.draw_text is text_glyphs.memoized_draw_text
     assert text_glyphs.install()  # twice is once
     assert [_png(), _png(1.5)] == matplotlibs  # another dpi: other bitmaps
     assert [_png(), _png(1.5)] == matplotlibs  # and again, every text from what is kept
+    with matplotlib.rc_context({"text.hinting": "none"}):  # the texts kept with other hinting are not used
+        assert _png() == unhinted
 
 
 def test_the_report_figures_are_the_same_bytes(restored):
