@@ -33,8 +33,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--records", type=int, default=10_000)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--plain", action="store_true", help="matplotlib's own fonts and text layouts")
-    parser.add_argument("--no-layouts", action="store_true", help="the workers' fonts, matplotlib's text layouts")
+    parser.add_argument("--plain", action="store_true", help="matplotlib's own fonts, text layouts and glyphs")
+    parser.add_argument(
+        "--no-layouts", action="store_true", help="the workers' fonts, matplotlib's text layouts and glyphs"
+    )
     parser.add_argument("--no-glyphs", action="store_true", help="the workers' fonts and layouts, matplotlib's glyphs")
     args = parser.parse_args(argv)
     analysis = synthetic_analysis(args.records)
