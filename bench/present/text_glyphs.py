@@ -14,7 +14,7 @@ the same bytes (`tests/unit/test_text_glyphs.py`). Math text and TeX are drawn a
 them.
 
 `install()` replaces `RendererAgg.draw_text` and `RendererAgg.get_text_width_height_descent` in
-matplotlib 3.10 (pinned below 3.11 in pyproject.toml; text_layout.is_known_matplotlib), whose drawing
+matplotlib 3.10 (bench/present/matplotlib_patches.py), whose drawing
 this module was written against, and leaves any other version as it is. Installed by the report's figure workers
 (bench/present/report/render.py), beside bench/present/fonts.py and bench/present/text_layout.py.
 """
@@ -27,7 +27,7 @@ import numpy as np
 from matplotlib.backends.backend_agg import RendererAgg, get_hinting_flag
 from matplotlib.font_manager import fontManager, get_font
 
-from bench.present.text_layout import is_known_matplotlib
+from bench.present.matplotlib_patches import replace
 
 # Texts kept at most (each a bitmap of a few kB; the report's figures have a few hundred distinct ones).
 MAX_TEXTS = 4096
@@ -43,13 +43,10 @@ _metrics: dict[tuple, tuple[float, float, float]] = {}
 def install() -> bool:
     """Rasterize and measure each text once in this process from now on; False where matplotlib is not
     the version known here (nothing is changed then). Installing twice is installing once."""
-    if RendererAgg.draw_text is memoized_draw_text:
-        return True
-    if not is_known_matplotlib():
-        return False
-    RendererAgg.draw_text = memoized_draw_text
-    RendererAgg.get_text_width_height_descent = memoized_text_metrics
-    return True
+    return replace(
+        [(RendererAgg, "draw_text", memoized_draw_text),
+         (RendererAgg, "get_text_width_height_descent", memoized_text_metrics)]
+    )  # fmt: skip
 
 
 def forget() -> None:

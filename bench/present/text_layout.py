@@ -12,7 +12,7 @@ gain of the order of a tenth; docs/reports.md, Performance), and the PNGs are th
 
 The layout depends on the text, its font, line spacing, rotation, alignments, math parsing and the
 figure's dpi, all in the key; wrapped and TeX texts are laid out as matplotlib does. `install()`
-replaces `matplotlib.text.Text._get_layout` in matplotlib 3.10 (pinned below 3.11 in pyproject.toml),
+replaces `matplotlib.text.Text._get_layout` in matplotlib 3.10 (bench/present/matplotlib_patches.py),
 whose layout this module was written against, and leaves any other version as it is.
 """
 
@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import weakref
 
-import matplotlib
 from matplotlib.text import Text
 
-# The matplotlib whose Text._get_layout reads only what the key holds.
-KNOWN_VERSION = (3, 10)
+from bench.present.matplotlib_patches import replace
+
 # Layouts kept per renderer at most (a figure's texts are a few hundred).
 MAX_LAYOUTS = 4096
 
@@ -37,18 +36,7 @@ _layouts: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 def install() -> bool:
     """Memoize text layouts in this process from now on; False where matplotlib is not the version
     known here (nothing is changed then). Installing twice is installing once."""
-    if Text._get_layout is memoized_layout:
-        return True
-    if not is_known_matplotlib():
-        return False
-    Text._get_layout = memoized_layout
-    return True
-
-
-def is_known_matplotlib() -> bool:
-    """Whether this matplotlib is the version the figure workers' text memos were written against
-    (this module's and bench/present/text_glyphs.py's)."""
-    return tuple(int(part) for part in matplotlib.__version__.split(".")[:2]) == KNOWN_VERSION
+    return replace([(Text, "_get_layout", memoized_layout)])
 
 
 def memoized_layout(self: Text, renderer):

@@ -54,14 +54,15 @@ def test_the_png_encoders_comparison_runs_and_both_decode_to_the_same_pixels():
     assert lines[-1].endswith("(40 records, best of 1)")
 
 
-# About 5 s: 40 records, their figures drawn once each, matplotlib's layouts and the workers'.
+# About 7 s: 40 records, their figures drawn once each, matplotlib's layouts and the workers'.
 @pytest.mark.slow
 def test_the_figures_benchmark_runs_every_way():
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))}
     for flag, kind in (
         ("--no-layouts", "the workers' fonts"),
         ("--no-glyphs", "the workers' fonts, layouts"),
-        ("", "the workers' fonts, layouts, glyphs"),
+        ("--no-copies", "the workers' fonts, layouts, glyphs"),
+        ("", "the workers' fonts, layouts, glyphs, ticks, markers, legends"),
     ):
         argv = [
             sys.executable,

@@ -325,15 +325,20 @@ def _warm_up() -> None:
     """Load what every figure needs before the data arrives: matplotlib, the fonts (read into memory
     once, bench/present/fonts.py, and kept by the siblings this worker forks), text layouts memoized
     (bench/present/text_layout.py), texts rasterized and measured once (bench/present/text_glyphs.py),
+    ticks copied from their axis' first (bench/present/tick_copies.py), marker styles built once
+    (bench/present/marker_styles.py), legends packed once per draw (bench/present/legend_packing.py),
     the PNG encoder."""
     from matplotlib.figure import Figure
 
-    from bench.present import fonts, text_glyphs, text_layout
+    from bench.present import fonts, legend_packing, marker_styles, text_glyphs, text_layout, tick_copies
     from bench.present.report.html import render_figure
 
     fonts.install()
     text_layout.install()
     text_glyphs.install()
+    tick_copies.install()
+    marker_styles.install()
+    legend_packing.install()
 
     fig = Figure(figsize=(1, 1))
     fig.add_axes((0.2, 0.2, 0.7, 0.7)).set_title("warm-up", y=1.0)
