@@ -1,6 +1,6 @@
 """A legend's boxes packed once per draw, not once per level of its tree: the same legend, the same pixels.
 
-A matplotlib legend is a tree of packers (`VPacker`, `HPacker` of offsetbox.py): the legend box holds
+A matplotlib legend is a tree of packers (`VPacker`, `HPacker` of `matplotlib.offsetbox`): the legend box holds
 the columns, a column the entries, an entry its handle and its text. A packer's size and its
 children's offsets (`_get_bbox_and_child_offsets`) are computed from its children's sizes, every time
 anything asks: for the legend's frame (`get_window_extent`), again to draw the legend box, and again as

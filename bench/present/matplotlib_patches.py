@@ -2,6 +2,7 @@
 written against: text_layout.py, text_glyphs.py, tick_copies.py, marker_styles.py and legend_packing.py
 each read or replace private parts of matplotlib 3.10 (pinned below 3.11 in pyproject.toml). Another
 version is left as it is: its figures are drawn by matplotlib's own functions, the same figures, slower.
+(fonts.py checks the signature of the font cache it replaces instead: its replacement needs nothing else.)
 """
 
 from __future__ import annotations

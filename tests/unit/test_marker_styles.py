@@ -63,8 +63,19 @@ def test_other_styles_are_built_by_matplotlib(restored):
         turned.get_transform().get_matrix(), MarkerStyle("s").get_transform().rotate_deg(45).get_matrix()
     )
     assert MarkerStyle(np.array([[0, 0], [1, 0], [0, 1]])).get_path().vertices.shape[0] >= 3
-    with pytest.raises(ValueError, match="fillstyle"):
-        MarkerStyle("o", "sideways")
+    for _ in range(2):  # refused each time, as matplotlib refuses it
+        with pytest.raises(ValueError, match="fillstyle"):
+            MarkerStyle("o", "sideways")
+
+
+def test_a_turned_or_scaled_copy_leaves_its_source_alone(restored):
+    marker_styles.install()
+    turned = MarkerStyle("o").rotated(deg=30)
+    turned.rotated(deg=60)
+    assert np.allclose(turned.get_user_transform().get_matrix(), Affine2D().rotate_deg(30).get_matrix())
+    scaled = MarkerStyle("o", transform=Affine2D())
+    scaled.scaled(2)
+    assert np.allclose(scaled.get_user_transform().get_matrix(), Affine2D().get_matrix())
 
 
 def test_an_unknown_matplotlib_is_left_alone(restored):

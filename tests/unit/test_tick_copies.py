@@ -1,4 +1,4 @@
-"""bench/present/tick_copies.py: ticks copied from their axis' first draw the same pixels (the report's
+"""bench/present/tick_copies.py: ticks copied from their axis' pattern draw the same pixels (the report's
 figures among them), are built once per axis, own what a tick changes in place, leave other tick kinds
 to matplotlib, and leave an unknown matplotlib alone."""
 
@@ -79,3 +79,23 @@ def test_an_unknown_matplotlib_is_left_alone(restored):
     restored.setattr(matplotlib, "__version__", "3.11.0")
     assert not tick_copies.install()
     assert Axis.get_major_ticks is tick_copies.matplotlibs_major_ticks
+
+
+def _more_ticks_png() -> bytes:
+    """A figure whose first ticks are changed (beyond what matplotlib copies to new ticks, and through
+    the axis' settings) before more ticks are made."""
+    fig = Figure(figsize=(4, 3))
+    ax = fig.add_axes((0.15, 0.2, 0.8, 0.7))
+    ax.plot([0, 1], [0, 1])
+    for label in ax.get_xticklabels():  # not passed on to new ticks by matplotlib
+        label.set(rotation=45, ha="right", rotation_mode="anchor", zorder=0.5)
+    ax.set_xticks([i / 20 for i in range(21)])  # new ticks
+    ax.tick_params(axis="y", labelsize=6, length=8)  # new settings, then new ticks
+    ax.set_yticks([i / 10 for i in range(11)])
+    return render_figure("more ticks", "", fig).png
+
+
+def test_new_ticks_after_a_changed_first_are_matplotlibs(restored):
+    matplotlibs = _more_ticks_png()
+    tick_copies.install()
+    assert _more_ticks_png() == matplotlibs

@@ -325,7 +325,7 @@ def _warm_up() -> None:
     """Load what every figure needs before the data arrives: matplotlib, the fonts (read into memory
     once, bench/present/fonts.py, and kept by the siblings this worker forks), text layouts memoized
     (bench/present/text_layout.py), texts rasterized and measured once (bench/present/text_glyphs.py),
-    ticks copied from their axis' first (bench/present/tick_copies.py), marker styles built once
+    new ticks copied from their axis' pattern (bench/present/tick_copies.py), marker styles built once
     (bench/present/marker_styles.py), legends packed once per draw (bench/present/legend_packing.py),
     the PNG encoder."""
     from matplotlib.figure import Figure
