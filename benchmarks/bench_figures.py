@@ -27,13 +27,8 @@ import time
 
 from bench_report import synthetic_analysis
 
-from bench.present import fonts, legend_packing, marker_styles, text_glyphs, text_layout, tick_copies
-from bench.present.report.render import draw, draw_order, figure_names
-
-# What a figure worker installs, in this order (bench/present/report/render.py `_warm_up`); each way
-# of drawing below keeps the ones before a point.
-MEMOS = [("fonts", fonts.install), ("layouts", text_layout.install), ("glyphs", text_glyphs.install),
-         ("ticks", tick_copies.install), ("markers", marker_styles.install), ("legends", legend_packing.install)]  # fmt: skip
+from bench.present import text_glyphs
+from bench.present.report.render import draw, draw_order, figure_names, worker_memos
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -53,11 +48,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     analysis = synthetic_analysis(args.records)
-    kept = len(MEMOS)
+    memos = worker_memos()  # each way of drawing keeps the ones before a point
+    kept = len(memos)
     for flag, count in (("plain", 0), ("no_layouts", 1), ("no_glyphs", 2), ("no_copies", 3)):
         if getattr(args, flag):
             kept = count
-    if not all(install() for _, install in MEMOS[:kept]):
+    if not all(install() for _, install in memos[:kept]):
         raise SystemExit("bench_figures: this matplotlib is not the one the workers' memos know")
     draw(analysis.points, analysis.scaling, "throughput")  # matplotlib loaded and warm, as a worker's
     gc.disable()  # as in the report's workers (forked with the collector paused)
@@ -71,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     medians = {name: statistics.median(samples) for name, samples in times.items()}
     for name, median in medians.items():
         print(f"{name}: {1000 * median:.0f} ms")
-    kind = "the workers' " + ", ".join(name for name, _ in MEMOS[:kept]) if kept else "matplotlib's own"
+    kind = "the workers' " + ", ".join(name for name, _ in memos[:kept]) if kept else "matplotlib's own"
     total = 1000 * sum(medians.values())
     print(f"bench_figures: {total:.0f} ms in all ({args.records} records, {kind}, median of {args.rounds})")
     return 0

@@ -45,8 +45,9 @@ def forget() -> None:
 
 
 def copied_init(self: MarkerStyle, marker, fillstyle=None, transform=None, capstyle=None, joinstyle=None) -> None:
-    """MarkerStyle.__init__, a named marker's style copied from the one built first, another style's
-    copied without a deep copy (matplotlib copies it deeply; nothing in it is changed in place)."""
+    """MarkerStyle.__init__, a named marker's style copied from the one built first, another style
+    without a transform of its own copied without a deep copy (matplotlib copies it deeply; nothing in
+    such a style is changed in place)."""
     if transform is None and capstyle is None and joinstyle is None:
         # A style with a transform of its own is deep-copied: rotated() and scaled() change the copy's
         # transform in place.

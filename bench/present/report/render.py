@@ -321,6 +321,16 @@ def _yield_to_parent() -> None:
         os.nice(WORKER_NICENESS)
 
 
+def worker_memos() -> list[tuple[str, Callable[[], bool]]]:
+    """What a figure worker installs before it draws, in this order, by name: each `install()` returns
+    False where this matplotlib is not the one it knows (benchmarks/bench_figures.py draws with a part of
+    them). Imported when asked for: they import matplotlib, which this process may not."""
+    from bench.present import fonts, legend_packing, marker_styles, text_glyphs, text_layout, tick_copies
+
+    return [("fonts", fonts.install), ("layouts", text_layout.install), ("glyphs", text_glyphs.install),
+            ("ticks", tick_copies.install), ("markers", marker_styles.install), ("legends", legend_packing.install)]  # fmt: skip
+
+
 def _warm_up() -> None:
     """Load what every figure needs before the data arrives: matplotlib, the fonts (read into memory
     once, bench/present/fonts.py, and kept by the siblings this worker forks), text layouts memoized
@@ -330,15 +340,10 @@ def _warm_up() -> None:
     the PNG encoder."""
     from matplotlib.figure import Figure
 
-    from bench.present import fonts, legend_packing, marker_styles, text_glyphs, text_layout, tick_copies
     from bench.present.report.html import render_figure
 
-    fonts.install()
-    text_layout.install()
-    text_glyphs.install()
-    tick_copies.install()
-    marker_styles.install()
-    legend_packing.install()
+    for _, install in worker_memos():
+        install()
 
     fig = Figure(figsize=(1, 1))
     fig.add_axes((0.2, 0.2, 0.7, 0.7)).set_title("warm-up", y=1.0)
