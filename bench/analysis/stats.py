@@ -158,7 +158,7 @@ def bootstrap_medians(items: Sequence[Runs], stream: int = NUMERATOR, n_boot: in
     for lengths, members in groups.items():
         positions = np.array([position for position, _ in members])
         data = np.stack([flat for _, flat in members])  # (items, total steps)
-        out[positions] = _bootstrap_rows(data, lengths, stream, n_boot)
+        _bootstrap_rows(data, lengths, stream, n_boot, out=out, rows=positions)
     return out
 
 
@@ -180,32 +180,49 @@ def percentile_interval(
         whole = ~nan.any(axis=1)  # np.percentile's numbers on these rows: nanpercentile's, in one call
         if whole.all():  # the usual case: the rows as they are, not a copy of them
             low[:], high[:] = _row_percentiles(boot, [tail, 100 - tail], overwrite_input)
-        elif whole.any():  # a copy of those rows: this function's own scratch
-            low[whole], high[whole] = _row_percentiles(boot[whole], [tail, 100 - tail], True)
+        elif whole.any():  # those rows, a block of them copied at a time
+            low[whole], high[whole] = _row_percentiles(boot, [tail, 100 - tail], only=np.flatnonzero(whole))
         partial = nan.any(axis=1) & ~nan.all(axis=1)
         if partial.any():
             low[partial], high[partial] = np.nanpercentile(boot[partial], [tail, 100 - tail], axis=1)
     return low, high
 
 
-def _row_percentiles(rows: np.ndarray, percents: Sequence[float], overwrite_input: bool = False) -> list[np.ndarray]:
-    """np.percentile(rows, percents, axis=1) of rows without NaN: the order statistics either side of
-    (n - 1) x q found by one partition along the rows (a vectorised partition along the rows is several
-    times faster than the one np.percentile runs across them, and a third faster than sorting them),
-    then np.percentile's own arithmetic (its "linear" method, interpolated as its `_lerp` does), so
-    the same numbers."""
+# Rows partitioned at a time where the rows are not scratch (the copy a partition needs: a block's).
+_PARTITION_ROWS = 64
+
+
+def _row_percentiles(
+    rows: np.ndarray, percents: Sequence[float], overwrite_input: bool = False, only: np.ndarray | None = None
+) -> list[np.ndarray]:
+    """np.percentile(rows, percents, axis=1) of rows without NaN (`only`: of these rows of `rows`): the
+    order statistics either side of (n - 1) x q found by one partition along the rows (a vectorised
+    partition along the rows is several times faster than the one np.percentile runs across them, and
+    a third faster than sorting them), then np.percentile's own arithmetic (its "linear" method,
+    interpolated as its `_lerp` does), so the same numbers. Rows that are not scratch are copied and
+    partitioned a block at a time: a report's thousands of cells would take a copy of them all."""
     import numpy as np
 
     n = rows.shape[1]
     inside = [(n - 1) * q for q in np.true_divide(percents, 100) if 0 <= (n - 1) * q < n - 1]
     ranks = sorted({rank for virtual in inside for rank in (int(np.floor(virtual)), int(np.floor(virtual)) + 1)})
+    at_ends = len(inside) < len(percents)  # np.percentile reads those rows as they are (in any order)
+    if only is not None and (at_ends or not ranks):  # the rows themselves are read: a copy of them
+        rows, only, overwrite_input = rows[only], None, True
+    column = {rank: rank for rank in ranks}  # where each order statistic is found in `ordered`
     if not ranks:
         ordered = rows
-    elif overwrite_input:  # np.percentile at an end (below) reads the rows in any order: the same numbers
+    elif overwrite_input and only is None:  # np.percentile at an end (below) reads the rows in any order
         rows.partition(ranks, axis=1)
         ordered = rows
-    else:
-        ordered = np.partition(rows, ranks, axis=1)
+    else:  # a block of rows copied and partitioned at a time, its order statistics kept
+        selected = np.arange(len(rows)) if only is None else only
+        ordered = np.empty((len(selected), len(ranks)))
+        for start in range(0, len(selected), _PARTITION_ROWS):
+            block = rows[selected[start : start + _PARTITION_ROWS]]
+            block.partition(ranks, axis=1)
+            ordered[start : start + _PARTITION_ROWS] = block[:, ranks]
+        column = {rank: position for position, rank in enumerate(ranks)}
     bounds = []
     for quantile in np.true_divide(percents, 100):
         virtual = (n - 1) * quantile
@@ -214,7 +231,7 @@ def _row_percentiles(rows: np.ndarray, percents: Sequence[float], overwrite_inpu
             continue
         below = int(np.floor(virtual))
         gamma = virtual - below
-        lower, upper = ordered[:, below], ordered[:, below + 1]
+        lower, upper = ordered[:, column[below]], ordered[:, column[below + 1]]
         step = upper - lower
         bounds.append(upper - step * (1 - gamma) if gamma >= 0.5 else lower + step * gamma)
     return bounds
@@ -373,18 +390,29 @@ def _compare_stacked(
     ]
 
 
-def _bootstrap_rows(data: np.ndarray, lengths: tuple[int, ...], stream: int, n_boot: int = N_BOOT) -> np.ndarray:
+def _bootstrap_rows(
+    data: np.ndarray,
+    lengths: tuple[int, ...],
+    stream: int,
+    n_boot: int = N_BOOT,
+    *,
+    out: np.ndarray | None = None,
+    rows: np.ndarray | None = None,
+) -> np.ndarray:
     """bootstrap_medians of each row of `data` (the steps of runs of these lengths, concatenated):
     finite rows by the running count (`_counted_medians`), rows with a non-finite step as the median
-    of the gathered values (which propagates a NaN as np.median does)."""
+    of the gathered values (which propagates a NaN as np.median does). Written into `out`'s `rows`
+    (row i of `data` into row rows[i]; `out` returned) where given: a report's thousands of cells
+    fill one array, not one per step and a copy."""
     import numpy as np
 
-    out = np.empty((len(data), n_boot))
+    if out is None:
+        out, rows = np.empty((len(data), n_boot)), np.arange(len(data))
     finite = np.isfinite(data).all(axis=1)
     if finite.any():
-        out[finite] = _counted_medians(data[finite], _draw_counts(lengths, stream, n_boot))
+        _counted_medians(data[finite], _draw_counts(lengths, stream, n_boot), out, rows[finite])
     if not finite.all():
-        out[~finite] = _medians_of_gathered(data[~finite], *_resample_plan(lengths, stream, n_boot))
+        out[rows[~finite]] = _medians_of_gathered(data[~finite], *_resample_plan(lengths, stream, n_boot))
     return out
 
 
@@ -422,9 +450,9 @@ def _draw_counts(lengths: tuple[int, ...], stream: int, n_boot: int) -> _DrawCou
 _RUNNING_ITEMS = 64
 
 
-def _counted_medians(data: np.ndarray, plan: _DrawCounts) -> np.ndarray:
-    """(items, n_boot) pooled medians of `data`'s finite rows resampled by `plan`: the medians of the
-    gathered values (the same two middle values, averaged alike) by a running count. Each row is sorted once; walking its steps from the smallest up, a
+def _counted_medians(data: np.ndarray, plan: _DrawCounts, out: np.ndarray, rows: np.ndarray) -> None:
+    """The pooled medians of `data`'s finite rows resampled by `plan`, row i's n_boot of them written
+    into out[rows[i]]: the medians of the gathered values (the same two middle values, averaged alike) by a running count. Each row is sorted once; walking its steps from the smallest up, a
     resample's draws so far are a sum of the plan's count rows, and the k-th order statistic's rank
     is the number of steps at which that sum is still at most k. One pass of small integer adds per
     step, on (items x n_boot) counters that stay in cache, instead of a (steps x steps) product and
@@ -435,7 +463,6 @@ def _counted_medians(data: np.ndarray, plan: _DrawCounts) -> np.ndarray:
     order = np.argsort(data, axis=1, kind="stable")  # (items, steps): the step at each rank
     ordered = np.take_along_axis(data, order, axis=1)
     n_boot = plan.counts.shape[1]
-    out = np.empty((items, n_boot))
     for start in range(0, items, _RUNNING_ITEMS):
         steps = order[start : start + _RUNNING_ITEMS]
         shape = (len(steps), n_boot)
@@ -449,8 +476,7 @@ def _counted_medians(data: np.ndarray, plan: _DrawCounts) -> np.ndarray:
             np.add(high, below.view(np.uint8), out=high)
         flat = ordered[start : start + _RUNNING_ITEMS].ravel()
         row = (np.arange(len(steps)) * total)[:, None]  # where each item's sorted row starts in `flat`
-        out[start : start + _RUNNING_ITEMS] = (flat[row + low] + flat[row + high]) / 2
-    return out
+        out[rows[start : start + _RUNNING_ITEMS]] = (flat[row + low] + flat[row + high]) / 2
 
 
 # Above this many steps per side scipy's U test is the normal approximation whatever the ties

@@ -32,3 +32,26 @@ def test_a_rerun_command_gives_the_same_point(fields):
     command = shlex.split(run_command(row))
     assert command[:2] == ["fsdp-bench", "run"]
     assert load_point(command[2:]).spec.point_id == record.point_id, command
+
+
+def test_the_commands_of_a_frame_are_each_rows_command():
+    """run_commands (a column at a time) writes run_command's text for every row: knobs, variants, a
+    non-default bool, a column where ints and floats meet (1 and 1.0 written apart), a NaN."""
+    import pandas as pd
+
+    from bench.present.report.reproduce import RUN_COLUMNS, run_commands
+
+    records = [
+        make_record(),
+        make_record(**{"train.compile": True}),
+        make_record(**{"train.activation_checkpointing": "selective_op", "train.ac_save_ops": ["mm", "sdpa"]}),
+        make_record(**{"debug.slow_rank": 0}),
+    ]
+    frame = records_to_frame(records)[RUN_COLUMNS]
+    frame = pd.concat([frame, frame.iloc[:2]], ignore_index=True).astype({"steps": object, "cpu_offload": object})
+    frame.loc[4, "steps"], frame.loc[5, "cpu_offload"] = 12.0, float("nan")
+    expected = [run_command(row) for row in frame.to_dict("records")]
+    assert run_commands(frame) == expected
+    assert "train.steps=12.0" in expected[4] and "train.cpu_offload=nan" in expected[5]
+    assert "train.compile=true" in expected[1] and expected[0] != expected[1]
+    assert len(set(expected[:4])) == 4

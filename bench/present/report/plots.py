@@ -24,6 +24,7 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 
 from bench.analysis.report.aggregate import GROUP_KEYS  # noqa: E402
+from bench.present.boxes import box_plot  # noqa: E402
 from bench.present.report.labels import series_labels  # noqa: E402
 from bench.present.style import (  # noqa: E402
     BOTTOM_IN,
@@ -279,13 +280,7 @@ def step_time_figure(points: pd.DataFrame, scaling: pd.DataFrame) -> Figure | No
     # Tick labels at 8 pt are ~0.062 in per character (DejaVu Sans): the left margin fits the longest.
     left = 0.3 + 0.062 * max(len(label) for label, _ in boxes)
     fig, ax = single_axes(6.5, 0.28 * len(boxes), left=left, right=0.3, bottom=0.55)
-    ax.boxplot(
-        [times for _, times in boxes],
-        orientation="horizontal",
-        tick_labels=[label for label, _ in boxes],
-        showfliers=True,
-        flierprops={"markersize": 3},
-    )
+    box_plot(ax, [times for _, times in boxes], [label for label, _ in boxes], flier_size=3)
     ax.invert_yaxis()  # first configuration on top, like the tables
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlabel("step time (s), timed steps only")

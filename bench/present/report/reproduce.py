@@ -46,6 +46,49 @@ def run_command(row: Mapping[str, Any]) -> str:
     return "fsdp-bench run " + " ".join(shlex.quote(p) for p in parts)
 
 
+def run_commands(rows: pd.DataFrame) -> list[str]:
+    """run_command of each row of a frame (it reads RUN_COLUMNS; variant may be absent), built a column
+    at a time: each column's distinct values written and quoted once (a 10,000-point report writes a
+    command for each of its thousands of configurations and each failed point)."""
+    columns = [_words(rows[column].tolist(), lambda value, key=key: _quoted(key, value)) for key, column in _ALWAYS]
+    columns += [
+        _words(
+            rows[column].tolist(),
+            lambda value, key=key, default=default: "" if value == default else _quoted(key, value),
+        )
+        for key, column, default in _NON_DEFAULT
+    ]
+    variants = rows["variant"].tolist() if "variant" in rows else [None] * len(rows)
+    columns.append(_words(variants, lambda value: " ".join(shlex.quote(part) for part in (value or "").split())))
+    columns.append(_words(rows["sweep"].tolist(), lambda value: _quoted("sweep.name", value)))
+    return ["fsdp-bench run " + " ".join(word for word in words if word) for words in zip(*columns)]
+
+
+_NUMBER_KINDS = {bool, int, float}
+
+
+def _quoted(key: str, value: Any) -> str:
+    return shlex.quote(f"{key}={_value(value)}")
+
+
+def _words(values: list[Any], write) -> list[str]:
+    """`write` of each value, once per distinct value (a value that is no dict key, a NaN among them,
+    each time; all of them where numbers of two kinds meet: 1 == 1.0 == True, each written its own way)."""
+    if len(set(map(type, values)) & _NUMBER_KINDS) > 1:
+        return list(map(write, values))
+    written: dict[Any, str] = {}
+    words = []
+    for value in values:
+        try:
+            word = written.get(value)
+            if word is None:
+                word = written[value] = write(value)
+        except TypeError:  # unhashable
+            word = write(value)
+        words.append(word)
+    return words
+
+
 def _value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -55,7 +98,7 @@ def _value(value: Any) -> str:
 def default_commands(points: pd.DataFrame) -> list[str]:
     """One run command per distinct configuration (repeats collapse), at most MAX_COMMANDS."""
     configurations = points[RUN_COLUMNS].drop_duplicates()  # repeats share one command
-    commands = list(dict.fromkeys(run_command(row) for row in configurations.to_dict("records")))
+    commands = list(dict.fromkeys(run_commands(configurations)))
     extra = len(commands) - MAX_COMMANDS
     shown = commands[:MAX_COMMANDS]
     if extra > 0:
