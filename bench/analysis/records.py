@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from bench.analysis.folder_listing import file_texts_by_name
 from bench.analysis.gc_pause import gc_paused
 from bench.schema.files import write_json_atomic
 from bench.schema.migrations import RECORD
@@ -121,35 +122,6 @@ def files_named(root: Path, name: str) -> list[Path]:
 def file_texts_named(root: Path | str, name: str) -> list[str]:
     """files_named's paths as texts (for a caller that needs no Path: building 10,000 costs 0.06-0.09 s)."""
     return file_texts_by_name(root, (name,))[name]
-
-
-def file_texts_by_name(root: Path | str, names: Iterable[str]) -> dict[str, list[str]]:
-    """For each of `names`, every file of that name under `root` as a text, in file_texts_named's
-    order: one walk for several names (the report lists result and preflight records at once).
-
-    By os.scandir and texts, not rglob or os.walk, which build a Path or a list per folder and stat
-    each entry again: a third of the time on a 10,000-folder sweep. Every text here is `root` joined
-    with entry names, so sorting the texts split at the separator is sorting the Paths' parts (on
-    POSIX; elsewhere Paths compare their parts case-folded, so they sort themselves).
-    """
-    found: dict[str, list[str]] = {name: [] for name in names}
-    folders = [str(root)]
-    while folders:
-        try:
-            with os.scandir(folders.pop()) as entries:
-                for entry in entries:
-                    if entry.is_dir(follow_symlinks=False):
-                        folders.append(entry.path)
-                    elif entry.name in found:
-                        found[entry.name].append(entry.path)
-        except PermissionError:
-            continue
-    for name, paths in found.items():
-        if os.name != "posix":
-            found[name] = list(map(str, sorted(map(Path, paths))))
-        else:
-            paths.sort(key=lambda path: path.split(os.sep))
-    return found
 
 
 def write_record(record: RunResult, path: Path) -> None:

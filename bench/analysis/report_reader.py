@@ -3,20 +3,21 @@
 Reading, validating and turning 10,000 records into the frame's columns is a third of what a big
 report costs, and every record is read alone. So the report reads only the records whose files are
 new or changed since the last report of the folder (bench/analysis/report/digest_cache.py: the
-others' rows are kept in the user's cache folder), and shares those out: the `report` command
-loads the folder's kept rows, then forks a reader first thing (bench/analysis/forking.py `Worker`),
-before this process imports pandas. The reader lists the folder's result and preflight files in one
-walk (`file_texts_by_name`), stats the result files and sends both; both processes then know which
-files to read (digest_cache.plan, from the same list, identities and kept rows), and the reader
-reads the later share of them and sends their rows (report/digest.py `RecordRows`: the frame's columns
-and the few records the report shows whole: a fraction of what its records would cost to send, a
-validated record pickling as slowly as it validates) and the problems of those it could not read.
-This process meanwhile imports what the report needs, then reads its own share, and the kept rows
-and the two shares are put together in file order into the rows one process makes of the whole
-folder; they are kept again when anything changed. A store or one result.json (no reader, nothing
-kept), one CPU or a platform where forking is unsafe (none forked): everything is read here, with
-the same result; so is the reader's share when it dies. Fewer than PARALLEL_MIN_RECORDS files to read:
-the reader lists and stats, is then stopped, and they are read here.
+others' rows are kept in the user's cache folder), and shares those out. The `report` command forks
+a process that lists the folder first thing, before it imports the record schema
+(bench/analysis/folder_listing.py: the result and preflight files in one walk, the result files'
+identities where rows are kept); once the schema is imported, `start` loads the folder's kept rows,
+takes the listing, plans what to read (digest_cache.plan) and forks the reader on the later share of
+it (bench/analysis/forking.py `Worker`), before this process imports pandas. The reader reads its
+share and sends their rows (report/digest.py `RecordRows`: the frame's columns and the few records
+the report shows whole: a fraction of what its records would cost to send, a validated record
+pickling as slowly as it validates) and the problems of those it could not read. This process
+meanwhile imports what the report needs, then reads its own share, and the kept rows and the two
+shares are put together in file order into the rows one process makes of the whole folder; they
+are kept again when anything changed. A store or one result.json (no listing, no reader, nothing
+kept), one CPU or a platform where forking is unsafe (none forked): everything is listed and read
+here, with the same result; so is the reader's share when it dies. Fewer than PARALLEL_MIN_RECORDS
+files to read: no reader, they are read here.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bench.analysis import folder_listing
 from bench.analysis.forking import Worker
 from bench.analysis.report import digest_cache
 from bench.schema.protocol import PREFLIGHT_RECORD, RESULT_FILE
@@ -33,16 +35,16 @@ from bench.schema.protocol import PREFLIGHT_RECORD, RESULT_FILE
 if TYPE_CHECKING:
     from bench.analysis.records import RecordProblem
     from bench.analysis.report.digest import RecordRows, RecordsDigest
-    from bench.analysis.report.digest_cache import Identities, Kept
+    from bench.analysis.report.digest_cache import Kept
 
 # Below this many records to read one process reads them in well under a second: the reader reads none.
 PARALLEL_MIN_RECORDS = 1000
-# The share of the files this process reads itself: it imports pandas and the report's modules
-# while the reader lists the folder, so the reader takes the larger share. At 45 % this process
-# finished its share 0.10-0.31 s after the reader (three runs), at 40 % from 0.07 s after it to
-# 0.30 s before it (four runs; timestamps of both processes' reading at 9e23ee7, the VM in a slow
-# phase, docs/results/reports.md): 42 %, between.
-OWN_SHARE = 0.42
+# The share of the files this process reads itself: the reader starts reading as soon as the schema
+# is imported (the folder's list is there by then), this process only after pandas and the report's
+# modules, 0.3-0.4 s later, so the reader takes the larger share. At 37 % this process finished its
+# share from 0.27 s before the reader to 0.25 s after it (six runs; timestamps of both processes'
+# reading, docs/results/reports.md).
+OWN_SHARE = 0.37
 
 
 @dataclass(frozen=True)
@@ -75,52 +77,65 @@ class PointDirs(Mapping[tuple[str, str], Path]):
 
 
 class ReportLoader:
-    """`start` (forks the reader on a folder), then `load()`; `close` stops the reader."""
+    """`start` (takes the folder's listing, forks the reader on its share), then `load()`; `close` stops
+    the reader and the listing process."""
 
-    def __init__(self, path: Path, worker: Worker | None = None, kept: Kept | None = None, keep: bool = False) -> None:
-        self._path, self._worker, self._kept, self._keep = path, worker, kept, keep
+    def __init__(self, path: Path, kept: Kept | None = None, keep: bool = False) -> None:
+        self._path, self._kept, self._keep = path, kept, keep
+        self._workers: list[Worker] = []  # the listing process and the reader, stopped at close
+        self._reader: Worker | None = None
 
     @classmethod
-    def start(cls, path: Path | str, keep: bool = True) -> ReportLoader:
-        """Load the folder's kept rows and fork the reader on it now (where it may fork); nothing starts
-        for a file. `keep`: use and update the kept rows (False: read every record, keep nothing)."""
+    def start(cls, path: Path | str, keep: bool = True, listing: Worker | None = None) -> ReportLoader:
+        """Load the folder's kept rows, take its listing (`listing`: the process listing it since the
+        command started, bench/analysis/folder_listing.py `start`; None: listed here), plan what to read
+        and fork the reader on the later share of it now (where it may fork and there is enough to
+        read); nothing starts for a file. `keep`: use and update the kept rows (False: read every
+        record, keep nothing)."""
         path = Path(path)
-        if not path.is_dir():
-            return cls(path)
-        # Before the fork: the reader shares them, and the code's version is taken before anything is read.
-        kept = digest_cache.load(path) if keep else None
-        return cls(path, Worker.start(_list_and_read, path, kept, keep), kept, keep)
+        loader = cls(path, digest_cache.load(path) if keep and path.is_dir() else None, keep)
+        if listing is not None:
+            loader._workers.append(listing)
+        if path.is_dir():
+            loader._plan_reading(listing or Worker())
+        return loader
+
+    def _plan_reading(self, listing: Worker) -> None:
+        listed, found = listing.result(lambda: folder_listing.listed(self._path, self._keep))
+        listing.finish()  # it has sent everything: it ends while this process goes on
+        self._listed = listed
+        files = listed[RESULT_FILE]
+        self._plan = digest_cache.plan(self._path, files, found, self._kept)
+        self._unread = [files[position] for position in self._plan.unread]
+        self._split = own_share(len(self._unread))
+        if self._split < len(self._unread):
+            reader = Worker.start(_read_share, self._unread[self._split :])
+            if reader.running:
+                self._reader = reader
+                self._workers.append(reader)
+            else:  # one CPU, or forking unsafe or failing: all of it read here, at once
+                self._split = len(self._unread)
 
     def load(self) -> Loaded:
         """Every record's digest, the problems and the point folders (ValueError where `path` is
         neither a results folder, a result.json nor a store, as bench.analysis.sources.load_results)."""
         if not self._path.is_dir():
             return _load_here(self._path)
-        worker = self._worker if self._worker is not None and self._worker.running else None
-        if worker is None:
-            listed, found = _listed_with_identities(self._path, self._keep)
-        else:
-            listed, found = worker.result(lambda: _listed_with_identities(self._path, self._keep))
-        files = listed[RESULT_FILE]
-        plan = digest_cache.plan(self._path, files, found, self._kept)
-        unread = [files[position] for position in plan.unread]
-        split = own_share(len(unread)) if worker is not None else len(unread)
-        if worker is not None and split == len(unread):  # few to read: read here, the reader stopped before it reads
-            worker.close()
+        unread, split = self._unread, self._split
         shares = [_read(unread[:split])]
-        if split < len(unread):
-            shares.append(worker.result(lambda: _read(unread[split:])))
-            worker.finish()  # it has sent everything: it ends while this process goes on
-        rows, kept = plan.assemble([rows for rows, _ in shares], lambda files: _read(files)[0])
+        if self._reader is not None:
+            shares.append(self._reader.result(lambda: _read(unread[split:])))
+            self._reader.finish()  # it has sent everything: it ends while this process goes on
+        rows, kept = self._plan.assemble([rows for rows, _ in shares], lambda files: _read(files)[0])
         if self._keep and kept is not None:
             digest_cache.save(self._path, kept)
         problems = [problem for _, problems in shares for problem in problems]
-        return _loaded(rows, problems, listed[PREFLIGHT_RECORD])
+        return _loaded(rows, problems, self._listed[PREFLIGHT_RECORD])
 
     def close(self) -> None:
-        """Stop the reader (reaped; killed if it still works)."""
-        if self._worker is not None:
-            self._worker.close()
+        """Stop the reader and the listing process (reaped; killed if still at work)."""
+        for worker in self._workers:
+            worker.close()
 
     def __enter__(self) -> ReportLoader:
         return self
@@ -138,24 +153,9 @@ def own_share(files: int) -> int:
 _Share = tuple["RecordRows", list["RecordProblem"]]
 
 
-def _list_and_read(path: Path, kept: Kept | None, keep: bool) -> Iterator[object]:
-    """The reader's task: the folder's result and preflight files (one walk; as texts: a fraction of
-    the cost of sending Paths) with the result files' identities, then its share's `_read`."""
-    listed, found = _listed_with_identities(path, keep)
-    yield listed, found
-    files = listed[RESULT_FILE]
-    unread = [files[position] for position in digest_cache.plan(path, files, found, kept).unread]
-    yield _read(unread[own_share(len(unread)) :])
-
-
-def _listed_with_identities(path: Path, keep: bool) -> tuple[dict[str, list[str]], Identities]:
-    """The folder's result and preflight files, and the result files' identities (none statted when
-    no rows are kept)."""
-    from bench.analysis.records import file_texts_by_name
-
-    listed = file_texts_by_name(path, (RESULT_FILE, PREFLIGHT_RECORD))
-    files = listed[RESULT_FILE]
-    return listed, digest_cache.identities(files) if keep else digest_cache.Identities([None] * len(files), 0)
+def _read_share(paths: list[str]) -> Iterator[_Share]:
+    """The reader's task: its share's `_read`."""
+    yield _read(paths)
 
 
 def _read(paths: list[str]) -> _Share:

@@ -31,40 +31,34 @@ from bench.schema.base import Strict
 from bench.schema.devices import PeakEntry
 from bench.schema.files import write_json_atomic, write_text_atomic
 from bench.schema.options import PreflightSettings
+
+# Its names and numbers are protocol_names.py's (plain constants, importable without pydantic).
+from bench.schema.protocol_names import (  # noqa: F401
+    CHECKPOINT_MARKER,
+    CHECKPOINT_STEP_PREFIX,
+    CHECKPOINT_SUBDIR,
+    DCP_METADATA_FILE,
+    ERRORS_DIR,
+    JOB_FILE,
+    LAUNCH_FILE,
+    LAUNCHES_DIR,
+    NODE_NAME_ENV,
+    OWNER_HEARTBEAT_S,
+    OWNER_SILENT_S,
+    PG_TIMEOUT_MARGIN_S,
+    PREFLIGHT_DIR,
+    PREFLIGHT_MEASUREMENTS,
+    PREFLIGHT_RECORD,
+    RANKS_PER_HOST_ENV,
+    RESULT_FILE,
+    STARTED_MARK,
+    SWEEP_LOCK,
+    TELEMETRY_CSV,
+    TELEMETRY_PARQUET,
+    TELEMETRY_SIDECARS,
+)
 from bench.schema.record import Recipe
 from bench.schema.spec import RunSpec, TrainSpec
-
-SWEEP_LOCK = ".lock"  # in the sweep folder: its holder's pid, host and token (ranks read it: lifeline.py)
-# The holder touches its sweep lock this often; one not touched for OWNER_SILENT_S is gone (ranks on
-# other hosts cannot see its pid). Longer than an NFS client's attribute cache (60 s at most).
-OWNER_HEARTBEAT_S = 15.0
-OWNER_SILENT_S = 180.0
-LAUNCHES_DIR = "_launches"  # in the sweep folder: one <stamp>-<label>/ per launch, holding LAUNCH_FILE
-JOB_FILE = "job.json"  # in a launch folder: the cluster job it submitted, until the job is seen to end
-LAUNCH_FILE = "launch.json"
-STARTED_MARK = "started"
-RESULT_FILE = "result.json"
-ERRORS_DIR = "errors"
-# The sampled series of every rank (fsdp_core/telemetry.py), named in the record's metrics.telemetry.sidecar.
-TELEMETRY_PARQUET = "telemetry.parquet"
-TELEMETRY_CSV = "telemetry.csv"  # where pyarrow is not installed
-TELEMETRY_SIDECARS = (TELEMETRY_PARQUET, TELEMETRY_CSV)
-PREFLIGHT_DIR = "_preflight"
-PREFLIGHT_MEASUREMENTS = "measurements.json"
-PREFLIGHT_RECORD = "preflight.json"
-# The process groups' collective timeout outlasts the point timeout by this much, so the launcher's
-# watch always ends a hang first (status `timeout`); otherwise a peer's collective timeout could
-# win the race and the point would read as `failed` with a secondary "timed out" message.
-PG_TIMEOUT_MARGIN_S = 60.0
-# Environment variables the parent sets for every rank it starts.
-RANKS_PER_HOST_ENV = "FSDP_BENCH_RANKS_PER_HOST"  # ranks sharing this host's cores (thread sizing)
-NODE_NAME_ENV = "FSDP_BENCH_NODE_NAME"  # the node a rank runs on, where the hostname would not say
-# Checkpoint layout (train.checkpoint): each save goes into a new step folder; the marker, written
-# last, names the latest complete one, so a save that fails part-way never hides the previous one.
-CHECKPOINT_SUBDIR = "checkpoint"  # the default checkpoint dir: <point_dir>/checkpoint
-CHECKPOINT_MARKER = "latest"
-CHECKPOINT_STEP_PREFIX = "step-"
-DCP_METADATA_FILE = ".metadata"  # DCP writes it last, after every rank's files: a complete step folder has it
 
 
 class LaunchPoint(Strict):

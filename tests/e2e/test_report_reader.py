@@ -73,10 +73,10 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
         reads_here.clear()
         return _report(results, tmp_path / name, "--no-cache")
 
-    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)  # 28 files: 12 read here, 16 by the reader
+    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)  # 28 files: 10 read here, 18 by the reader
     monkeypatch.setattr(forked, "cpus", lambda: 2)
     shared = report("shared")
-    assert reads_here == [reader.own_share(28)] == [12]
+    assert reads_here == [reader.own_share(28)] == [10]
     rc, stdout, stderr, page, summary, csv = shared
     assert rc == 0 and stdout == "report: OUT/report.html (27 points: 26 ok, 1 not ok)\n"
     assert f"report: skipped {results / 's' / 'broken' / 'result.json'}: " in stderr  # from the reader's share
@@ -87,11 +87,11 @@ def test_a_forked_reader_gives_the_report_of_one_process(tmp_path, monkeypatch):
     assert report("serial") == shared and reads_here == [28]
     monkeypatch.setattr(forked, "cpus", lambda: 2)
 
-    reads.fail_in_worker = True  # the reader sends the list of files, then fails: its share is read here
-    assert report("failed") == shared and reads_here == [12, 16]
+    reads.fail_in_worker = True  # the reader fails while it reads: its share is read here
+    assert report("failed") == shared and reads_here == [10, 18]
 
     monkeypatch.setattr(forked, "_serve", lambda *args: os._exit(3))  # dies before its first result
-    assert report("died") == shared and reads_here == [12, 16]
+    assert report("died") == shared and reads_here == [10, 18]
 
     def no_fork():  # a pids limit or no memory: fork fails, and the report reads and draws itself
         raise BlockingIOError(11, "Resource temporarily unavailable")
@@ -117,3 +117,31 @@ def test_the_forked_reader_gives_each_records_folder_as_one_process_does(tmp_pat
     assert isinstance(dirs, reader.PointDirs) and len(dirs) == len(expected) == 27
     assert dirs == expected and all(dirs[key] == folder for key, folder in expected.items())
     assert dirs.get(("s", "no such point")) is None
+
+
+def test_the_folder_is_listed_by_a_process_forked_before_the_schema_is_imported(tmp_path, monkeypatch):
+    """bench/analysis/folder_listing.py: importing it loads neither pydantic nor the record schema (the
+    `report` command forks its listing process before them), and that process lists the folder: this
+    one lists only where none could be forked, with the same report."""
+    import subprocess
+
+    import bench.analysis.folder_listing as folder_listing
+
+    code = "import sys, bench.analysis.folder_listing; print(sorted({'pydantic', 'bench.schema.record'} & set(sys.modules)))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout == "[]\n"
+    if not can_fork():
+        pytest.skip("fork is not safe in this process (another thread runs): the report reads serially")
+    results = _sweep(tmp_path / "results")
+    parent, listed, listings_here = os.getpid(), folder_listing.listed, []
+
+    def counted(path, keep):
+        if os.getpid() == parent:
+            listings_here.append(str(path))
+        return listed(path, keep)
+
+    monkeypatch.setattr(folder_listing, "listed", counted)
+    monkeypatch.setattr(forked, "cpus", lambda: 2)
+    shared = _report(results, tmp_path / "shared", "--no-cache")
+    assert listings_here == []
+    monkeypatch.setattr(forked, "cpus", lambda: 1)
+    assert _report(results, tmp_path / "serial", "--no-cache") == shared and listings_here == [str(results)]

@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bench.analysis.folder_listing import FileKey, Identities, identities  # noqa: F401 (the plan's inputs)
 from bench.config.paths import cache_dir
 from bench.schema.files import write_bytes_atomic
 
@@ -64,17 +65,6 @@ RACY_WHOLE_SECONDS_NS = 2_000_000_000
 # A kept-rows file: the header's size in this many bytes, the header (marshal: the format, the code's
 # version, the folder), then the rows (marshal), read only where the header is this code's and folder's.
 _SIZE_BYTES = 8
-# A file's identity: size, modification and change times (ns), inode. None: not statted, or racy.
-FileKey = tuple[int, int, int, int]
-
-
-@dataclass(frozen=True)
-class Identities:
-    """The identities of a folder's result files (None for a file that is gone) and when they were
-    taken (ns since the epoch, the clock file times are on)."""
-
-    keys: list[FileKey | None]
-    taken_ns: int
 
 
 @dataclass(frozen=True)
@@ -94,19 +84,6 @@ class Kept:
         from bench.analysis.report.digest import RecordRows
 
         return RecordRows(list(files), self.columns, self.notable, self.tuned)
-
-
-def identities(files: Sequence[str]) -> Identities:
-    """Each file's identity now."""
-    keys: list[FileKey | None] = []
-    for file in files:
-        try:
-            found = os.stat(file)
-        except OSError:
-            keys.append(None)
-            continue
-        keys.append((found.st_size, found.st_mtime_ns, found.st_ctime_ns, found.st_ino))
-    return Identities(keys, time.time_ns())
 
 
 @functools.cache

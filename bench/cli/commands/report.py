@@ -34,20 +34,25 @@ def main(args: argparse.Namespace) -> int:
     from bench.config.paths import input_problem, output_problem, require
 
     require([input_problem("RESULTS", args.results), output_problem("-o/--out", args.out, "folder")])
+    from bench.analysis import folder_listing
     from bench.analysis.gc_pause import gc_paused
     from bench.analysis.heap import keep_freed_memory
     from bench.analysis.helper_threads import no_helper_threads
-    from bench.analysis.report_reader import ReportLoader
 
     keep_freed_memory()  # its arrays reuse freed memory, in every process it forks (bench/analysis/heap.py)
     no_helper_threads()  # no native library's idle threads take the cores it shares (bench/analysis/helper_threads.py)
 
-    # The folder's kept rows and the reader first (bench/analysis/report_reader.py), before this
-    # process imports pandas; then the figure workers, which import matplotlib at a lower priority
-    # than the two readers (bench/present/report/render.py), forked once this process has imported
-    # the report's modules, which the figures import too (0.13-0.2 s of CPU each would import again).
-    # Loading keeps one object graph per record: no GC.
-    with gc_paused(), ReportLoader.start(args.results, keep=args.keep) as loader:
+    # The folder listed by a process of its own while this one imports the record schema
+    # (bench/analysis/folder_listing.py); then the folder's kept rows and the reader, forked with the
+    # list (bench/analysis/report_reader.py), before this process imports pandas; then the figure
+    # workers, which import matplotlib at a lower priority than the two readers
+    # (bench/present/report/render.py), forked once this process has imported the report's modules,
+    # which the figures import too (0.13-0.2 s of CPU each would import again). Loading keeps one
+    # object graph per record: no GC.
+    listing = folder_listing.start(args.results, args.keep) if Path(args.results).is_dir() else None
+    from bench.analysis.report_reader import ReportLoader
+
+    with gc_paused(), ReportLoader.start(args.results, keep=args.keep, listing=listing) as loader:
         import bench.present.report.build  # noqa: F401
         from bench.present.report.render import FigureWorkers
 
