@@ -89,7 +89,7 @@ def listed(path: Path | str, keep: bool) -> tuple[dict[str, list[str]], Identiti
 def start(path: Path | str, keep: bool) -> Worker:
     """A process listing the folder now (`listed`: its one result), where one may be forked; the
     caller takes the listing with `result(lambda: listed(path, keep))`, which lists here otherwise."""
-    return Worker.start(_listing, str(path), keep)
+    return Worker.start(_listing, str(Path(path)), keep)  # spelled as the report's Path spells it
 
 
 def _listing(path: str, keep: bool) -> Iterator[tuple[dict[str, list[str]], Identities]]:

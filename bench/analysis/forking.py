@@ -3,8 +3,8 @@
 A forked child copies every lock of its parent as it was: with another thread running (a test
 runner's, a library's pool) a lock held mid-use stays held in the child forever. So work is forked
 only where fork exists and this process runs one thread; elsewhere it runs serially, with the same
-results. Used by history's drawing process and its figure workers, the report's figure workers, and
-check's and the report's readers (`Worker`, below).
+results. Used by history's drawing process and its figure workers, the report's figure workers, check's
+and the report's readers and the report's folder listing (`Worker`, below).
 
 `Worker` is a forked process that works for this one while it goes on, each result sent back
 pickled. `check` spends its time on work that splits into independent shares (reading records,

@@ -84,6 +84,7 @@ class ReportLoader:
         self._path, self._kept, self._keep = path, kept, keep
         self._workers: list[Worker] = []  # the listing process and the reader, stopped at close
         self._reader: Worker | None = None
+        self._plan: digest_cache.Plan | None = None  # what to read, once the folder is listed
 
     @classmethod
     def start(cls, path: Path | str, keep: bool = True, listing: Worker | None = None) -> ReportLoader:
@@ -96,8 +97,12 @@ class ReportLoader:
         loader = cls(path, digest_cache.load(path) if keep and path.is_dir() else None, keep)
         if listing is not None:
             loader._workers.append(listing)
-        if path.is_dir():
-            loader._plan_reading(listing or Worker())
+        try:
+            if path.is_dir():
+                loader._plan_reading(listing or Worker())
+        except BaseException:  # nothing forked is left behind
+            loader.close()
+            raise
         return loader
 
     def _plan_reading(self, listing: Worker) -> None:
@@ -121,6 +126,8 @@ class ReportLoader:
         neither a results folder, a result.json nor a store, as bench.analysis.sources.load_results)."""
         if not self._path.is_dir():
             return _load_here(self._path)
+        if self._plan is None:  # a folder now, not when the loader started: listed here
+            self._plan_reading(Worker())
         unread, split = self._unread, self._split
         shares = [_read(unread[:split])]
         if self._reader is not None:

@@ -168,7 +168,8 @@ def percentile_interval(
     """Row-wise percentile interval of a (rows, n_boot) array (NaN rows give NaN bounds).
 
     `overwrite_input`: `boot` is scratch (a ratio matrix made for this), reordered along its rows in
-    place instead of copied, as np.percentile's own option of the name: the same numbers."""
+    place where every row is whole instead of copied, as np.percentile's own option of the name: the
+    same numbers."""
     import numpy as np
 
     boot = np.atleast_2d(boot)
@@ -217,7 +218,7 @@ def _row_percentiles(
         ordered = rows
     else:  # a block of rows copied and partitioned at a time, its order statistics kept
         selected = np.arange(len(rows)) if only is None else only
-        ordered = np.empty((len(selected), len(ranks)))
+        ordered = np.empty((len(selected), len(ranks)), dtype=rows.dtype)
         for start in range(0, len(selected), _PARTITION_ROWS):
             block = rows[selected[start : start + _PARTITION_ROWS]]
             block.partition(ranks, axis=1)
@@ -407,7 +408,9 @@ def _bootstrap_rows(
     import numpy as np
 
     if out is None:
-        out, rows = np.empty((len(data), n_boot)), np.arange(len(data))
+        out = np.empty((len(data), n_boot))
+    if rows is None:
+        rows = np.arange(len(data))
     finite = np.isfinite(data).all(axis=1)
     if finite.any():
         _counted_medians(data[finite], _draw_counts(lengths, stream, n_boot), out, rows[finite])

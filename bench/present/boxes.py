@@ -9,7 +9,8 @@ each part of a box in its own line: the two whiskers and the two caps apart), so
 the same strokes as before, each part in the colour and order of its kind (the medians over the rest:
 their z-order is higher, as in `Axes.bxp`). A line is kept below 128 vertices, from where matplotlib
 simplifies a path when it draws it (`Path.should_simplify`). Where the rcParams ask for a box plot of
-another kind (notches, patches, means, no caps or boxes) `Axes.boxplot` draws it.
+another kind (notches, patches, means, no caps or boxes, a line through the fliers, sketched paths)
+`Axes.boxplot` draws it.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def box_plot(ax: Axes, data: Sequence[Sequence[float]], labels: Sequence[str], f
     """`ax.boxplot(data, orientation="horizontal", tick_labels=labels, showfliers=True,
     flierprops={"markersize": flier_size})`, drawn as one line per part of the boxes."""
     flierprops = {"markersize": flier_size}
-    if any(mpl.rcParams[key] != value for key, value in _DRAWN.items()) or not len(data):
+    if not _drawn_here() or not len(data):
         ax.boxplot(data, orientation="horizontal", tick_labels=labels, showfliers=True, flierprops=flierprops)
         return
     stats = cbook.boxplot_stats(
@@ -76,6 +77,20 @@ def box_plot(ax: Axes, data: Sequence[Sequence[float]], labels: Sequence[str], f
     ax.yaxis.set_major_locator(FixedLocator(positions))
     ax.yaxis.set_major_formatter(FixedFormatter([s.get("label", p) for s, p in zip(stats, positions, strict=True)]))
     ax._request_autoscale_view()
+
+
+def _drawn_here() -> bool:
+    """Whether the rcParams ask for the box plot these lines draw: matplotlib's defaults of its kind,
+    fliers without a line between them (one line per box joins a box's own), no sketched paths."""
+    return (
+        all(mpl.rcParams[key] == value for key, value in _DRAWN.items())
+        and mpl.rcParams["boxplot.flierprops.linestyle"] in _NO_LINE
+        and mpl.rcParams["path.sketch"] is None
+    )
+
+
+# A line style that draws no line.
+_NO_LINE = ("none", "None", "", " ")
 
 
 def _style(kind: str, zdelta: float = 0.0, marker: bool = False) -> dict:

@@ -145,3 +145,29 @@ def test_the_folder_is_listed_by_a_process_forked_before_the_schema_is_imported(
     assert listings_here == []
     monkeypatch.setattr(forked, "cpus", lambda: 1)
     assert _report(results, tmp_path / "serial", "--no-cache") == shared and listings_here == [str(results)]
+
+
+def test_the_listing_is_of_the_folder_as_its_path_spells_it_and_stopped_when_the_loader_fails(tmp_path, monkeypatch):
+    """The listing process lists the folder as `Path` spells it (`results/./` is `results`: the kept
+    rows' file names are cut at that text), and a loader that fails to start leaves no process behind."""
+    import bench.analysis.folder_listing as folder_listing
+
+    if not can_fork():
+        pytest.skip("fork is not safe in this process (another thread runs): the report reads serially")
+    results = _sweep(tmp_path / "results")
+    monkeypatch.setattr(forked, "cpus", lambda: 2)
+    listing = folder_listing.start(f"{results}/./", keep=True)
+    assert listing.running
+    listed, found = listing.result(lambda: pytest.fail("the listing process sent nothing"))
+    listing.close()
+    assert listed == folder_listing.listed(results, keep=True)[0] and len(listed["result.json"]) == 28
+    assert len(found.keys) == 28 and None not in found.keys
+
+    def failing_plan(*args):
+        raise RuntimeError("the plan failed")
+
+    monkeypatch.setattr(reader.digest_cache, "plan", failing_plan)
+    listing = folder_listing.start(results, keep=False)
+    with pytest.raises(RuntimeError, match="the plan failed"):
+        reader.ReportLoader.start(results, keep=False, listing=listing)
+    assert listing.pid is None  # stopped and reaped

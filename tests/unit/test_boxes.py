@@ -67,10 +67,22 @@ def test_forty_boxes_are_eight_lines():
     assert max(len(line.get_xdata()) for line in ours.lines) < 128  # below matplotlib's path simplification
 
 
-def test_another_kind_of_box_plot_is_matplotlibs():
+@pytest.mark.parametrize(
+    ("rc", "lines"),
+    [
+        ({"boxplot.notch": True, "boxplot.showmeans": True}, 5 * 8),  # a line per part and box, the means among them
+        ({"boxplot.flierprops.linestyle": "-"}, 5 * 7),  # a line through each box's fliers, not all boxes'
+        ({"path.sketch": (1, 100, 2)}, 5 * 7),
+    ],
+    ids=["notches and means", "a line through the fliers", "sketched"],
+)
+def test_another_kind_of_box_plot_is_matplotlibs(rc, lines):
     data, labels = _boxes(5), list("abcde")
-    with matplotlib.rc_context({"boxplot.notch": True, "boxplot.showmeans": True}):
+    with matplotlib.rc_context(rc):
         ours, our_ax = _figure(_lines, data, labels)
         theirs, _ = _figure(_matplotlibs, data, labels)
-        assert render_figure("boxes", "", ours).png == render_figure("boxes", "", theirs).png
-    assert len(our_ax.lines) == 5 * 8  # matplotlib's: a line per part and box, the means among them
+        np.random.seed(0)  # a sketch's jitter: the same draws for both
+        ours_png = render_figure("boxes", "", ours).png
+        np.random.seed(0)
+        assert ours_png == render_figure("boxes", "", theirs).png
+    assert len(our_ax.lines) == lines

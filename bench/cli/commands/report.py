@@ -50,14 +50,21 @@ def main(args: argparse.Namespace) -> int:
     # which the figures import too (0.13-0.2 s of CPU each would import again). Loading keeps one
     # object graph per record: no GC.
     listing = folder_listing.start(args.results, args.keep) if Path(args.results).is_dir() else None
-    from bench.analysis.report_reader import ReportLoader
+    with gc_paused():
+        try:
+            from bench.analysis.report_reader import ReportLoader
 
-    with gc_paused(), ReportLoader.start(args.results, keep=args.keep, listing=listing) as loader:
-        import bench.present.report.build  # noqa: F401
-        from bench.present.report.render import FigureWorkers
+            loader = ReportLoader.start(args.results, keep=args.keep, listing=listing)
+        except BaseException:  # the listing process is the loader's once it starts: stopped here otherwise
+            if listing is not None:
+                listing.close()
+            raise
+        with loader:
+            import bench.present.report.build  # noqa: F401
+            from bench.present.report.render import FigureWorkers
 
-        with FigureWorkers.start() as figure_workers:
-            return _report(loader, Path(args.results), Path(args.out), args.title, figure_workers)
+            with FigureWorkers.start() as figure_workers:
+                return _report(loader, Path(args.results), Path(args.out), args.title, figure_workers)
 
 
 def _report(loader, results: Path, out: Path, title: str | None, figure_workers) -> int:
