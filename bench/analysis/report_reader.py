@@ -80,8 +80,9 @@ class ReportLoader:
     """`start` (takes the folder's listing, forks the reader on its share), then `load()`; `close` stops
     the reader and the listing process."""
 
-    def __init__(self, path: Path, kept: Kept | None = None, keep: bool = False) -> None:
-        self._path, self._kept, self._keep = path, kept, keep
+    def __init__(self, path: Path, keep: bool = False) -> None:
+        self._path, self._keep = path, keep
+        self._kept: Kept | None = None  # the folder's rows the last report kept (`keep`)
         self._workers: list[Worker] = []  # the listing process and the reader, stopped at close
         self._reader: Worker | None = None
         self._plan: digest_cache.Plan | None = None  # what to read, once the folder is listed
@@ -94,11 +95,12 @@ class ReportLoader:
         read); nothing starts for a file. `keep`: use and update the kept rows (False: read every
         record, keep nothing)."""
         path = Path(path)
-        loader = cls(path, digest_cache.load(path) if keep and path.is_dir() else None, keep)
+        loader = cls(path, keep=keep)
         if listing is not None:
             loader._workers.append(listing)
         try:
             if path.is_dir():
+                loader._kept = digest_cache.load(path) if keep else None
                 loader._plan_reading(listing or Worker())
         except BaseException:  # nothing forked is left behind
             loader.close()

@@ -51,15 +51,16 @@ def box_plot(ax: Axes, data: Sequence[Sequence[float]], labels: Sequence[str], f
     box_low, box_high = positions - width * 0.5, positions + width * 0.5
     cap_low, cap_high = positions - cap * 0.5, positions + cap * 0.5
     at = positions.astype(float)
-    kinds = {
-        "box": [("box", (q1, q1, q3, q3, q1), (box_low, box_high, box_high, box_low, box_low))],
-        "whisker": [("whisker", (q1, low), (at, at)), ("whisker", (q3, high), (at, at))],
-        "cap": [("cap", (low, low), (cap_low, cap_high)), ("cap", (high, high), (cap_low, cap_high))],
-    }
-    for parts in kinds.values():
-        for kind, xs, ys in parts:
-            for x, y in _chunks(np.column_stack(xs), np.column_stack(ys)):
-                ax.plot(x, y, **_style(kind))
+    parts = [  # (kind, each box's x values, its y values), in Axes.bxp's order of kinds
+        ("box", (q1, q1, q3, q3, q1), (box_low, box_high, box_high, box_low, box_low)),
+        ("whisker", (q1, low), (at, at)),
+        ("whisker", (q3, high), (at, at)),
+        ("cap", (low, low), (cap_low, cap_high)),
+        ("cap", (high, high), (cap_low, cap_high)),
+    ]
+    for kind, xs, ys in parts:
+        for x, y in _chunks(np.column_stack(xs), np.column_stack(ys)):
+            ax.plot(x, y, **_style(kind))
     fliers = [np.asarray(s["fliers"], dtype=float) for s in stats]
     flier_x = np.concatenate(fliers)
     flier_y = np.concatenate([np.full(len(f), p, dtype=np.float64) for f, p in zip(fliers, positions, strict=True)])

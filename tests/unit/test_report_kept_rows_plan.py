@@ -15,6 +15,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, on_loaded_host  # noqa: E402
 
+from bench.analysis.folder_listing import Identities  # noqa: E402
 from bench.analysis.report import digest_cache  # noqa: E402
 from bench.analysis.report.digest import digest, record_rows  # noqa: E402
 
@@ -69,7 +70,7 @@ def test_kept_and_fresh_rows_give_the_digest_of_reading_every_record(seed):
             paths = [p for p in paths if p not in unreadable]
             return record_rows([pool[_index(p)] for p in paths], paths)
 
-        found = digest_cache.Identities(keys, TAKEN_NS)
+        found = Identities(keys, TAKEN_NS)
         plan = digest_cache.plan(FOLDER, files, found, kept)
         unread = [files[p] for p in plan.unread]
         split = rng.randint(0, len(unread))
@@ -95,11 +96,11 @@ def test_a_file_changed_just_before_its_stat_is_kept_without_its_identity():
     files = [_file(1), _file(2)]
     second = 1_000_000_000
     keys = [(10, 5 * second, 5 * second, 1), (10, 9 * second + 7, 9 * second + 7, 2)]  # changed at 5 s and 9 s
-    found = digest_cache.Identities(keys, 9 * second + digest_cache.RACY_NS)  # statted just after the second
+    found = Identities(keys, 9 * second + digest_cache.RACY_NS)  # statted just after the second
     rows, kept = digest_cache.plan(FOLDER, files, found, None).assemble([record_rows([record, record], files)], None)
     assert len(rows) == 2 and kept.names == ["001/result.json", "002/result.json"]
     assert kept.keys == [keys[0], None]  # read again by the next report
     whole_seconds = [(10, 5 * second, 5 * second, 1), (10, 8 * second, 8 * second, 2)]  # a file system of seconds
-    found = digest_cache.Identities(whole_seconds, 9 * second + digest_cache.RACY_NS)
+    found = Identities(whole_seconds, 9 * second + digest_cache.RACY_NS)
     _, kept = digest_cache.plan(FOLDER, files, found, None).assemble([record_rows([record, record], files)], None)
     assert kept.keys == [whole_seconds[0], None]  # within 2 s: it may change again within the same second

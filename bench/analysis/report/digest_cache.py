@@ -43,7 +43,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bench.analysis.folder_listing import FileKey, Identities, identities  # noqa: F401 (the plan's inputs)
+from bench.analysis.folder_listing import FileKey, Identities
 from bench.config.paths import cache_dir
 from bench.schema.files import write_bytes_atomic
 
