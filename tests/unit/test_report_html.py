@@ -186,6 +186,41 @@ def test_results_csv_bytes_are_what_pandas_to_csv_writes(tmp_path):
     assert written.splitlines()[1:3] == [b"0.1,1,True,a,,1,1.5,a", b',2,False,"b,c","[1, 2]",,,b']
 
 
+def test_results_csv_lines_formatted_in_two_parts_are_the_lines_formatted_whole(tmp_path):
+    """write_csv(leading=csv_rows(first columns)): the lines of the first columns (a figure worker's, in
+    the report) joined to the rest's are the file pandas writes, whatever the cells hold (commas, quotes,
+    line ends, empty texts); lines that are not the frame's first columns, or not its rows, are not used."""
+    import numpy as np
+    import pandas as pd
+
+    from bench.analysis.report.export import csv_rows, write_csv
+
+    frame = pd.DataFrame(
+        {
+            "error": pd.Series(["out of\nmemory", None, 'a "b", c', "", "x\r\ny"]),
+            "nodes": [1, 2, 4, 8, 16],
+            "step_times_s": [[0.1], [], [0.2, 0.3], [0.4], [0.5]],  # not a column of results.csv
+            "tokens_per_s": [1.5, np.nan, 1e16, -0.0, 2.0],
+            "series": pd.Series([0, None, 1, 1, 2], dtype="Int64"),
+            "contention": pd.Series([None, "", "loaded, host", None, "z"], dtype=object),
+        }
+    )
+    frame.drop(columns=["step_times_s"]).to_csv(tmp_path / "pandas.csv", index=False)
+    expected = (tmp_path / "pandas.csv").read_bytes()
+    for first in (["error", "nodes"], ["error", "nodes", "step_times_s", "tokens_per_s"], list(frame.columns)):
+        leading = csv_rows(frame[first])
+        assert write_csv(frame, tmp_path / "results.csv", leading=leading).read_bytes() == expected, first
+    names, lines = csv_rows(frame[["error", "nodes"]])
+    marked = (names, [line.replace("16", "sixteen") for line in lines])  # used as given: the file says so
+    assert b"sixteen,2.0,2,z" in write_csv(frame, tmp_path / "results.csv", leading=marked).read_bytes()
+    for unused in (
+        (["nodes", "error"], lines),
+        (names, lines[:-1]),
+        (["error"], csv_rows(frame[["error", "nodes"]])[1]),
+    ):
+        assert write_csv(frame, tmp_path / "results.csv", leading=unused).read_bytes() == expected
+
+
 def test_summary_md_escapes_and_reports_headline(report):
     out, _, _ = report
     text = (out / "summary.md").read_text()

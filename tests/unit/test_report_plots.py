@@ -275,19 +275,28 @@ def test_submit_takes_only_the_scaling_frame_the_workers_were_sent(analysis):
 
 
 @pytest.mark.parametrize("workers", [2, 1])
-def test_collect_does_the_work_left_for_a_free_worker_once(analysis, workers):
-    """`collect(once_a_worker_is_free=...)`: the parent's work that no figure waits for (the report's
-    results.csv) is done once, after the first worker said it had no figure left (by then the figures
-    it drew are in), or first where no worker was forked; the figures are the same."""
-    import os
-
+def test_a_figure_worker_formats_results_csv_lines_of_the_records_frame(analysis, tmp_path, workers):
+    """The records' frame handed to the workers early: one of them formats results.csv's lines of its
+    columns (`csv_rows` after collect, the lines this process would format), and the file written with
+    them is the file written without; no worker forked: no lines, the file formatted whole."""
+    from bench.analysis.report.export import csv_columns, csv_rows, write_csv
     from bench.present.report.render import FigureWorkers, render_figures
 
-    done = []
     with FigureWorkers.start(workers) as figure_workers:
-        figure_workers.submit(analysis.points, analysis.scaling)
-        figures = figure_workers.collect(once_a_worker_is_free=lambda: done.append(os.getpid()))
-    assert done == [os.getpid()]
+        late = analyse(sample_sweep(), on_frame=figure_workers.submit_records, on_scaling=figure_workers.submit_scaling)
+        figure_workers.submit(late.points, late.scaling)
+        figures = figure_workers.collect()
     assert [(f.name, f.png) for f in figures] == [
         (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)
     ]
+    if workers == 1:
+        assert figure_workers.csv_rows is None
+        return
+    names, lines = figure_workers.csv_rows
+    analysed = ["series", "scaling_mode", "baseline_nodes", "speedup", "scaling_efficiency", "below_prediction",
+                "contention"]  # fmt: skip
+    assert "hostnames" in names and csv_columns(late.points) == names + analysed
+    assert (names, lines) == csv_rows(late.points[names])
+    with_lines = write_csv(late.points, tmp_path / "with.csv", leading=figure_workers.csv_rows).read_bytes()
+    assert with_lines == write_csv(late.points, tmp_path / "whole.csv").read_bytes()
+    assert with_lines.count(b"\n") == len(late.points) + 1

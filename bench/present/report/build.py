@@ -140,9 +140,10 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
     }
     context = rows_written(context)  # the tables' rows written while the workers still draw,
     load_template(REPORT_PAGE)  # and the page compiled: after the last figure, the page is only put together
-    # results.csv is written once a worker has no figure left (a CPU the last figures leave idle), not
-    # beside the workers while every figure is still to draw.
-    figures = figure_workers.collect(once_a_worker_is_free=lambda: write_csv(points, out / "results.csv"))
+    figures = figure_workers.collect()
+    # results.csv: the records' columns of each line formatted by a worker while this process aggregated
+    # (render.py), the analysis' columns added here; the whole file here where no worker formatted them.
+    write_csv(points, out / "results.csv", leading=figure_workers.csv_rows)
     for figure in [*figures, *timelines, *health.figures]:
         write_bytes_atomic(out / f"{figure.name}.png", figure.png)
     context |= {

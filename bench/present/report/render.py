@@ -9,8 +9,10 @@ later over a pipe, without the columns no figure reads: the records' frame as so
 (`submit_records`: the figures that read nothing else, plots.RECORD_FIGURES, are drawn first, while
 the parent still aggregates), the scaling frame as soon as it is built (`submit_scaling`: the
 figures of plots.SCALING_FIGURES, while each point still gets its series), then the points frame
-(`submit`); the parent writes tables, CSV and summary while they draw, and `collect` gathers the
-PNGs in report order.
+(`submit`). One task is not a figure: results.csv's lines of the records' columns, formatted by the
+worker that takes it (after the records' frame's figures) and sent when it has drawn its last figure.
+The parent writes the tables and summary while they draw, and `collect` gathers the PNGs in report
+order and the lines.
 
 One core, platforms without fork, and processes running other threads (fork would copy their
 locks mid-use) draw serially in the parent at `collect`; the PNGs are byte-identical either way.
@@ -31,6 +33,7 @@ from collections.abc import Callable, Iterator
 import pandas as pd
 
 from bench.analysis.forking import Sending, can_fork, cpus, shut_down
+from bench.analysis.report.export import CsvRows, csv_rows
 from bench.present.report.html import RenderedFigure
 
 # Below this many points, drawing serially takes a second or two: not worth starting workers late
@@ -47,6 +50,12 @@ _DONE = "done"
 # What the parent sends, in this order: (_RECORDS, records' frame) where it can, (_SCALING, scaling
 # frame), (_POINTS, points frame).
 _RECORDS, _SCALING, _POINTS = "records", "scaling", "points"
+# The one task that is not a figure, taken after the figures of the records' frame: results.csv's lines
+# for the records' own columns (export.csv_rows), formatted while the parent still aggregates; the
+# worker that formatted them sends (_CSV_ROWS, rows) before it says it is done, and the parent adds
+# the analysis' columns to each line (export.write_csv `leading`). Alone at the end of the report,
+# in the parent, they took 0.2-0.3 s.
+_CSV_ROWS = "results.csv rows"
 # Big scaling frames carry per-cell bootstrap samples and key tuples that no figure reads:
 # left out of what is pickled to the workers (tens of MB at 10,000 points).
 _NOT_DRAWN = ("step_boot", "step_runs", "point_ids", "weak_key", "strong_key", "hostnames")
@@ -91,6 +100,8 @@ class FigureWorkers:
         self._frames: tuple[pd.DataFrame, pd.DataFrame] | None = None
         self._scaling: pd.DataFrame | None = None  # what submit_scaling sent
         self._collected = False
+        # results.csv's lines of the records' columns (export.csv_rows), once a worker sent them.
+        self.csv_rows: CsvRows | None = None
 
     @classmethod
     def start(cls, workers: int | None = None) -> FigureWorkers:
@@ -124,8 +135,10 @@ class FigureWorkers:
 
     def submit_records(self, frame: pd.DataFrame) -> None:
         """Hand the records' frame (bench/analysis/report/frame.py, before any aggregation) to every
-        worker: they draw plots.RECORD_FIGURES from it at once. Optional; returns without waiting."""
-        self._send((_RECORDS, _drawn_columns(frame)))
+        worker: they draw plots.RECORD_FIGURES from it at once, and the one that takes the task formats
+        results.csv's lines of its columns (`csv_rows` after `collect`). Optional; returns without
+        waiting."""
+        self._send((_RECORDS, _drawn_columns(frame, keep=("hostnames",))))  # a column of results.csv
 
     def submit_scaling(self, scaling: pd.DataFrame) -> None:
         """Hand the scaling frame (bench/analysis/report/aggregate.py, before the points have their
@@ -152,22 +165,16 @@ class FigureWorkers:
             # to a dead worker nothing is sent (the others, or the parent at collect, draw its share)
             self._sending[index] = Sending(conn, payload, after=self._sending[index])
 
-    def collect(self, once_a_worker_is_free: Callable[[], None] | None = None) -> list[RenderedFigure]:
+    def collect(self) -> list[RenderedFigure]:
         """Every figure that has data, in report order (waits for the workers, then stops them: they
-        end by themselves, and `close` reaps them later, without waiting for their exit here).
-
-        `once_a_worker_is_free`: work of this process's that no figure waits for, done when the first
-        worker has no figure left to take (the others still drawing theirs: its CPU would be idle
-        otherwise), or first where this process draws them itself; done once, before this returns."""
+        end by themselves, and `close` reaps them later, without waiting for their exit here); then
+        `csv_rows` holds the lines a worker formatted of the records' frame, where one did."""
         assert self._frames is not None, "collect before submit"
-        pending = [once_a_worker_is_free] if once_a_worker_is_free is not None else []
         try:
-            done = dict(self._receive(pending))
+            done = dict(self._receive())
             self._collected = True
         finally:
             self._stop()
-        while pending:  # no worker said it was done (serial, or they died): the work comes first
-            pending.pop()()
         if not self._complete(done):  # serial, or a worker died: the parent draws what is missing
             points, scaling = self._frames
             for index, name in enumerate(figure_names()):
@@ -175,9 +182,9 @@ class FigureWorkers:
                     done[index] = draw(points, scaling, name)
         return [figure for _, figure in sorted(done.items()) if figure is not None]
 
-    def _receive(self, pending: list[Callable[[], None]]) -> Iterator[tuple[int, RenderedFigure | None]]:
-        """(figure index, figure) until every worker has said it is done (or died); the first to say
-        it is done has `pending`'s work done meanwhile."""
+    def _receive(self) -> Iterator[tuple[int, RenderedFigure | None]]:
+        """(figure index, figure) until every worker has said it is done (or died); results.csv's lines
+        into `csv_rows` as they come."""
         busy = list(self._conns)
         self._totals: list[int | None] = []
         while busy:
@@ -189,8 +196,9 @@ class FigureWorkers:
                 if message is None or message[0] == _DONE:
                     self._totals.append(None if message is None else message[1])
                     busy.remove(conn)
-                    while pending and message is not None:
-                        pending.pop()()
+                    continue
+                if message[0] == _CSV_ROWS:
+                    self.csv_rows = message[1]
                     continue
                 index, name, figure, error = message
                 if error is not None:
@@ -268,11 +276,12 @@ def _serve_all(conns: list[multiprocessing.connection.Connection], next_figure) 
 
 
 def _serve(conn: multiprocessing.connection.Connection, next_figure) -> None:
-    """Take the next undrawn figure (draw_order) until none is left, waiting for the frames it is
-    drawn from; send back (report index, name, figure, error) for each and (_DONE, number of
-    figures) at the end."""
+    """Take the next task (`_tasks`: a figure, or results.csv's lines) until none is left, waiting for the frames it is
+    drawn from; send back (report index, name, figure, error) for each, then (_CSV_ROWS, lines) where
+    this worker took that task, and (_DONE, number of figures) at the end."""
     received: dict[str, object] = {}
-    names, order = figure_names(), draw_order()
+    names, order = figure_names(), _tasks()
+    rows = None  # results.csv's lines, where this worker took that task
     while True:
         with next_figure.get_lock():
             position = next_figure.value
@@ -286,6 +295,9 @@ def _serve(conn: multiprocessing.connection.Connection, next_figure) -> None:
                 received[kind] = frame
         except (EOFError, OSError):  # the parent finished (or failed) without submitting
             return
+        if name == _CSV_ROWS:
+            rows = _csv_rows(frames[0])
+            continue
         try:
             reply = (names.index(name), name, draw(*frames, name), None)
         except Exception:  # reported to the parent, which raises it there
@@ -295,8 +307,29 @@ def _serve(conn: multiprocessing.connection.Connection, next_figure) -> None:
         except OSError:  # the parent is gone
             return
     with contextlib.suppress(OSError):
+        if rows is not None:  # sent last: the parent reads it when it collects, so no figure waits on it
+            conn.send((_CSV_ROWS, rows))
         conn.send((_DONE, len(names)))
     conn.close()
+
+
+def _tasks() -> list[str]:
+    """What the workers take, in order: draw_order's figures, results.csv's lines after the figures of
+    the records' frame (both can start before the analysis is done)."""
+    from bench.present.report.plots import RECORD_FIGURES
+
+    order = draw_order()
+    records = sum(name in RECORD_FIGURES for name in order)  # draw_order puts them first
+    return [*order[:records], _CSV_ROWS, *order[records:]]
+
+
+def _csv_rows(frame: pd.DataFrame) -> CsvRows | None:
+    """results.csv's lines of this frame's columns; None where they cannot be formatted so, or fail
+    to (the parent formats the whole file then, and says why if it fails too)."""
+    try:
+        return csv_rows(frame)
+    except Exception:
+        return None
 
 
 def _frames_for(name: str, received: dict[str, object]) -> tuple | None:
@@ -304,6 +337,9 @@ def _frames_for(name: str, received: dict[str, object]) -> tuple | None:
     from bench.present.report.plots import RECORD_FIGURES, SCALING_FIGURES
 
     scaling = received.get(_SCALING)
+    if name == _CSV_ROWS:  # the records' frame, or the points' where no records' frame is sent
+        frame = received.get(_RECORDS, received.get(_POINTS))
+        return None if frame is None else (frame,)
     if _POINTS in received:
         return received[_POINTS], scaling
     if name in SCALING_FIGURES and scaling is not None:
@@ -350,8 +386,8 @@ def _warm_up() -> None:
     render_figure("warm-up", "", fig)
 
 
-def _drawn_columns(frame: pd.DataFrame) -> pd.DataFrame:
-    return frame.drop(columns=[c for c in _NOT_DRAWN if c in frame.columns])
+def _drawn_columns(frame: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataFrame:
+    return frame.drop(columns=[c for c in _NOT_DRAWN if c in frame.columns and c not in keep])
 
 
 def _default_workers(n_points: int) -> int:
