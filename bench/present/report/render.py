@@ -34,6 +34,7 @@ import pandas as pd
 
 from bench.analysis.forking import Sending, can_fork, cpus, shut_down
 from bench.analysis.report.export import CsvRows, csv_rows
+from bench.analysis.report.frame import LIST_COLUMNS
 from bench.present.report.html import RenderedFigure
 
 # Below this many points, drawing serially takes a second or two: not worth starting workers late
@@ -138,7 +139,9 @@ class FigureWorkers:
         worker: they draw plots.RECORD_FIGURES from it at once, and the one that takes the task formats
         results.csv's lines of its columns (`csv_rows` after `collect`). Optional; returns without
         waiting."""
-        self._send((_RECORDS, _drawn_columns(frame, keep=("hostnames",))))  # a column of results.csv
+        # hostnames: a column of results.csv; each point's step times: read by no figure of this frame,
+        # nor by results.csv (a tenth of the pickle, most of the time to pickle and unpickle it).
+        self._send((_RECORDS, _drawn_columns(frame, keep=("hostnames",), also=LIST_COLUMNS)))
 
     def submit_scaling(self, scaling: pd.DataFrame) -> None:
         """Hand the scaling frame (bench/analysis/report/aggregate.py, before the points have their
@@ -386,8 +389,9 @@ def _warm_up() -> None:
     render_figure("warm-up", "", fig)
 
 
-def _drawn_columns(frame: pd.DataFrame, keep: tuple[str, ...] = ()) -> pd.DataFrame:
-    return frame.drop(columns=[c for c in _NOT_DRAWN if c in frame.columns and c not in keep])
+def _drawn_columns(frame: pd.DataFrame, keep: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The frame without the columns nothing drawn from it reads (_NOT_DRAWN but `keep`, and `also`)."""
+    return frame.drop(columns=[c for c in (*_NOT_DRAWN, *also) if c in frame.columns and c not in keep])
 
 
 def _default_workers(n_points: int) -> int:
