@@ -77,7 +77,10 @@ def efficiency_figure(scaling: pd.DataFrame) -> Figure | None:
         eff_low_pct=lambda d: d["eff_ci_low"] * 100,
         eff_high_pct=lambda d: d["eff_ci_high"] * 100,
     )
-    fig = _line_figure(scaled, "efficiency_pct", "scaling efficiency (%)", None, ci=("eff_low_pct", "eff_high_pct"))
+    # Its legend is built once the 100 % line is there (a legend built before would be thrown away).
+    fig = _line_figure(
+        scaled, "efficiency_pct", "scaling efficiency (%)", None, ci=("eff_low_pct", "eff_high_pct"), legend=False
+    )
     if fig is not None:
         for ax in fig.axes:
             ax.axhline(100, color="grey", gid="ideal:100", **IDEAL_STYLE)
@@ -111,8 +114,9 @@ def _per_device_ideal(line: dict[str, np.ndarray]) -> np.ndarray:
     return np.full(len(line["nodes"]), line["tokens_per_s_per_device"][0])
 
 
-def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure | None:
-    """One panel per model: a line per series; `ideal(line)` gives the dashed ideal line."""
+def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None, legend=True) -> Figure | None:
+    """One panel per model: a line per series; `ideal(line)` gives the dashed ideal line. `legend`:
+    False leaves each panel's legend to the caller."""
     data = _narrow(scaling, [column, *(ci or ())])
     data = data[data[column].notna()]
     if data.empty:
@@ -131,7 +135,7 @@ def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None) -> Figure
                 interval_bars(ax, x, y, line[ci[0]], line[ci[1]], style["color"], gid=f"ci:{series}")
             if ideal is not None and len(y) > 1:
                 ax.plot(x, ideal(line), color=style["color"], gid=f"ideal:{series}", label="_ideal", **IDEAL_STYLE)
-        _finish_axes(ax, panel, model, len(shown), ylabel, log_y, ideal is not None)
+        _finish_axes(ax, panel, model, len(shown), ylabel, log_y, ideal is not None, legend)
     return fig
 
 
@@ -195,7 +199,7 @@ def _top_series(panel: pd.DataFrame) -> list:
     return list(last.sort_values("tokens_per_s", ascending=False)["series"].head(MAX_SERIES))
 
 
-def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal) -> None:
+def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal, legend=True) -> None:
     total = panel["series"].nunique()
     # y given explicitly: skips matplotlib's title auto-positioning (a text layout pass per panel).
     ax.set_title(model if shown == total else f"{model} ({shown} of {total} configurations shown)", y=1.0)
@@ -203,7 +207,8 @@ def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal) -> None:
     ax.set_ylabel(ylabel)
     value_axis(ax, log_y)
     ax.grid(True, which="major", alpha=0.3)
-    legend_outside(ax, ["ideal (dashed, from the baseline)"] if has_ideal else [])
+    if legend:
+        legend_outside(ax, ["ideal (dashed, from the baseline)"] if has_ideal else [])
 
 
 def _panels(models: list[str]) -> tuple[Figure, list]:
