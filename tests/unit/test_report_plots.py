@@ -274,28 +274,35 @@ def test_submit_takes_only_the_scaling_frame_the_workers_were_sent(analysis):
         assert [f.name for f in workers.collect()][:2] == ["throughput", "efficiency"]
 
 
-@pytest.mark.parametrize("workers", [2, 1])
-def test_a_figure_worker_formats_results_csv_lines_of_the_records_frame(analysis, tmp_path, workers):
-    """The records' frame handed to the workers early: one of them formats results.csv's lines of its
-    columns (`csv_rows` after collect, the lines this process would format), and the file written with
-    them is the file written without; no worker forked: no lines, the file formatted whole."""
+@pytest.mark.parametrize("start", ["early", "late", "serial"])
+def test_a_figure_worker_formats_results_csv_lines(analysis, tmp_path, start):
+    """Started early, the workers get the records' frame first: one of them formats results.csv's lines of
+    its columns (`csv_rows` after collect, the lines this process would format), and the file written
+    with them is the file written without. Started late (only `submit`), the points' frame: every
+    column's lines. No worker forked: no lines, the file formatted whole."""
     from bench.analysis.report.export import csv_columns, csv_rows, write_csv
     from bench.present.report.render import FigureWorkers, render_figures
 
-    with FigureWorkers.start(workers) as figure_workers:
-        late = analyse(sample_sweep(), on_frame=figure_workers.submit_records, on_scaling=figure_workers.submit_scaling)
+    with FigureWorkers.start(1 if start == "serial" else 2) as figure_workers:
+        if start == "early":
+            late = analyse(
+                sample_sweep(), on_frame=figure_workers.submit_records, on_scaling=figure_workers.submit_scaling
+            )
+        else:
+            late = analyse(sample_sweep())
         figure_workers.submit(late.points, late.scaling)
         figures = figure_workers.collect()
     assert [(f.name, f.png) for f in figures] == [
         (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)
     ]
-    if workers == 1:
+    if start == "serial":
         assert figure_workers.csv_rows is None
         return
     names, lines = figure_workers.csv_rows
     analysed = ["series", "scaling_mode", "baseline_nodes", "speedup", "scaling_efficiency", "below_prediction",
                 "contention"]  # fmt: skip
-    assert "hostnames" in names and csv_columns(late.points) == names + analysed
+    assert "hostnames" in names
+    assert csv_columns(late.points) == (names + analysed if start == "early" else names)
     assert (names, lines) == csv_rows(late.points[names])
     with_lines = write_csv(late.points, tmp_path / "with.csv", leading=figure_workers.csv_rows).read_bytes()
     assert with_lines == write_csv(late.points, tmp_path / "whole.csv").read_bytes()

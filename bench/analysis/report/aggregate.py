@@ -277,7 +277,7 @@ def point_scaling(frame: pd.DataFrame, cells: pd.DataFrame, scaling: pd.DataFram
     cell_ids = cells[CELL_KEYS].reset_index()
     cell_of = frame[CELL_KEYS].merge(cell_ids, on=CELL_KEYS, how="left")["cell"]
     cell_of = cell_of.where(ok_points(frame).to_numpy()).set_axis(frame.index)
-    out = frame.copy()
+    out = frame.copy()  # columns only appended: results.csv's lines of the frame's own are a figure worker's
     out["series"] = cell_of.map(primary["series"]).astype("Int64")
     out["scaling_mode"] = cell_of.map(primary["mode"])
     out["baseline_nodes"] = cell_of.map(primary["baseline_nodes"])

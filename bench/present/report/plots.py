@@ -199,7 +199,7 @@ def _top_series(panel: pd.DataFrame) -> list:
     return list(last.sort_values("tokens_per_s", ascending=False)["series"].head(MAX_SERIES))
 
 
-def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal, legend=True) -> None:
+def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal, legend) -> None:
     total = panel["series"].nunique()
     # y given explicitly: skips matplotlib's title auto-positioning (a text layout pass per panel).
     ax.set_title(model if shown == total else f"{model} ({shown} of {total} configurations shown)", y=1.0)

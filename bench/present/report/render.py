@@ -158,7 +158,9 @@ class FigureWorkers:
         elif scaling is not self._scaling:  # the workers draw from the frame they have
             raise ValueError("submit: a scaling frame other than the one submit_scaling sent")
         self._frames = (points, scaling)
-        self._send((_POINTS, _drawn_columns(points)))
+        # hostnames kept: where no records' frame was sent (workers started late), the worker that takes
+        # results.csv's lines formats them from this frame, every column of the file.
+        self._send((_POINTS, _drawn_columns(points, keep=("hostnames",))))
 
     def _send(self, message: tuple) -> None:
         if not self._conns:
