@@ -59,7 +59,7 @@ _RECORDS, _SCALING, _POINTS = "records", "scaling", "points"
 _CSV_ROWS = "results.csv rows"
 # Big scaling frames carry per-cell bootstrap samples and key tuples that no figure reads:
 # left out of what is pickled to the workers (tens of MB at 10,000 points).
-_NOT_DRAWN = ("step_boot", "step_runs", "point_ids", "weak_key", "strong_key", "hostnames")
+_NOT_DRAWN = ("step_boot", "step_runs", "point_ids", "weak_key", "strong_key")
 
 
 def figure_names() -> list[str]:
@@ -139,9 +139,9 @@ class FigureWorkers:
         worker: they draw plots.RECORD_FIGURES from it at once, and the one that takes the task formats
         results.csv's lines of its columns (`csv_rows` after `collect`). Optional; returns without
         waiting."""
-        # hostnames: a column of results.csv; each point's step times: read by no figure of this frame,
-        # nor by results.csv (a tenth of the pickle, most of the time to pickle and unpickle it).
-        self._send((_RECORDS, _drawn_columns(frame, keep=("hostnames",), also=LIST_COLUMNS)))
+        # Each point's step times: read by no figure of this frame, nor by results.csv (a tenth of the
+        # pickle, most of the time to pickle and unpickle it).
+        self._send((_RECORDS, _drawn_columns(frame, also=LIST_COLUMNS)))
 
     def submit_scaling(self, scaling: pd.DataFrame) -> None:
         """Hand the scaling frame (bench/analysis/report/aggregate.py, before the points have their
@@ -158,9 +158,9 @@ class FigureWorkers:
         elif scaling is not self._scaling:  # the workers draw from the frame they have
             raise ValueError("submit: a scaling frame other than the one submit_scaling sent")
         self._frames = (points, scaling)
-        # hostnames kept: where no records' frame was sent (workers started late), the worker that takes
-        # results.csv's lines formats them from this frame, every column of the file.
-        self._send((_POINTS, _drawn_columns(points, keep=("hostnames",))))
+        # Where no records' frame was sent (workers started late), the worker that takes results.csv's
+        # lines formats them from this frame, every column of the file.
+        self._send((_POINTS, _drawn_columns(points)))
 
     def _send(self, message: tuple) -> None:
         if not self._conns:
@@ -391,9 +391,9 @@ def _warm_up() -> None:
     render_figure("warm-up", "", fig)
 
 
-def _drawn_columns(frame: pd.DataFrame, keep: tuple[str, ...] = (), also: tuple[str, ...] = ()) -> pd.DataFrame:
-    """The frame without the columns nothing drawn from it reads (_NOT_DRAWN but `keep`, and `also`)."""
-    return frame.drop(columns=[c for c in (*_NOT_DRAWN, *also) if c in frame.columns and c not in keep])
+def _drawn_columns(frame: pd.DataFrame, also: tuple[str, ...] = ()) -> pd.DataFrame:
+    """The frame without the columns nothing drawn from it, nor results.csv, reads (_NOT_DRAWN, and `also`)."""
+    return frame.drop(columns=[c for c in (*_NOT_DRAWN, *also) if c in frame.columns])
 
 
 def _default_workers(n_points: int) -> int:
