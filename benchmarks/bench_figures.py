@@ -4,10 +4,10 @@ worker's own fonts, text layouts, glyphs, ticks, markers and legend packing (`--
 Draws the figures of a synthetic sweep (benchmarks/bench_report.py's records, default 10,000) from its
 analysis, `--rounds` times (each round every figure once, in the workers' order, the texts a round
 keeps forgotten before the next, as a fresh worker starts), and prints each figure's median CPU time
-(this process, one thread) and the sum. A worker installs bench/present/fonts.py,
-bench/present/text_layout.py, bench/present/text_glyphs.py, bench/present/tick_copies.py,
-bench/present/marker_styles.py and bench/present/legend_packing.py before it draws
-(bench/present/report/render.py); run the ways to compare in one sitting, interleaved. Not a budget
+(this process, one thread) and the sum. A worker installs reports/fonts.py,
+reports/text_layout.py, reports/text_glyphs.py, reports/tick_copies.py,
+reports/marker_styles.py and reports/legend_packing.py before it draws
+(reports/report/render.py); run the ways to compare in one sitting, interleaved. Not a budget
 of `make bench`: the comparisons docs/reports.md quotes.
 
     .venv/bin/python benchmarks/bench_figures.py
@@ -27,8 +27,8 @@ import time
 
 from bench_report import synthetic_analysis
 
-from bench.present import text_glyphs
-from bench.present.report.render import draw, draw_order, figure_names, worker_memos
+from reports import text_glyphs
+from reports.report.render import draw, draw_order, figure_names, worker_memos
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -203,7 +203,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    from bench.present.check.table import text_table
+    from reports.check.table import text_table
 
     def print_table(rows, heads):
         print(text_table(rows, heads), flush=True)

@@ -24,7 +24,7 @@ def sweep_records():
 
 
 def test_render_report(benchmark, sweep_records, tmp_path):
-    from bench.present.report.build import build_report
+    from reports.report.build import build_report
 
     page = benchmark.pedantic(build_report, args=(sweep_records, tmp_path / "report"), rounds=5, iterations=1)
     assert page.name == "report.html" and page.stat().st_size > 0

@@ -92,7 +92,7 @@ else:  # older trees; the oldest validate the specs again (no `specs` argument)
     predictions = scaling([planner.predict(spec) for spec in specs], *given)
 t3 = clock()
 try:
-    from bench.present.plan_json import plan_json
+    from reports.plan_json import plan_json
 except ImportError:  # older trees print json.dumps(indent=2)
     plan_json = lambda objects: json.dumps(objects, indent=2)
 text = plan_json(predictions)

@@ -1,5 +1,5 @@
 """The report's figures of the sample sweep as PNG bytes, for the tests of the figure workers' memos
-(bench/present/text_glyphs.py, tick_copies.py, marker_styles.py, legend_packing.py): each draws them
+(reports/text_glyphs.py, tick_copies.py, marker_styles.py, legend_packing.py): each draws them
 with matplotlib's own, then with its memo, and compares the bytes."""
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def _analysis():
 
 def report_pngs() -> dict[str, bytes | None]:
     """Every figure the report may draw, by name: its PNG, or None where the sample has nothing for it."""
-    from bench.present.report.render import draw, figure_names
+    from reports.report.render import draw, figure_names
 
     analysis = _analysis()
     figures = {name: draw(analysis.points, analysis.scaling, name) for name in figure_names()}

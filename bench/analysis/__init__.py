@@ -5,9 +5,7 @@ folder_listing.py (a results folder's record files listed, by a process forked b
 report_reader.py (a results folder read for the report by two processes),
 store.py (the SQLite store), stats.py (the one statistics engine), preflight.py (measurements -> the
 preflight record), plan_accuracy.py (predicted next to measured), gc_pause.py (no cyclic GC while a
-large object graph is built and kept), heap.py (freed memory kept for reuse by a command's big
-batch of arrays), helper_threads.py (no idle threads of numpy's or pyarrow's libraries in a command
-that forks), forking.py (whether work may go to forked workers here). Packages: check/ (regression
+large object graph is built and kept), forking.py (whether work may go to forked workers here). Packages: check/ (regression
 checks), history/ (change points across runs), planner/ (predictions without a GPU), report/ (the
 report's frames and aggregates).
 """

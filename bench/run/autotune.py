@@ -4,7 +4,7 @@ The sweep's overrides describe one setup and constrain the searched axes, exactl
 `fsdp-bench plan --best` (bench/analysis/planner/search.py). The K best configurations that fit become the
 sweep's points; each record carries its plan object (bench/analysis/planner/plan_object.py) with
 `autotune` = {rank, value, objective, searched, fitting}, so the report can set the planner's ranking beside the measured one
-(bench/present/report/autotune.py). With `sweep.preflight=true` the sweep first measures the setup's world
+(reports/report/autotune.py). With `sweep.preflight=true` the sweep first measures the setup's world
 shape (one preflight, every searched strategy's process groups) and ranks with the links it
 measured (bench/analysis/planner/from_preflight.py); a failed preflight leaves the nominal ranking.
 """

@@ -63,7 +63,7 @@ def expand_repeats(points: list[Point], repeats: int) -> list[RunSpec]:
 
 
 class Progress(Protocol):
-    """What a sweep tells whoever shows its progress (bench.present.progress.SweepProgress)."""
+    """What a sweep tells whoever shows its progress (reports.progress.SweepProgress)."""
 
     def running(self, label: str) -> None: ...
 

@@ -1,4 +1,4 @@
-"""history's page drawn in the process the command starts early (bench/present/history/drawing.py),
+"""history's page drawn in the process the command starts early (reports/history/drawing.py),
 its figures on forked workers (draw.py), against the page drawn serially in this process: the same
 files, byte for byte (apart from the page's "Generated" minute). In tests/e2e: it forks processes."""
 
@@ -47,10 +47,10 @@ def _files(folder: Path) -> dict[str, bytes]:
 
 
 def test_the_drawing_process_writes_the_serial_page_byte_for_byte(tmp_path, monkeypatch):
-    import bench.present.history.draw as draw
+    import reports.history.draw as draw
     from bench.analysis.forking import can_fork
-    from bench.present.history.drawing import drawing_process
-    from bench.present.history.page import write_history
+    from reports.history.drawing import drawing_process
+    from reports.history.page import write_history
 
     if not can_fork():
         pytest.skip("fork is not safe in this process (another thread runs): the page is drawn serially")
@@ -72,7 +72,7 @@ def test_the_early_process_finds_the_change_points_of_this_process_in_two_halves
     process finds all."""
     import bench.analysis.forking as forking
     from bench.analysis.history.detect import detect_each
-    from bench.present.history.drawing import drawing_process
+    from reports.history.drawing import drawing_process
 
     if not forking.can_fork():
         pytest.skip("fork is not safe in this process (another thread runs)")
@@ -81,7 +81,7 @@ def test_the_early_process_finds_the_change_points_of_this_process_in_two_halves
     assert sorted(len(found) for found in here) == [0] * 6 + [1] * 9
     assert [d.index for found in here for d in found] == [9] * 9
     for cpus in (2, 1):
-        monkeypatch.setattr("bench.present.history.drawing.cpus", lambda n=cpus: n)
+        monkeypatch.setattr("reports.history.drawing.cpus", lambda n=cpus: n)
         with drawing_process() as drawing:
             assert drawing is not None
             assert drawing.ask_detect(values_of)() == here
@@ -96,7 +96,7 @@ def test_a_second_detector_that_died_has_its_half_found_here():
 
     from bench.analysis.forking import Worker, can_fork
     from bench.analysis.history.detect import detect_each
-    from bench.present.history.drawing import detect_in_two
+    from reports.history.drawing import detect_in_two
 
     if not can_fork():
         pytest.skip("fork is not safe in this process (another thread runs)")

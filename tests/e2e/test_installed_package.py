@@ -110,7 +110,7 @@ def test_the_wheel_holds_every_file_of_the_package_folders(wheel, source):
     assert {"sweeps/device/h100-sxm.yaml", "bench/schema/migrations/v1_registry.json"} <= shipped
     assert {
         "bench/analysis/planner/data/published_calibration.csv",
-        "bench/present/report/templates/report.html.j2",
+        "reports/report/templates/report.html.j2",
     } <= shipped
 
 

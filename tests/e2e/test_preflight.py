@@ -8,7 +8,7 @@ import json
 import pytest
 
 from bench.analysis.preflight import read_preflight
-from bench.present.preflight import table_lines
+from reports.preflight import table_lines
 
 # Small messages and few repetitions: a CPU preflight in seconds.
 FAST = ["model=debug", "train.seq_len=32", "preflight.max_bytes=65536", "preflight.iters=3", "preflight.matmul_iters=7"]
@@ -185,7 +185,7 @@ def test_every_record_keeps_each_ranks_step_time_and_the_host_load(slow_rank, fs
 def test_the_report_draws_a_preflight_and_highlights_its_straggler(slow_rank):
     from matplotlib.colors import to_hex
 
-    from bench.present.report.cluster_health import cluster_health, matmul_figure
+    from reports.report.cluster_health import cluster_health, matmul_figure
 
     _, _, record = slow_rank
     bars = matmul_figure(record).axes[0].patches

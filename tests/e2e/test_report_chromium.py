@@ -129,7 +129,7 @@ def _records():
 
 
 def test_report_opens_without_console_errors_and_every_image_loads(browser, tmp_path):
-    from bench.present.report.build import write_report
+    from reports.report.build import write_report
 
     records, dirs = _records()
     page = write_report(records, tmp_path / "report", title="chromium check", point_dirs=dirs)
@@ -148,7 +148,7 @@ def test_history_page_opens_without_console_errors_and_every_image_loads(browser
     """history.html of a series with a step (and an environment change): the same checks as the report."""
     from bench.analysis.history.analyse import analyse
     from bench.analysis.history.series import build_series
-    from bench.present.history.page import write_history
+    from reports.history.page import write_history
 
     records = nights(20, step_at=12, torch="2.13.0", env_vars={"NCCL_ALGO": "<script>alert(1)</script>"})
     history = analyse(build_series(records, "tokens_per_s"), metric="tokens_per_s", window=8, detector="apache-otava")

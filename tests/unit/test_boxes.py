@@ -1,4 +1,4 @@
-"""bench/present/boxes.py: box plots drawn as a few lines give the PNG bytes of matplotlib's
+"""reports/boxes.py: box plots drawn as a few lines give the PNG bytes of matplotlib's
 `Axes.boxplot` (many boxes, one, two, boxes of one value, fliers, labels), with its limits and
 ticks, in 8 lines for 40 boxes instead of 280; rcParams asking for another kind of box plot get
 matplotlib's own."""
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-from bench.present.boxes import box_plot
-from bench.present.report.html import render_figure
+from reports.boxes import box_plot
+from reports.report.html import render_figure
 
 
 def _figure(draw, data, labels):

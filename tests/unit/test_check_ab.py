@@ -12,8 +12,8 @@ from bench.analysis.check.points import points_from_records
 from bench.analysis.check.synthetic import make_record, step_times
 from bench.analysis.check.thresholds import Threshold
 from bench.analysis.check.timings import compare_timing_metric
-from bench.present.check.ab import ab_table
 from bench.run.ab import build_command, schedule
+from reports.check.ab import ab_table
 
 PY = [sys.executable, "-m", "bench"]
 

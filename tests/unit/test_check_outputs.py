@@ -14,9 +14,9 @@ from bench.analysis.check.points import points_from_records
 from bench.analysis.check.synthetic import SYNTHETIC_ENV, make_record, step_times
 from bench.analysis.check.thresholds import Thresholds
 from bench.analysis.records import write_record
-from bench.present.check.junit import build_junit, write_junit
-from bench.present.check.summary import markdown_summary
-from bench.present.check.table import format_value, hidden_line, report_rows, text_table, verdict_line
+from reports.check.junit import build_junit, write_junit
+from reports.check.summary import markdown_summary
+from reports.check.table import format_value, hidden_line, report_rows, text_table, verdict_line
 
 
 @pytest.fixture

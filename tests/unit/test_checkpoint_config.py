@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import make_record  # noqa: E402
 
 from bench.analysis.report.frame import records_to_frame  # noqa: E402
-from bench.present.report.checkpoint import checkpoint_figure, checkpoint_table  # noqa: E402
+from reports.report.checkpoint import checkpoint_figure, checkpoint_table  # noqa: E402
 
 
 def spec(**fields):

@@ -14,9 +14,9 @@ from record_factory import make_record, on_loaded_host, scaling_records  # noqa:
 
 from bench.analysis.report.contention import SUPERLINEAR_MARGIN, suspect_efficiency  # noqa: E402
 from bench.analysis.report.views import analyse  # noqa: E402
-from bench.present.console import sweep_table  # noqa: E402
-from bench.present.report import tables  # noqa: E402
-from bench.present.report.build import build_report  # noqa: E402
+from reports.console import sweep_table  # noqa: E402
+from reports.report import tables  # noqa: E402
+from reports.report.build import build_report  # noqa: E402
 
 SUPERLINEAR = "contention: efficiency 1,290 % is more than 15 points above 100 %"
 LOADED_BASELINE = "its baseline was measured on a loaded host (vm)"

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = sorted([*ROOT.glob("bench/**/*.py"), *ROOT.glob("fsdp_core/**/*.py")])
+SOURCES = sorted([*ROOT.glob("bench/**/*.py"), *ROOT.glob("reports/**/*.py"), *ROOT.glob("fsdp_core/**/*.py")])
 PACKAGES = [p for p in SOURCES if p.name == "__init__.py"]
 
 FILE = re.compile(r"(?<![\w/.<>-])((?:\w+/)*\w+\.py)\b")  # store.py, bench/analysis/store.py
 FOLDER = re.compile(r"(?<![\w/.<>-])(\w+)/(?=[\s),.;:]|$)")  # check/, templates/ (a package's own folders)
-DOTTED = re.compile(r"(?<![\w.])((?:bench|fsdp_core)(?:\.\w+)+)")
+DOTTED = re.compile(r"(?<![\w.])((?:bench|reports|fsdp_core)(?:\.\w+)+)")
 
 
 def docstring(path: Path) -> str:

@@ -130,8 +130,8 @@ def test_a_debug_knob_stays_in_its_series_and_is_shown_like_an_environment_chang
 
 
 def test_too_short_series_are_listed_and_never_silently_passed(tmp_path):
-    from bench.present.history.outputs import write_history_junit
-    from bench.present.history.table import verdict_line
+    from reports.history.outputs import write_history_junit
+    from reports.history.table import verdict_line
 
     history = analyse(build_series(nights(4), "tokens_per_s"), metric="tokens_per_s", window=2)
     assert history.exit_code == 0 and len(history.too_short) == 1 and history.changes == []
@@ -184,8 +184,8 @@ def test_env_changes_lists_only_what_changed():
 
 
 def test_outputs_show_the_change_newest_first_and_mark_it_in_the_plot(tmp_path):
-    from bench.present.history.page import write_history
-    from bench.present.history.plots import series_figure
+    from reports.history.page import write_history
+    from reports.history.plots import series_figure
 
     history = analyse(
         build_series(nights(20, step_at=12, torch="2.13.0"), "tokens_per_s"),

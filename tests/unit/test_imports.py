@@ -20,8 +20,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 # Where the private-name rule applies: the packages and the scripts and benchmarks that use them.
-CHECKED_TREES = ("bench", "fsdp_core", "scripts", "benchmarks", "tests")
-OUR_PACKAGES = ("bench", "fsdp_core")
+CHECKED_TREES = ("bench", "reports", "fsdp_core", "scripts", "benchmarks", "tests")
+OUR_PACKAGES = ("bench", "reports", "fsdp_core")
 
 
 def module_name(path: Path) -> str:
@@ -45,7 +45,8 @@ def test_the_layer_contracts_hold():
 def test_the_contracts_cover_every_layer_and_the_ranks():
     text = (ROOT / ".importlinter").read_text()
     layers = [p.name for p in (ROOT / "bench").iterdir() if p.is_dir() and (p / "__init__.py").exists()]
-    assert sorted(layers) == sorted(["schema", "config", "analysis", "run", "present", "cli"])
+    assert sorted(layers) == sorted(["schema", "config", "analysis", "run", "cli"])
+    assert (ROOT / "reports" / "__init__.py").exists() and "\n    reports\n" in text
     assert "exhaustive = True" in text and "type = acyclic_siblings" in text and "fsdp_core" in text
     assert "type = independence" in text and "bench.cli.commands.*" in text
 
@@ -124,7 +125,7 @@ def orchestration_modules() -> list[str]:
 
 TORCH = ["torch", "fsdp_core.model"]
 TORCH_FREE_GROUPS = {"cli": orchestration_modules, "analysis": lambda: package_modules("bench/analysis"),
-                     "present": lambda: package_modules("bench/present")}  # fmt: skip
+                     "present": lambda: package_modules("reports")}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -173,7 +174,7 @@ def test_the_worker_leaves_checkpointing_and_compile_stats_to_the_points_that_us
 
 
 def test_the_history_page_is_drawn_without_pandas():
-    """history's drawing process (bench/present/history/drawing.py) imports the detector and the page's
+    """history's drawing process (reports/history/drawing.py) imports the detector and the page's
     drawing, and pandas is not among what they load: its import was ~0.6 CPU-s of the command's critical path."""
-    groups = [["bench.present.history.drawing", "bench.analysis.history.detect", "bench.present.history.draw"]]
+    groups = [["reports.history.drawing", "bench.analysis.history.detect", "reports.history.draw"]]
     assert loaded_after_each(groups, ["pandas", "matplotlib"]) == [["matplotlib"]]

@@ -21,11 +21,11 @@ from bench.analysis.check.thresholds import COUNTERS, METRICS, STEP_TIMINGS, TIM
 from bench.analysis.records import load_records
 from bench.analysis.report.frame import COLUMNS, records_to_frame
 from bench.analysis.store import STORE_SCHEMA_VERSION, ResultStore
-from bench.present.console import point_summary
-from bench.present.report.flag_rules import flag_rules
-from bench.present.report.html import TEMPLATES
 from bench.schema.metrics import BY_NAME, CATALOGUE, find, get, shown_in
 from bench.schema.record import RunResult
+from reports.console import point_summary
+from reports.report.flag_rules import flag_rules
+from reports.report.html import TEMPLATES
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "records"
 
@@ -212,9 +212,9 @@ def test_no_template_writes_a_threshold_of_its_own(template):
 
 def test_the_pages_quote_the_thresholds_the_code_applies():
     from bench.analysis.report.diagnosis import COMM_BOUND_SHARE, FLAG_POINTS
-    from bench.present.report.telemetry import THROTTLE_FLAG
     from bench.schema.options import PreflightSettings
     from bench.schema.preflight import PreflightResult
+    from reports.report.telemetry import THROTTLE_FLAG
 
     rules = flag_rules()
     assert (rules["throttled_pct"], rules["comm_bound_pct"], rules["below_prediction_points"]) == (

@@ -40,7 +40,7 @@ def _numerics(base, cur, **kwargs):
 
 
 def test_an_identical_curve_passes_exactly_and_is_not_listed(record):
-    from bench.present.check.table import hidden_line, report_rows
+    from reports.check.table import hidden_line, report_rows
 
     report, (finding,) = _numerics(record, record)
     assert (finding.metric, finding.verdict, finding.confidence) == ("loss_curve", "ok", "loss curve matches (exact)")

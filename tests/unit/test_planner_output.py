@@ -14,8 +14,8 @@ from bench_cli import in_process
 from bench.analysis.planner import predict, predict_grid
 from bench.analysis.planner.skip import plan_points
 from bench.config.compose import load_grid
-from bench.present.plan import COMPACT_ABOVE, CSV_FIELDS
-from bench.present.plan_json import plan_json
+from reports.plan import COMPACT_ABOVE, CSV_FIELDS
+from reports.plan_json import plan_json
 
 # 2 strategies x 2 precisions x 4 micro-batches x 3 grad_accum x 2 modes x 2 node counts = 192 points,
 # x 2 sequences = 384: past COMPACT_ABOVE.

@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import make_record  # noqa: E402
 
 from bench.analysis.report.views import analyse  # noqa: E402
-from bench.present.report.autotune import autotune_section  # noqa: E402
+from reports.report.autotune import autotune_section  # noqa: E402
 
 CPU_SETUP = ["model=debug", "nodes=1", "gpus_per_node=2", "train.seq_len=32"]
 

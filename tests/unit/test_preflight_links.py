@@ -17,7 +17,7 @@ from bench.analysis.planner.from_preflight import measured_cluster
 from bench.analysis.planner.workload import workload_from_spec
 from bench.analysis.preflight import find_stragglers, nominal_busbw_gbps
 from bench.config.compose import spec_from_fields
-from bench.present.report.cluster_health import busbw_figure, cluster_health
+from reports.report.cluster_health import busbw_figure, cluster_health
 
 SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "p5_anchor_from_preflight.py"
 

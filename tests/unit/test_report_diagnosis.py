@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import make_record  # noqa: E402
 
 from bench.analysis.report.diagnosis import COMM_CAUSE, COMPUTE_CAUSE, diagnose, is_below, likely_cause  # noqa: E402
-from bench.present.report.build import build_report  # noqa: E402
+from reports.report.build import build_report  # noqa: E402
 
 COMM_TEXT = "below prediction; likely cause: exposed communication: check the network (EFA/InfiniBand) and NCCL"
 

@@ -22,7 +22,7 @@ from bench.analysis.report.digest import (  # noqa: E402
     step_time_stragglers,
 )
 from bench.analysis.report.frame import COLUMNS  # noqa: E402
-from bench.present.report.build import build_report  # noqa: E402
+from reports.report.build import build_report  # noqa: E402
 
 
 def with_rank_medians(record, medians):

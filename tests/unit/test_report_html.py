@@ -16,7 +16,7 @@ from bench_cli import in_process
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, sample_sweep, scaling_records  # noqa: E402
 
-from bench.present.report.build import build_report  # noqa: E402
+from reports.report.build import build_report  # noqa: E402
 
 SCRIPT = "<script>alert(1)</script>"
 
@@ -315,8 +315,8 @@ def test_table_html_writes_what_the_jinja_loop_over_the_cells_wrote():
     from jinja2 import Environment
     from markupsafe import Markup
 
-    from bench.present.report.html import rows_written, table_html
-    from bench.present.report.tables import Table
+    from reports.report.html import rows_written, table_html
+    from reports.report.tables import Table
 
     loop = Environment(autoescape=True).from_string(
         '<table class="{{ css }}">\n  <thead><tr>{% for c in t.columns %}<th>{{ c }}</th>{% endfor %}</tr></thead>\n'

@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import make_record, sample_sweep, scaling_records  # noqa: E402
 
 from bench.analysis.report.views import analyse  # noqa: E402
-from bench.present.report import plots  # noqa: E402
+from reports.report import plots  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -147,7 +147,7 @@ def test_all_figures_skips_plots_without_data():
 
 
 def test_parallel_rendering_gives_the_same_pngs_as_serial(analysis):
-    from bench.present.report.render import render_figures
+    from reports.report.render import render_figures
 
     serial = render_figures(analysis.points, analysis.scaling, workers=1)
     parallel = render_figures(analysis.points, analysis.scaling, workers=2)
@@ -157,10 +157,10 @@ def test_parallel_rendering_gives_the_same_pngs_as_serial(analysis):
 
 def test_the_report_pipeline_loads_no_matplotlib_until_it_draws():
     """The `report` command's process only writes tables and the page: its figure workers import
-    matplotlib (bench/present/report/render.py), so the parent must not load it on import."""
+    matplotlib (reports/report/render.py), so the parent must not load it on import."""
     import subprocess
 
-    modules = ["bench.cli.commands.report", "bench.present.report.build", "bench.present.report.render"]
+    modules = ["bench.cli.commands.report", "reports.report.build", "reports.report.render"]
     code = (
         f"import importlib, sys\nfor m in {modules!r}: importlib.import_module(m)\nprint('matplotlib' in sys.modules)"
     )
@@ -172,8 +172,8 @@ def test_figure_workers_started_before_the_data_draw_what_the_parent_would(analy
     """The `report` command's order: start (no data yet), the records' frame as soon as `analyse`
     has it (the memory figure is drawn from it), the scaling frame as soon as it has that (the line
     figures), submit, collect; same PNGs as drawn here."""
-    from bench.present.report.plots import SCALING_FIGURES
-    from bench.present.report.render import FigureWorkers, draw_order, render_figures
+    from reports.report.plots import SCALING_FIGURES
+    from reports.report.render import FigureWorkers, draw_order, render_figures
 
     order = draw_order()
     assert order[:2] == ["memory", "checkpoint"]  # the figures of the records' frame go first
@@ -189,8 +189,8 @@ def test_figure_workers_started_before_the_data_draw_what_the_parent_would(analy
 
 def test_the_scaling_figures_read_no_points(analysis):
     """plots.SCALING_FIGURES are drawn before the points frame exists: the same PNGs without it."""
-    from bench.present.report.plots import SCALING_FIGURES
-    from bench.present.report.render import draw
+    from reports.report.plots import SCALING_FIGURES
+    from reports.report.render import draw
 
     for name in SCALING_FIGURES:
         alone, full = draw(None, analysis.scaling, name), draw(analysis.points, analysis.scaling, name)
@@ -207,7 +207,7 @@ def test_figure_workers_closed_with_a_frame_still_being_sent_leave_no_thread():
     import pandas as pd
 
     from bench.analysis.forking import can_fork
-    from bench.present.report.render import FigureWorkers
+    from reports.report.render import FigureWorkers
 
     big = pd.DataFrame({"model": [f"model-{i}" * 20 for i in range(40_000)]})  # a few MB: more than a pipe holds
     workers = FigureWorkers.start(2)
@@ -220,8 +220,8 @@ def test_figure_workers_closed_with_a_frame_still_being_sent_leave_no_thread():
 def test_ci_bars_draw_the_pixels_of_matplotlib_errorbar():
     """The line figures' interval bars are two artists, not errorbar's four: the same PNG, a point
     without an interval (NaN bounds, drawn as errorbar draws a zero error) included."""
-    from bench.present.report.html import render_figure
-    from bench.present.style import single_axes
+    from reports.report.html import render_figure
+    from reports.style import single_axes
 
     x, y = np.array([1.0, 2.0, 4.0, 8.0]), np.array([1000.0, 1900.0, 3400.0, 6000.0])
     low, high = y * np.array([0.9, 0.95, np.nan, 0.8]), y * np.array([1.05, 1.2, np.nan, 1.1])
@@ -242,7 +242,7 @@ def test_ci_bars_draw_the_pixels_of_matplotlib_errorbar():
 def test_value_axes_build_only_the_ticks_in_view_and_draw_the_same_pixels():
     from matplotlib.ticker import LogLocator
 
-    from bench.present.report.html import render_figure
+    from reports.report.html import render_figure
 
     scaling = analyse(scaling_records({1: 100.0, 2: 190.0, 4: 360.0, 8: 700.0, 16: 1300.0})).scaling
 
@@ -264,7 +264,7 @@ def test_value_axes_build_only_the_ticks_in_view_and_draw_the_same_pixels():
 
 def test_submit_takes_only_the_scaling_frame_the_workers_were_sent(analysis):
     """After submit_scaling, the frames collect would draw from are the ones the workers have."""
-    from bench.present.report.render import FigureWorkers
+    from reports.report.render import FigureWorkers
 
     with FigureWorkers.start(1) as workers:  # none forked: what is checked is the bookkeeping
         workers.submit_scaling(analysis.scaling)
@@ -281,7 +281,7 @@ def test_a_figure_worker_formats_results_csv_lines(analysis, tmp_path, start):
     with them is the file written without. Started late (only `submit`), the points' frame: every
     column's lines. No worker forked: no lines, the file formatted whole."""
     from bench.analysis.report.export import csv_columns, csv_rows, write_csv
-    from bench.present.report.render import FigureWorkers, render_figures
+    from reports.report.render import FigureWorkers, render_figures
 
     with FigureWorkers.start(1 if start == "serial" else 2) as figure_workers:
         if start == "early":

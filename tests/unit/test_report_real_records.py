@@ -18,7 +18,7 @@ from record_factory import REAL_DIR  # noqa: E402
 
 from bench.analysis.records import load_records  # noqa: E402
 from bench.analysis.report.views import analyse  # noqa: E402
-from bench.present.report.build import build_report  # noqa: E402
+from reports.report.build import build_report  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -16,10 +16,10 @@ from record_factory import scaling_records  # noqa: E402
 
 from bench.analysis.records import load_located_records  # noqa: E402
 from bench.analysis.report.views import analyse  # noqa: E402
-from bench.present.report import plots  # noqa: E402
-from bench.present.report import telemetry as view  # noqa: E402
-from bench.present.report.build import build_report  # noqa: E402
 from bench.schema.telemetry import Telemetry  # noqa: E402
+from reports.report import plots  # noqa: E402
+from reports.report import telemetry as view  # noqa: E402
+from reports.report.build import build_report  # noqa: E402
 
 TELEMETRY_DIR = FIXTURES / "telemetry"  # a real 2-"node" CPU sweep with its sidecars (README.md there)
 

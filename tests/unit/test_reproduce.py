@@ -13,7 +13,7 @@ from record_factory import make_record  # noqa: E402
 
 from bench.analysis.report.frame import records_to_frame  # noqa: E402
 from bench.config.compose import load_point  # noqa: E402
-from bench.present.report.reproduce import run_command  # noqa: E402
+from reports.report.reproduce import run_command  # noqa: E402
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_the_commands_of_a_frame_are_each_rows_command():
     import numpy as np
     import pandas as pd
 
-    from bench.present.report.reproduce import RUN_COLUMNS, run_commands
+    from reports.report.reproduce import RUN_COLUMNS, run_commands
 
     records = [
         make_record(),

@@ -21,9 +21,9 @@ from record_factory import make_record  # noqa: E402
 from bench.analysis.report.frame import records_to_frame  # noqa: E402
 from bench.config import version  # noqa: E402
 from bench.config.compose import spec_from_fields  # noqa: E402
-from bench.present.report.environment import environment_lines  # noqa: E402
 from bench.run.execute import prepare_launch  # noqa: E402
 from bench.schema.protocol import LaunchFile  # noqa: E402
+from reports.report.environment import environment_lines  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT_VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]

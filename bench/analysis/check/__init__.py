@@ -6,5 +6,5 @@ from one comparison of step times), fingerprint.py (the environment rule), compa
 numerics.py (the numerics guard), baseline.py (baseline files), loading.py (a results folder read by
 two processes, with bench/analysis/forking.py's Worker), abtest.py (A/B rows),
 synthetic.py (records with controlled step times). Statistics come from bench/analysis/stats.py;
-the outputs (table, JUnit, summary) are bench/present/check/.
+the outputs (table, JUnit, summary) are reports/check/.
 """

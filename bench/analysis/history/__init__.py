@@ -6,5 +6,5 @@ node count), detect.py (the change-point detector, Apache Otava's E-divisive mea
 t-test), envdiff.py (what changed in the environment between two runs), analyse.py (change points with
 their magnitude, interval, significance and environment change; the numerics guard along each series;
 the CI gate), links.py (the cluster's measured links over time). The outputs (printed table,
-summary.md and JUnit XML, history.html with its PNGs) are bench/present/history/.
+summary.md and JUnit XML, history.html with its PNGs) are reports/history/.
 """

@@ -62,7 +62,7 @@ def detect(
 
 def detect_each(values_of: Sequence[Sequence[float]]) -> list[list[Detected]]:
     """`detect` of each series' values: the change points of many series in one call (what history's
-    early process computes for the command, bench/present/history/drawing.py)."""
+    early process computes for the command, reports/history/drawing.py)."""
     return [detect(values) for values in values_of]
 
 

@@ -1,4 +1,4 @@
-"""The report's numbers: records -> frames and aggregates, no plotting (bench/present/report/ draws them).
+"""The report's numbers: records -> frames and aggregates, no plotting (reports/report/ draws them).
 
 Modules: columns.py (records -> the frame's columns, without pandas), digest.py (what the report
 needs of many records, small enough to send between processes), digest_cache.py (a folder's rows kept

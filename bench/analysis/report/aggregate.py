@@ -33,7 +33,7 @@ from bench.analysis.stats import (
 )
 from bench.schema.metrics import shown_in
 
-# The configuration columns that name a series in legends and tables (bench/present/report/labels.py); which
+# The configuration columns that name a series in legends and tables (reports/report/labels.py); which
 # points form a series is bench.analysis.stats.scaling_key's decision (the weak_key/strong_key columns),
 # the same one the planner makes. The named columns come first so series keep a readable order.
 GROUP_KEYS = [

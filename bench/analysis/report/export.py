@@ -26,7 +26,7 @@ def write_csv(points: pd.DataFrame, path: Path, leading: CsvRows | None = None) 
 
     `leading`: `csv_rows` of the frame `points` was built from (the same rows, its columns the first
     of `points`: the report's figure worker formats them while this process still aggregates,
-    bench/present/report/render.py), so that only the columns after them are formatted here; ignored
+    reports/report/render.py), so that only the columns after them are formatted here; ignored
     where they are not those (the whole row is formatted then). A row is its columns' cells joined
     by commas, each cell quoted or not by its own text alone: a row's two parts joined by a comma are
     the row.

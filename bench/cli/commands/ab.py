@@ -41,9 +41,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from bench.config.paths import output_problem, require
     from bench.config.problems import ConfigError
-    from bench.present.check import ab as ab_output
-    from bench.present.check.table import text_table
     from bench.run.ab import plan_ab, run_ab
+    from reports.check import ab as ab_output
+    from reports.check.table import text_table
 
     if args.rounds < 1:
         raise ConfigError([f"--rounds: must be at least 1, got {args.rounds}"])

@@ -37,7 +37,7 @@ def from_preflight(args: argparse.Namespace) -> int:
     from bench.analysis.preflight import read_preflight
     from bench.config.paths import input_problem, output_problem, require
     from bench.config.problems import ConfigError
-    from bench.present.calibrate import write_cluster_file
+    from reports.calibrate import write_cluster_file
 
     if args.output is None or args.output.suffix != ".yaml":
         raise ConfigError(
@@ -60,7 +60,7 @@ def from_preflight(args: argparse.Namespace) -> int:
 def main(args: argparse.Namespace) -> int:
     from bench.analysis.planner.calibration import calibration_path, save_calibration
     from bench.config.paths import output_problem, read_only_error, require
-    from bench.present.calibrate import calibration_lines
+    from reports.calibrate import calibration_lines
 
     if args.from_preflight:
         return from_preflight(args)

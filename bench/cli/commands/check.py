@@ -94,7 +94,7 @@ def main(args: argparse.Namespace) -> int:
 def _check(request: CheckRequest, args: argparse.Namespace, current: SideLoader) -> int:
     """Run the check and print (and write) its outcome; the exit code."""
     from bench.analysis.check.gate import run_check
-    from bench.present.check.outcome import check_lines, write_outputs
+    from reports.check.outcome import check_lines, write_outputs
 
     outcome = run_check(request, current=current)
     for problem in outcome.problems:

@@ -58,9 +58,9 @@ def _history(args: argparse.Namespace) -> int:
     from bench.analysis.history.detect import MIN_RUNS_AFTER
     from bench.config.paths import input_problem, output_problem, require
     from bench.config.problems import ConfigError
-    from bench.present.history.drawing import drawing_process
-    from bench.present.history.page import reproduce_command, write_history
-    from bench.present.history.table import console_lines
+    from reports.history.drawing import drawing_process
+    from reports.history.page import reproduce_command, write_history
+    from reports.history.table import console_lines
 
     if args.metric not in HISTORY_METRICS:
         raise ConfigError([f"--metric {args.metric!r}: unknown; allowed: {', '.join(HISTORY_METRICS)}"])

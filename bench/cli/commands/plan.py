@@ -3,7 +3,7 @@ time and scaling per point.
 
 Every form prints the same plan objects (bench/analysis/planner/plan_object.py): `--json` all of
 each, `--fields` the dotted keys asked for, one compact object per line; the table is compact past
-a few hundred points, with every point in a CSV (bench/present/plan.py).
+a few hundred points, with every point in a CSV (reports/plan.py).
 
 `--best [--top K] [--objective ...]` searches instead: every configuration of the setup
 (strategy x precision x micro-batch x grad_accum x checkpointing x compile, constrained by the
@@ -21,7 +21,7 @@ import json
 import sys
 from pathlib import Path
 
-from bench.present.plan import COMPACT_ABOVE
+from reports.plan import COMPACT_ABOVE
 
 # The lists of configurations in `plan --best --json`, each entry a plan object.
 RANKED = ("top", "next", "beaten_by_not_fitting")
@@ -103,8 +103,8 @@ def _plan(args: argparse.Namespace) -> int:
     except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
         return refused(exc)
     if fields is not None or args.json:
-        from bench.present.plan import write_plan_csv
-        from bench.present.plan_json import fields_json, plan_json
+        from reports.plan import write_plan_csv
+        from reports.plan_json import fields_json, plan_json
 
         if args.csv is not None:
             write_plan_csv(plans, args.csv)
@@ -112,7 +112,7 @@ def _plan(args: argparse.Namespace) -> int:
         sys.stdout.write(fields_json(plans, fields) if fields is not None else plan_json(plans))
         sys.stdout.write("\n")
     else:
-        from bench.present.plan import print_plan
+        from reports.plan import print_plan
 
         print_plan(plans, args.csv)
     return 0
@@ -141,7 +141,7 @@ def best(args: argparse.Namespace) -> int:
     if fields is not None or args.json:
         print(json.dumps(found, indent=2))
     else:
-        from bench.present.plan import print_search
+        from reports.plan import print_search
 
         print_search(result, top)
     return 0

@@ -21,10 +21,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from bench.config.compose import preflight_settings
-    from bench.present.preflight import table_lines
     from bench.run.point import launchable_point
     from bench.run.preflight import preflight_task
     from bench.schema.protocol import PREFLIGHT_RECORD
+    from reports.preflight import table_lines
 
     # A preflight trains on no data: a token file's problems do not count. ConfigError: exit 2 (bench.cli.main).
     target = launchable_point(args.overrides, keep=lambda problem: not problem.startswith("train.data"))

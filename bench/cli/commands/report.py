@@ -36,17 +36,12 @@ def main(args: argparse.Namespace) -> int:
     require([input_problem("RESULTS", args.results), output_problem("-o/--out", args.out, "folder")])
     from bench.analysis import folder_listing
     from bench.analysis.gc_pause import gc_paused
-    from bench.analysis.heap import keep_freed_memory
-    from bench.analysis.helper_threads import no_helper_threads
-
-    keep_freed_memory()  # its arrays reuse freed memory, in every process it forks (bench/analysis/heap.py)
-    no_helper_threads()  # no native library's idle threads take the cores it shares (bench/analysis/helper_threads.py)
 
     # The folder listed by a process of its own while this one imports the record schema
     # (bench/analysis/folder_listing.py); then the folder's kept rows and the reader, forked with the
     # list (bench/analysis/report_reader.py), before this process imports pandas; then the figure
     # workers, which import matplotlib at a lower priority than the two readers
-    # (bench/present/report/render.py), forked once this process has imported the report's modules,
+    # (reports/report/render.py), forked once this process has imported the report's modules,
     # which the figures import too (0.13-0.2 s of CPU each would import again). Loading keeps one
     # object graph per record: no GC.
     listing = folder_listing.start(args.results, args.keep) if Path(args.results).is_dir() else None
@@ -60,8 +55,8 @@ def main(args: argparse.Namespace) -> int:
                 listing.close()
             raise
         with loader:
-            import bench.present.report.build  # noqa: F401
-            from bench.present.report.render import FigureWorkers
+            import reports.report.build  # noqa: F401
+            from reports.report.render import FigureWorkers
 
             with FigureWorkers.start() as figure_workers:
                 return _report(loader, Path(args.results), Path(args.out), args.title, figure_workers)
@@ -69,7 +64,7 @@ def main(args: argparse.Namespace) -> int:
 
 def _report(loader, results: Path, out: Path, title: str | None, figure_workers) -> int:
     from bench.analysis.preflight import load_preflights
-    from bench.present.report.build import write_report
+    from reports.report.build import write_report
 
     try:
         loaded = loader.load()

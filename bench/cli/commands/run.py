@@ -12,9 +12,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.present.console import point_summary
     from bench.run.point import launchable_point
     from bench.schema.protocol import point_dir
+    from reports.console import point_summary
 
     target = launchable_point(args.overrides)  # ConfigError: bench.cli.main says each line, exit 2
     spec, results_dir, rendered = target.spec, target.results_dir, []

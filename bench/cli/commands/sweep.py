@@ -18,9 +18,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from bench.config import toplevel
-    from bench.present.progress import SweepProgress
-    from bench.present.sweep import heading_lines, outcome_lines, ranked_lines, summary_lines, write_sweep_report
     from bench.run.grid import launchable_sweep
+    from reports.progress import SweepProgress
+    from reports.sweep import heading_lines, outcome_lines, ranked_lines, summary_lines, write_sweep_report
 
     sweep = launchable_sweep(args.overrides)
     say(heading_lines(sweep))
