@@ -32,7 +32,7 @@ from fresh_venv import ROOT, borrowed_site_packages, clean_env, docker_context_c
 from bench.analysis.records import load_records
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-PACKAGES = ("bench", "fsdp_core", "sweeps")
+PACKAGES = ("bench", "reports", "fsdp_core", "sweeps")
 TINY = ["model=debug", "train.steps=3", "train.warmup_steps=1", "train.seq_len=32", "results_dir=results"]
 V1_SWEEP = ROOT / "tests" / "fixtures" / "records" / "v1" / "v1_mixed"
 
