@@ -1,4 +1,4 @@
-"""Benchmark: `fsdp-bench check` of 10,000 records against a baseline of 10,000 (budget: 3 s wall, 2 cores).
+"""Benchmark: `fsdp-bench check` of 10,000 records against a baseline of 10,000 (budget: 4 s wall, 2 cores).
 
 Writes two synthetic sweeps of benchmarks/bench_report.py's grid (the same 2,000 configurations x
 5 repeats, one point in ten OOM; each sweep with its own noise and failures) into a temporary folder,

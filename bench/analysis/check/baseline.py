@@ -174,9 +174,10 @@ def _side_of(baseline: BaselineFile, source: str) -> Side:
 
 def read_baseline(path: Path) -> BaselineFile:
     """A baseline file, validated (ValueError with one line). A file of the current version needs
-    no migration, so pydantic validates its bytes directly (twice as fast as parsing the JSON into
-    Python objects and validating those: a 10,000-record baseline is 5 MB); anything else (an older
-    version, another kind, a broken file) is read through `BASELINE`, which migrates it or says why not."""
+    no migration, so pydantic validates its bytes directly (faster than parsing the JSON into Python
+    objects and validating those, and a baseline of thousands of points is megabytes); anything else
+    (an older version, another kind, a broken file) is read through `BASELINE`, which migrates it or
+    says why not."""
     try:
         baseline = BaselineFile.model_validate_json(path.read_bytes())
     except (OSError, ValidationError):

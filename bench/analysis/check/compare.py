@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from bench.analysis.check.numerics import LOSS_RTOL, compare_curves, exact_rule
 from bench.analysis.check.points import PointData
@@ -29,9 +28,6 @@ from bench.analysis.check.timings import (
     timing_runs,
 )
 from bench.analysis.stats import CONFIDENCE_PCT, MIN_RUNS, Comparison
-
-if TYPE_CHECKING:
-    from bench.analysis.forking import Worker
 
 # Floats such as flops_per_token are products of integers: a relative 1e-9 absorbs rounding
 # in the JSON round trip and nothing else.
@@ -109,10 +105,9 @@ def compare(
     min_runs: int = MIN_RUNS,
     numerics: bool = True,
     loss_rtol: float = LOSS_RTOL,
-    worker: Worker | None = None,
 ) -> CheckReport:
     """Match points by identity and compare every counter and timing (and loss curve) of each matched
-    pair. `worker`: a forked process that shares the timing comparisons (timing_comparisons)."""
+    pair."""
     thresholds = thresholds or Thresholds()
     base_by_key = {p.key: p for p in baseline}
     report = CheckReport(thresholds=thresholds.describe())
@@ -128,7 +123,7 @@ def compare(
             continue
         pairs.append((base, point))
     report.matched = len(pairs)
-    for (base, point), samples in zip(pairs, timing_comparisons(pairs, worker), strict=True):
+    for (base, point), samples in zip(pairs, timing_comparisons(pairs), strict=True):
         report.findings.extend(
             compare_point(
                 base, point, thresholds, gate_timings=gate_timings, alpha=alpha, min_runs=min_runs, samples=samples
@@ -139,21 +134,17 @@ def compare(
     return report
 
 
-def timing_comparisons(
-    pairs: Sequence[tuple[PointData, PointData]], worker: Worker | None = None
-) -> list[dict[str, Comparison]]:
+def timing_comparisons(pairs: Sequence[tuple[PointData, PointData]]) -> list[dict[str, Comparison]]:
     """The comparisons every matched (baseline, current) pair's timings need, by samples_kind, all
     computed together (a 10,000-record check compares thousands of points): the step times once
-    per pair for step time, tokens/s and MFU, each run-level metric's values once. `worker`: a
-    forked process (bench/analysis/forking.py) that computes the later half of many of them
-    meanwhile (each comparison depends on its own samples alone: the same numbers)."""
+    per pair for step time, tokens/s and MFU, each run-level metric's values once."""
     wanted = []
     for position, (base, cur) in enumerate(pairs):
         if cur.status != "ok":
             continue
         kinds = {samples_kind(name): name for name in TIMINGS if comparable(base, cur, name)}
         wanted += [(position, kind, metric) for kind, metric in kinds.items()]
-    results = compare_samples([(*pairs[position], metric) for position, _, metric in wanted], worker)
+    results = compare_samples([(*pairs[position], metric) for position, _, metric in wanted])
     out: list[dict[str, Comparison]] = [{} for _ in pairs]
     for (position, kind, _), result in zip(wanted, results, strict=True):
         out[position][kind] = result

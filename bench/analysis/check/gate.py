@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from bench.analysis.check import fingerprint
 from bench.analysis.check.baseline import BaselineError, Side, load_side
@@ -17,9 +16,6 @@ from bench.analysis.check.compare import CheckReport, compare
 from bench.analysis.check.numerics import LOSS_RTOL
 from bench.analysis.check.thresholds import ThresholdError, Thresholds
 from bench.config.problems import ConfigError
-
-if TYPE_CHECKING:
-    from bench.analysis.check.loading import SideLoader
 
 
 @dataclass(frozen=True)
@@ -51,14 +47,12 @@ class CheckOutcome:
         return self.baseline.problems + self.current.problems
 
 
-def run_check(request: CheckRequest, *, current: SideLoader | None = None) -> CheckOutcome:
-    """Load, decide on the environment, compare (ConfigError on bad input). `current`: the results'
-    side being read already (bench/analysis/check/loading.py), started by the caller: its forked
-    reader, if any, then shares the comparison."""
+def run_check(request: CheckRequest) -> CheckOutcome:
+    """Load, decide on the environment, compare (ConfigError on bad input)."""
     try:
         thresholds = Thresholds.parse(request.thresholds)
         base = load_side(request.baseline)
-        cur = current.side() if current is not None else load_side(request.results)
+        cur = load_side(request.results)
     except (ThresholdError, BaselineError) as exc:
         raise ConfigError([str(exc)]) from None
     env = fingerprint.decide(
@@ -70,7 +64,6 @@ def run_check(request: CheckRequest, *, current: SideLoader | None = None) -> Ch
     outcome.report = compare(
         base.points, cur.points, thresholds, gate_timings=request.gate_timings, alpha=request.alpha,
         min_runs=request.min_runs, numerics=request.numerics, loss_rtol=request.loss_rtol,
-        worker=current.worker if current is not None else None,
     )  # fmt: skip
     outcome.report.env_lines = env.lines
     return outcome

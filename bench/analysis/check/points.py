@@ -13,8 +13,7 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from operator import itemgetter
-from typing import Any, NamedTuple
+from typing import Any
 
 from bench.analysis.check.thresholds import METRICS
 from bench.schema.identity import FieldPath, declarations, without
@@ -116,118 +115,69 @@ def mfu_per_token_rate(record: RunResult) -> float | None:
 
 
 def points_from_records(records: Iterable[RunResult]) -> list[PointData]:
-    """Group records by matching identity (pooling repeats) into PointData, in first-seen order:
-    the points of one batch of them (summarize_runs, points_from_batches)."""
-    return points_from_batches([summarize_runs(records)])
-
-
-class FirstRun(NamedTuple):
-    """What a point keeps of its first ok run (the one of lowest repeat index, the earliest of equals)."""
-
-    repeat: int
-    fingerprint: dict[str, Any]
-    counters: dict[str, float]
-    tokens_per_step: float
-    mfu_per_token_rate: float | None
-    hosts: list[str]
-
-
-@dataclass
-class RunBatch:
-    """What the points need of some records, and nothing else of them: small enough to send between
-    processes (a forked reader summarizes its share of a results folder: bench/analysis/check/loading.py),
-    where the records themselves would cost as much to pickle as to validate again.
-
-    Per record, in order: its identity key, status and repeat index, and for an ok record its timed
-    step times, loss curve and run-level values; per identity key: the identity, and the batch's first
-    ok run of it (`FirstRun`: a point's first ok run is the first of its batches' first ones); per
-    spec key (`summarize_runs`), its identity key, for a batch made knowing this one."""
-
-    keys: list[str] = field(default_factory=list)
-    statuses: list[str] = field(default_factory=list)
-    repeats: list[int] = field(default_factory=list)
-    steps: list[list[float]] = field(default_factory=list)
-    losses: list[list[float]] = field(default_factory=list)
-    values: list[dict[str, float]] = field(default_factory=list)
-    identities: dict[str, dict[str, Any]] = field(default_factory=dict)
-    firsts: dict[str, FirstRun] = field(default_factory=dict)
-    spec_keys: dict[bytes, str] = field(default_factory=dict)  # a spec's key (_SPEC_KEY_EXCLUDE) -> its identity's key
-
-
-def summarize_runs(records: Iterable[RunResult], known: RunBatch | None = None) -> RunBatch:
-    """The RunBatch of these records (`known`: another batch whose specs' identities it need not compute again).
+    """Group records by matching identity (pooling repeats) into PointData, in first-seen order.
 
     Repeats of a point have one spec but for its repeat index, and so one identity: the identity
     and its key are computed once per spec as written without that index and the fields no identity
-    holds (its JSON, from pydantic's serializer: a fraction of what the identity and its hash
-    cost), not once per record, nor for a spec `known` has (its identity is there). The counters
-    and run-level values are read column by column over the records that need them (PathReader: a
-    pydantic attribute read costs several dict lookups).
+    holds (its JSON: a fraction of what the identity and its hash cost), not once per record. A
+    point's runs are its ok records by repeat index (equal indices in record order); its counters,
+    environment and constants come from the first of them. The counters and run-level values are
+    read column by column over the records that need them (PathReader).
     """
-    batch = RunBatch()
-    keys = batch.spec_keys = dict(known.spec_keys) if known is not None else {}
-    to_json = RunSpec.__pydantic_serializer__.to_json
-    oks: list[RunResult] = []
-    firsts: dict[str, RunResult] = {}
+    keys: dict[str, str] = {}  # a spec's key (_SPEC_KEY_EXCLUDE) -> its identity's key
+    identities: dict[str, dict[str, Any]] = {}
+    groups: dict[str, list[RunResult]] = {}
     for record in records:
-        spec = to_json(record.spec, exclude=_SPEC_KEY_EXCLUDE)
+        spec = record.spec.model_dump_json(exclude=_SPEC_KEY_EXCLUDE)
         key = keys.get(spec)
         if key is None:
             identity = match_identity(record.spec)
             key = keys[spec] = identity_key(identity)
-            batch.identities[key] = identity
-        batch.keys.append(key)
-        batch.statuses.append(record.status)
-        batch.repeats.append(record.spec.repeat)
-        if record.status != "ok":
-            batch.steps.append([])
-            batch.losses.append([])
-            continue
-        oks.append(record)
-        batch.steps.append(record_steps(record))
-        batch.losses.append(list(record.metrics.losses or ()))
-        first = firsts.get(key)
-        if first is None or record.spec.repeat < first.spec.repeat:
-            firsts[key] = record
+            identities.setdefault(key, identity)
+        groups.setdefault(key, []).append(record)
+    ok_runs = {key: sorted((r for r in group if r.status == "ok"), key=_repeat_of) for key, group in groups.items()}
+    # Read over all the records that need them, then handed out in the same order as the points take them.
+    counters = iter(counters_of([runs[0] for runs in ok_runs.values() if runs]))
+    oks = [record for runs in ok_runs.values() for record in runs]
     columns = run_value_columns(oks)
-    rows = iter(
+    values = iter(
         [{name: column[i] for name, column in columns.items() if column[i] is not None} for i in range(len(oks))]
     )
-    batch.values = [next(rows) if status == "ok" else {} for status in batch.statuses]
-    for (key, first), counters in zip(firsts.items(), counters_of(list(firsts.values())), strict=True):
-        batch.firsts[key] = FirstRun(
-            first.spec.repeat, first.env.fingerprint(), counters,
-            float(first.metrics.tokens_per_step or first.spec.tokens_per_step), mfu_per_token_rate(first),
-            list(first.env.hostnames),
-        )  # fmt: skip
-    return batch
+    points = []
+    for key, group in groups.items():
+        runs, identity = ok_runs[key], identities[key]
+        point = PointData(key, point_label(identity, key), identity, "ok" if runs else group[0].status, len(runs))
+        if runs:
+            _fill(point, runs, next(counters), [next(values) for _ in runs])
+        points.append(point)
+    return points
 
 
-def points_from_batches(batches: Sequence[RunBatch]) -> list[PointData]:
-    """The points of the records of these batches, in order (as points_from_records of them all):
-    grouped by identity key in first-seen order; a point's runs are its ok records by repeat index
-    (equal indices in record order), the rest taken from the first of them."""
-    identities: dict[str, dict[str, Any]] = {}
-    firsts: dict[str, FirstRun] = {}
-    groups: dict[str, list[tuple[str, int, list[float], list[float], dict[str, float]]]] = {}
-    for batch in batches:
-        for key, identity in batch.identities.items():
-            identities.setdefault(key, identity)
-        for key, first in batch.firsts.items():
-            known = firsts.get(key)
-            if known is None or first.repeat < known.repeat:
-                firsts[key] = first
-        runs = zip(batch.statuses, batch.repeats, batch.steps, batch.losses, batch.values, strict=True)
-        for key, run in zip(batch.keys, runs, strict=True):
-            groups.setdefault(key, []).append(run)
-    return [_pool(key, identities[key], group, firsts.get(key)) for key, group in groups.items()]
+def _repeat_of(record: RunResult) -> int:
+    return record.spec.repeat
+
+
+def _fill(point: PointData, runs: list[RunResult], counters: dict[str, float], values: list[dict[str, float]]) -> None:
+    """A point's step times, loss curves and run-level values of every ok run (`runs`, by repeat
+    index), the rest from the first of them."""
+    first = runs[0]
+    point.fingerprint = first.env.fingerprint()
+    point.counters = counters
+    point.step_runs = [steps for steps in map(record_steps, runs) if steps]
+    point.tokens_per_step = float(first.metrics.tokens_per_step or first.spec.tokens_per_step)
+    point.mfu_per_token_rate = mfu_per_token_rate(first)
+    point.loss_runs = [list(losses) for losses in (record.metrics.losses for record in runs) if losses]
+    point.hosts = list(first.env.hostnames)
+    for run in values:  # run by run, as each run's values come in
+        for name, value in run.items():
+            point.run_values.setdefault(name, []).append(value)
 
 
 def _spec_key_exclude() -> dict[str, Any]:
     """What a spec's JSON leaves out to be its grouping key: the repeat index (match_identity drops
     it), and the fields no identity holds (their role: `excluded`; descriptions such as a model's
     source or a cluster's device table, more than half the JSON). Two specs whose keys are equal
-    have one matching identity; writing the shorter JSON takes a third less time."""
+    have one matching identity, and the shorter JSON is quicker to write."""
     exclude: dict[str, Any] = {"repeat": True}
     done: list[FieldPath] = []
     for path, role in declarations(RunSpec):
@@ -242,24 +192,3 @@ def _spec_key_exclude() -> dict[str, Any]:
 
 
 _SPEC_KEY_EXCLUDE = _spec_key_exclude()
-_repeat_of = itemgetter(1)  # a run's repeat index
-
-
-def _pool(key: str, identity: dict[str, Any], group: list[tuple], first: FirstRun | None) -> PointData:
-    """One point from its runs ((status, repeat, steps, losses, values) each): step times, loss
-    curves and run-level values of every ok run by repeat index, the rest from its first ok run."""
-    ok = sorted((run for run in group if run[0] == "ok"), key=_repeat_of)
-    point = PointData(key, point_label(identity, key), identity, "ok" if ok else group[0][0], len(ok))
-    if first is None:
-        return point
-    point.fingerprint = first.fingerprint
-    point.counters = first.counters
-    point.step_runs = [steps for _, _, steps, _, _ in ok if steps]
-    point.tokens_per_step = first.tokens_per_step
-    point.mfu_per_token_rate = first.mfu_per_token_rate
-    point.loss_runs = [losses for _, _, _, losses, _ in ok if losses]
-    point.hosts = first.hosts
-    for values in (run[4] for run in ok):  # run by run, as each run's values come in
-        for name, value in values.items():
-            point.run_values.setdefault(name, []).append(value)
-    return point

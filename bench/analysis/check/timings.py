@@ -15,14 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from bench.analysis.check.points import PointData
 from bench.analysis.check.thresholds import METRICS
 from bench.analysis.stats import Comparison, compare_many, compare_runs
-
-if TYPE_CHECKING:
-    from bench.analysis.forking import Worker
 
 
 @dataclass(frozen=True)
@@ -74,25 +70,10 @@ def samples_kind(metric: str) -> str:
     return metric if metric in _RUN_LEVEL else "step_time_s"
 
 
-# Fewer comparisons than this take well under a second: not shared with a worker.
-PARALLEL_MIN_COMPARISONS = 500
-# The share of the comparisons a worker computes: it receives the samples and sends the results,
-# which this process pickles and unpickles meanwhile (docs/results/checks.md).
-WORKER_SHARE = 0.55
-
-
-def compare_samples(
-    wanted: Sequence[tuple[PointData, PointData, str]], worker: Worker | None = None
-) -> list[Comparison]:
+def compare_samples(wanted: Sequence[tuple[PointData, PointData, str]]) -> list[Comparison]:
     """The comparison of the samples behind each (baseline, current, metric), all computed together
-    (bench.analysis.stats.compare_many: the numbers of one comparison at a time); the later share
-    of many by `worker` (bench/analysis/forking.py), where there is one."""
-    samples = [(timing_runs(base, metric), timing_runs(cur, metric)) for base, cur, metric in wanted]
-    if worker is None or len(samples) < PARALLEL_MIN_COMPARISONS:
-        return compare_many(samples)
-    split = len(samples) - round(len(samples) * WORKER_SHARE)
-    worker.submit(compare_many, samples[split:])
-    return compare_many(samples[:split]) + worker.result()
+    (bench.analysis.stats.compare_many: the numbers of one comparison at a time)."""
+    return compare_many([(timing_runs(base, metric), timing_runs(cur, metric)) for base, cur, metric in wanted])
 
 
 def has_timing(point: PointData, metric: str) -> bool:

@@ -6,7 +6,6 @@ Exit 0 pass, 1 regression, 2 nothing comparable or invalid input (docs/checks.md
 from __future__ import annotations
 
 import argparse
-import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -15,7 +14,6 @@ from bench.cli.options import add_numerics_arguments, numerics_problem
 
 if TYPE_CHECKING:
     from bench.analysis.check.gate import CheckRequest
-    from bench.analysis.check.loading import SideLoader
 
 HELP = "compare results with a baseline: exact counters, noise-aware timings (exit 1 on a regression)"
 
@@ -63,7 +61,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bench.analysis.check.loading import SideLoader
+    from bench.analysis.check.gate import CheckRequest
     from bench.analysis.gc_pause import gc_paused
     from bench.config.paths import input_problem, output_problem, require
     from bench.config.problems import ConfigError
@@ -77,26 +75,23 @@ def main(args: argparse.Namespace) -> int:
         [numerics_problem(args), input_problem("RESULTS", args.results), input_problem("--baseline", args.baseline)]
         + [output_problem(flag, path, "file") for flag, path in outputs.items() if path]
     )
+    request = CheckRequest(
+        Path(args.results), Path(args.baseline), args.threshold, allow_env_change=args.allow_env_change,
+        gate_timings=not args.no_gate_timings, alpha=args.alpha, min_runs=args.min_runs,
+        numerics=not args.no_numerics, loss_rtol=args.loss_rtol,
+    )  # fmt: skip
     # Both sides' records and points stay alive until the check ends: no cyclic GC over them
-    # (bench/analysis/gc_pause.py). A results folder is read with a worker forked now, before the
-    # record schema and the comparison's modules are imported (bench/analysis/check/loading.py).
-    with gc_paused(), contextlib.closing(SideLoader.start(args.results)) as current:
-        from bench.analysis.check.gate import CheckRequest
-
-        request = CheckRequest(
-            Path(args.results), Path(args.baseline), args.threshold, allow_env_change=args.allow_env_change,
-            gate_timings=not args.no_gate_timings, alpha=args.alpha, min_runs=args.min_runs,
-            numerics=not args.no_numerics, loss_rtol=args.loss_rtol,
-        )  # fmt: skip
-        return _check(request, args, current)
+    # (bench/analysis/gc_pause.py).
+    with gc_paused():
+        return _check(request, args)
 
 
-def _check(request: CheckRequest, args: argparse.Namespace, current: SideLoader) -> int:
+def _check(request: CheckRequest, args: argparse.Namespace) -> int:
     """Run the check and print (and write) its outcome; the exit code."""
     from bench.analysis.check.gate import run_check
     from reports.check.outcome import check_lines, write_outputs
 
-    outcome = run_check(request, current=current)
+    outcome = run_check(request)
     for problem in outcome.problems:
         print(f"warning: skipped {problem}", file=sys.stderr)
     for line in outcome.env.lines:
