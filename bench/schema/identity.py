@@ -27,7 +27,7 @@ import functools
 import hashlib
 import json
 import typing
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from json.encoder import encode_basestring_ascii
 from typing import Any, Literal
@@ -236,34 +236,6 @@ def id_of_text(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-# The types whose JSON form (`model_dump(mode="json")`) is the value itself.
-_PLAIN = frozenset((str, int, bool, type(None)))
-
-
-def plain_fields(model: BaseModel, skipped: Container[str]) -> dict[str, Any] | None:
-    """`model.model_dump(mode="json")` of the fields not in `skipped`, in their order, read directly
-    where every one holds a str, int, bool or None (each its own JSON form) and the model declares
-    no serializer; None otherwise (the caller dumps). Skips pydantic's per-call set-up, which is
-    most of a small dump's cost."""
-    cls = type(model)
-    if not _plainly_dumped(cls):
-        return None
-    values = model.__dict__
-    node = {}
-    for name in cls.model_fields:
-        if name not in skipped:
-            value = node[name] = values[name]
-            if type(value) not in _PLAIN:
-                return None
-    return node
-
-
-@functools.cache
-def _plainly_dumped(cls: type[BaseModel]) -> bool:
-    decorators = cls.__pydantic_decorators__
-    return not (decorators.field_serializers or decorators.model_serializers or cls.model_computed_fields)
-
-
 @functools.lru_cache(maxsize=1024)
 def _key_text(key: str) -> str:
     return encode_basestring_ascii(key) + ":"
@@ -310,10 +282,8 @@ class IdentityMemo:
             if e.section is not None and e.role.enters != "excluded"
             and type(value := getattr(model, e.name)) is e.section
         }  # fmt: skip
-        skipped = {**_exclude(cls), **dict.fromkeys(shared, True)}
-        node = plain_fields(model, {name for name, how in skipped.items() if how is True})
-        if node is None:
-            node = model.model_dump(mode="json", exclude=skipped)
+        # The rest is dumped by pydantic, the shared sections left out: a few plain values, cheap.
+        node = model.model_dump(mode="json", exclude={**_exclude(cls), **dict.fromkeys(shared, True)})
         for name, section in shared.items():
             node[name] = self._section(section)
         _apply_rules(cls, node, frozenset(shared))

@@ -23,7 +23,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 from typing import Any, Literal
 
 from bench.schema.units import human_bytes
@@ -48,7 +48,7 @@ View = Literal["frame", "store", "check", "console", "sweep", "gpu"]
 Reduce = Literal["median", "count", "last", "sum"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Display:
     """How tables and the console show a value: times `scale`, in `unit`, with `fmt`.
 
@@ -75,7 +75,7 @@ class Display:
         return format(value * self.scale if self.scale != 1 else value, self.fmt)  # counts keep their int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Flag:
     """A threshold a flag compares with, and what crossing it means (the pages quote both)."""
 
@@ -83,10 +83,11 @@ class Flag:
     meaning: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Metric:
     """One metric: see the module docstring. `path` None: computed from records by the report's
-    aggregation (scaling efficiency), not stored in one."""
+    aggregation (scaling efficiency), not stored in one. Keyword arguments only, so that a catalogue
+    entry reads without counting positions."""
 
     name: str
     path: str | None
@@ -105,7 +106,7 @@ class Metric:
     column: str = ""  # the frame's, results.csv's and the store's column; default: the name
     aliases: tuple[str, ...] = ()  # older names users type that still find the metric
     reduce: tuple[Reduce, ...] = ()  # lists on the path (a checkpoint's saves) reduce to one number
-    views: frozenset[View] = frozenset()
+    views: frozenset[View] = frozenset({"frame"})  # by default the report's frame alone
     # Counters only: the device types on which the record's value is reproducible for a fixed spec and
     # software stack (peak memory: the CUDA caching allocator's peak; a CPU's peak RSS is not).
     exact_on: tuple[str, ...] = ("cpu", "cuda")
@@ -186,13 +187,11 @@ class PathReader:
     """Dotted paths (data.a.b...) read from many records at once, through models (attributes) and
     dicts alike; None stays None, and a list maps the rest of the path over its items. Each path
     is read once per reader, from its prefix's values (the metrics' paths share `metrics`,
-    `metrics.telemetry`, ...), and a model's fields are read from its instance dict, fetched once
-    per model: a pydantic model's attribute access (its `__getattr__` hook) costs several times a
-    dict lookup, and a 10,000-record frame reads a million values."""
+    `metrics.telemetry`, ...), and the fields of one parent wanted together are read in one pass
+    over its values (a 10,000-record frame reads about a million values)."""
 
     def __init__(self, records: Iterable[Any]) -> None:
         self._read: dict[str, list[Any]] = {"": list(records)}
-        self._dicts: dict[str, list[dict]] = {}
 
     def __len__(self) -> int:
         return len(self._read[""])
@@ -206,9 +205,9 @@ class PathReader:
         return values
 
     def read_all(self, paths: Iterable[str]) -> None:
-        """Read these paths, the fields of one parent in one pass over its models: each model's
-        fields are fetched while it is in the cache, once instead of once per field (a record's
-        objects lie apart in memory, and reaching each is most of reading a value)."""
+        """Read these paths, the fields of one parent in one pass over its values: one getter call
+        per value gives all of them (a record's objects lie apart in memory, and reaching each is
+        most of reading a value)."""
         wanted: dict[str, list[str]] = {}
         for path in paths:
             if path not in self._read:
@@ -218,45 +217,40 @@ class PathReader:
             self.read_all(heads)
         for head, names in wanted.items():
             names = list(dict.fromkeys(names))
-            values, fields = self._read[head], self._fields(head)
-            if len(names) > 1 and values:
-                try:
-                    columns = zip(*map(itemgetter(*names), fields), strict=True)
-                except KeyError:  # some value lacks one: field by field
-                    columns = None
-                else:
-                    for name, column in zip(names, columns, strict=True):
-                        self._read[f"{head}.{name}" if head else name] = list(column)
-                    continue
-            for name in names:
-                self._read[f"{head}.{name}" if head else name] = _part(values, fields, name)
-
-    def _fields(self, path: str) -> list[dict]:
-        """The instance dict of each value at `path` (a dict's own self; {} for anything else)."""
-        dicts = self._dicts.get(path)
-        if dicts is None:
-            dicts = self._dicts[path] = [
-                value if isinstance(value, dict) else getattr(value, "__dict__", _NO_FIELDS) for value in self(path)
-            ]
-        return dicts
+            for name, column in zip(names, _columns(self._read[head], names), strict=True):
+                self._read[f"{head}.{name}" if head else name] = column
 
 
-_NO_FIELDS: dict[str, Any] = {}
 _NUMBERS = frozenset((int, float, type(None)))
 
 
-def _part(values: list[Any], fields: list[dict], name: str) -> list[Any]:
-    """Each value's `name` (a field, an attribute, or a dict's key); None stays None; a list maps over its items."""
-    try:
-        return list(map(itemgetter(name), fields))  # every value holds it: one pass of lookups
-    except KeyError:
-        pass
-    if values.count(None) == len(values):
-        return values
-    return [
-        found[name] if name in found else None if value is None else _item(value, name)
-        for value, found in zip(values, fields)
-    ]
+def _columns(values: list[Any], names: list[str]) -> list[list[Any]]:
+    """Each of `names` (a field, an attribute or a dict's key) of each value, by `_item`'s rules: None
+    stays None, a list maps over its items, a value that lacks the name gives None. Where the values
+    that are not None are all dicts, or all objects of one class, one getter (`itemgetter`,
+    `attrgetter`) reads every name of a value in one call; otherwise (lists, types mixed, a value
+    that lacks a name) value by value."""
+    kinds = set(map(type, values))
+    some_none = type(None) in kinds
+    kinds.discard(type(None))
+    if not kinds:  # nothing but None: so is every name's value
+        return [values] * len(names)
+    if len(kinds) == 1 and (kind := kinds.pop()) is not list:
+        present = [value for value in values if value is not None] if some_none else values
+        try:
+            rows = list(map(itemgetter(*names) if kind is dict else attrgetter(*names), present))
+        except (KeyError, AttributeError):  # some value lacks a name: value by value, below
+            pass
+        else:
+            found = [rows] if len(names) == 1 else [list(column) for column in zip(*rows, strict=True)]
+            return found if present is values else [_spread(column, values) for column in found]
+    return [[_item(value, name) for value in values] for name in names]
+
+
+def _spread(column: list[Any], values: list[Any]) -> list[Any]:
+    """A column read from the values that are not None, spread over all of them (None at a None)."""
+    read = iter(column)
+    return [None if value is None else next(read) for value in values]
 
 
 def _number(value: Any) -> float | None:
@@ -292,155 +286,255 @@ def _sum(values: Any) -> float | None:
 
 _REDUCERS = {"median": _median, "count": _count, "last": _last, "sum": _sum}
 
-_REPORT = frozenset({"frame"})
-
-
-def _m(name: str, path: str | None, unit: str, better: Better, kind: Kind, per: Per, label: str,
-       ranks: RankPool | None, repeats: RepeatPool, description: str, views: Iterable[View] = _REPORT,
-       **options: Any) -> Metric:  # fmt: skip
-    return Metric(name, path, unit, better, kind, per, label, ranks, repeats, description, views=frozenset(views),
-                  **options)  # fmt: skip
-
-
-_GIB = Display(".2f", "GiB", 1 / 2**30)
-_PCT = Display(".1f", "%", 100.0)
+_GIB = Display(fmt=".2f", unit="GiB", scale=1 / 2**30)
+_PCT = Display(fmt=".1f", unit="%", scale=100.0)
 _CKPT = "checkpoint"
 
 CATALOGUE: tuple[Metric, ...] = (
     # Throughput and step time: every timing of a run derives from its timed step times.
-    _m("tokens_per_s", "metrics.tokens_per_s", "tokens/s", "higher", "timing", "step", "tokens/s", "world",
-       "pooled median", "tokens per step over the median step time, all ranks together",
-       {"frame", "store", "check", "console", "sweep", "gpu"}, fmt=",.1f", display=Display(",.0f"),
-       group="throughput"),
-    _m("tokens_per_s_per_device", "metrics.tokens_per_s_per_device", "tokens/s", "higher", "timing", "step",
-       "per device", "world", "pooled median", "tokens/s over the world size", {"frame", "store", "console"},
-       fmt=",.1f", display=Display(",.0f"), group="throughput"),
-    _m("step_time_s", "metrics.step_time_s.median", "s", "lower", "timing", "step", "median step time", "max",
-       "pooled median", "median of the timed steps; each step is as long as its slowest rank's",
-       {"frame", "check", "console", "gpu"}, column="step_time_median_s", display=Display(".1f", "ms", 1e3),
-       title="step median", group="step time"),
-    _m("step_time_p10_s", "metrics.step_time_s.p10", "s", "lower", "timing", "step", "p10", "max", "pooled median",
-       "10th percentile of the timed steps", {"frame", "console"}, display=Display(".1f", "ms", 1e3),
-       group="step time"),
-    _m("step_time_p90_s", "metrics.step_time_s.p90", "s", "lower", "timing", "step", "p90", "max", "pooled median",
-       "90th percentile of the timed steps", {"frame", "console"}, display=Display(".1f", "ms", 1e3),
-       group="step time"),
-    _m("step_time_cv", "metrics.step_time_s.cv", "1", "lower", "timing", "step", "cv", "max", "median",
-       "coefficient of variation of the timed steps (standard deviation over mean)", {"frame", "console"},
-       display=Display(".3f"), group="step time"),
-    _m("mfu", "metrics.mfu", "fraction", "higher", "timing", "step", "MFU", "world", "pooled median",
-       "model FLOPs utilization: the model's FLOPs per token x tokens/s over the devices' peak; null without a "
-       "published peak (CPUs)", {"frame", "store", "check", "console", "gpu"}, display=_PCT, group="compute"),
-    _m("hfu", "metrics.hfu", "fraction", "higher", "timing", "step", "HFU", "world", "pooled median",
-       "hardware FLOPs utilization: MFU with activation recomputation counted", {"frame", "console", "gpu"},
-       display=_PCT, group="compute"),
-    _m("tflops_per_device", "metrics.tflops_per_device", "TFLOP/s", "higher", "timing", "step", "achieved",
-       "world", "pooled median", "achieved model TFLOP/s per device", {"frame", "console"},
-       display=Display(".3f", "TFLOP/s per device"), group="compute"),
+    Metric(
+        name="tokens_per_s", path="metrics.tokens_per_s", unit="tokens/s", better="higher", kind="timing", per="step",
+        label="tokens/s", ranks="world", repeats="pooled median",
+        description="tokens per step over the median step time, all ranks together",
+        views=frozenset({"frame", "store", "check", "console", "sweep", "gpu"}), fmt=",.1f",
+        display=Display(fmt=",.0f"), group="throughput",
+    ),
+    Metric(
+        name="tokens_per_s_per_device", path="metrics.tokens_per_s_per_device", unit="tokens/s", better="higher",
+        kind="timing", per="step", label="per device", ranks="world", repeats="pooled median",
+        description="tokens/s over the world size", views=frozenset({"frame", "store", "console"}), fmt=",.1f",
+        display=Display(fmt=",.0f"), group="throughput",
+    ),
+    Metric(
+        name="step_time_s", path="metrics.step_time_s.median", unit="s", better="lower", kind="timing", per="step",
+        label="median step time", ranks="max", repeats="pooled median",
+        description="median of the timed steps; each step is as long as its slowest rank's",
+        views=frozenset({"frame", "check", "console", "gpu"}), column="step_time_median_s",
+        display=Display(fmt=".1f", unit="ms", scale=1e3), title="step median", group="step time",
+    ),
+    Metric(
+        name="step_time_p10_s", path="metrics.step_time_s.p10", unit="s", better="lower", kind="timing", per="step",
+        label="p10", ranks="max", repeats="pooled median", description="10th percentile of the timed steps",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".1f", unit="ms", scale=1e3), group="step time",
+    ),
+    Metric(
+        name="step_time_p90_s", path="metrics.step_time_s.p90", unit="s", better="lower", kind="timing", per="step",
+        label="p90", ranks="max", repeats="pooled median", description="90th percentile of the timed steps",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".1f", unit="ms", scale=1e3), group="step time",
+    ),
+    Metric(
+        name="step_time_cv", path="metrics.step_time_s.cv", unit="1", better="lower", kind="timing", per="step",
+        label="cv", ranks="max", repeats="median",
+        description="coefficient of variation of the timed steps (standard deviation over mean)",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".3f"), group="step time",
+    ),
+    Metric(
+        name="mfu", path="metrics.mfu", unit="fraction", better="higher", kind="timing", per="step", label="MFU",
+        ranks="world", repeats="pooled median",
+        description="model FLOPs utilization: the model's FLOPs per token x tokens/s over the devices' peak; null "
+                    "without a published peak (CPUs)",
+        views=frozenset({"frame", "store", "check", "console", "gpu"}), display=_PCT, group="compute",
+    ),
+    Metric(
+        name="hfu", path="metrics.hfu", unit="fraction", better="higher", kind="timing", per="step", label="HFU",
+        ranks="world", repeats="pooled median",
+        description="hardware FLOPs utilization: MFU with activation recomputation counted",
+        views=frozenset({"frame", "console", "gpu"}), display=_PCT, group="compute",
+    ),
+    Metric(
+        name="tflops_per_device", path="metrics.tflops_per_device", unit="TFLOP/s", better="higher", kind="timing",
+        per="step", label="achieved", ranks="world", repeats="pooled median",
+        description="achieved model TFLOP/s per device", views=frozenset({"frame", "console"}),
+        display=Display(fmt=".3f", unit="TFLOP/s per device"), group="compute",
+    ),
     # Communication counted per step (the last warm-up step), bytes per rank.
     *(
-        _m(f"comm_bytes_per_step.{op}", f"metrics.comm_bytes_per_step.{op}", "B", "lower", "counter", "step",
-           op.replace("_", "-"), "per rank", "equal", f"{op.replace('_', '-')} bytes one rank moves per step",
-           {"frame", "check", "console"}, column=f"comm_{op}_bytes", fmt=",.0f", display=Display(unit="bytes"),
-           group="comm per step", store_type="INTEGER")
+        Metric(
+            name=f"comm_bytes_per_step.{op}", path=f"metrics.comm_bytes_per_step.{op}", unit="B", better="lower",
+            kind="counter", per="step", label=op.replace("_", "-"), ranks="per rank", repeats="equal",
+            description=f"{op.replace('_', '-')} bytes one rank moves per step",
+            views=frozenset({"frame", "check", "console"}), column=f"comm_{op}_bytes", fmt=",.0f",
+            display=Display(unit="bytes"), group="comm per step", store_type="INTEGER",
+        )
         for op in ("all_gather", "reduce_scatter", "all_reduce")
     ),
     # The workload: what is measured; a change either way is another workload.
-    _m("params", "model_info.params", "parameters", "equal", "counter", "run", "parameters", None, "equal",
-       "the model's parameter count (the report's frame has it among the workload's columns)", {"check"},
-       fmt=",.0f", group="workload", store_type="INTEGER"),
-    _m("flops_per_token", "metrics.flops_per_token", "FLOP/token", "equal", "counter", "run", "FLOPs per token",
-       None, "equal", "model FLOPs per token (bench/schema/flops.py)", {"check"}, fmt=",.0f", group="workload"),
-    _m("peak_mem_bytes", "metrics.peak_mem_bytes.max", "B", "lower", "counter", "step", "peak memory", "max", "max",
-       "the allocator's peak allocated bytes (GPU) or the process's peak resident set size (CPU), of the largest "
-       "rank", {"frame", "store", "check", "console", "gpu"}, fmt=",.0f", display=_GIB, title="peak alloc",
-       group="memory", exact_on=("cuda",), store_type="INTEGER"),
-    _m("peak_reserved_bytes", "metrics.peak_mem_bytes.reserved_max", "B", "lower", "counter", "step",
-       "peak reserved", "max", "max", "the CUDA caching allocator's peak reserved bytes, of the largest rank (GPU "
-       "only)", {"console", "gpu"}, fmt=",.0f", display=_GIB, title="peak reserved", group="memory",
-       exact_on=("cuda",)),
-    _m("loss_first", "metrics.loss_first", "nats", "lower", "timing", "run", "first loss", None, "median",
-       "the first step's loss (the numerics guard compares whole curves)", {"frame", "console"},
-       display=Display(".4f"), group="loss"),
-    _m("loss_last", "metrics.loss_last", "nats", "lower", "timing", "run", "last loss", None, "median",
-       "the last step's loss", {"frame", "console"}, display=Display(".4f"), group="loss"),
+    Metric(
+        name="params", path="model_info.params", unit="parameters", better="equal", kind="counter", per="run",
+        label="parameters", ranks=None, repeats="equal",
+        description="the model's parameter count (the report's frame has it among the workload's columns)",
+        views=frozenset({"check"}), fmt=",.0f", group="workload", store_type="INTEGER",
+    ),
+    Metric(
+        name="flops_per_token", path="metrics.flops_per_token", unit="FLOP/token", better="equal", kind="counter",
+        per="run", label="FLOPs per token", ranks=None, repeats="equal",
+        description="model FLOPs per token (bench/schema/flops.py)", views=frozenset({"check"}), fmt=",.0f",
+        group="workload",
+    ),
+    Metric(
+        name="peak_mem_bytes", path="metrics.peak_mem_bytes.max", unit="B", better="lower", kind="counter", per="step",
+        label="peak memory", ranks="max", repeats="max",
+        description="the allocator's peak allocated bytes (GPU) or the process's peak resident set size (CPU), of the "
+                    "largest rank",
+        views=frozenset({"frame", "store", "check", "console", "gpu"}), fmt=",.0f", display=_GIB, title="peak alloc",
+        group="memory", exact_on=("cuda",), store_type="INTEGER",
+    ),
+    Metric(
+        name="peak_reserved_bytes", path="metrics.peak_mem_bytes.reserved_max", unit="B", better="lower",
+        kind="counter", per="step", label="peak reserved", ranks="max", repeats="max",
+        description="the CUDA caching allocator's peak reserved bytes, of the largest rank (GPU only)",
+        views=frozenset({"console", "gpu"}), fmt=",.0f", display=_GIB, title="peak reserved", group="memory",
+        exact_on=("cuda",),
+    ),
+    Metric(
+        name="loss_first", path="metrics.loss_first", unit="nats", better="lower", kind="timing", per="run",
+        label="first loss", ranks=None, repeats="median",
+        description="the first step's loss (the numerics guard compares whole curves)",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".4f"), group="loss",
+    ),
+    Metric(
+        name="loss_last", path="metrics.loss_last", unit="nats", better="lower", kind="timing", per="run",
+        label="last loss", ranks=None, repeats="median", description="the last step's loss",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".4f"), group="loss",
+    ),
     # Run-level telemetry (docs/telemetry.md): one value per run.
-    _m("energy_per_token", "metrics.telemetry.energy_per_token_j", "J/token", "lower", "timing", "run",
-       "energy per token", "sum", "median",
-       "the GPUs' board energy (CPU clusters: the hosts' RAPL package energy) over the timed window, divided by "
-       "its tokens", {"frame", "check", "console", "gpu"}, column="energy_per_token_j",
-       display=Display(".4g", "J/token"), title="energy", group="telemetry"),
-    _m("utilization", "metrics.telemetry.util_pct", "%", "higher", "timing", "run", "utilization", "mean", "median",
-       "device utilization over devices and samples (GPU: NVML's share of time a kernel ran; CPU: the rank's "
-       "process CPU time over its threads)", {"frame", "check", "console", "gpu"}, column="util_pct",
-       display=Display(".0f", "%"), title="util", group="telemetry",
-       flags={"idle_util_pct": Flag(10.0, "a utilization sample below this many percent counts as idle"),
-              "idle_share": Flag(0.5, "a device idle in more than this share of its samples is mostly idle: "
-                                      "the point is flagged")}),
-    _m("power_per_device", "metrics.telemetry.avg_power_w_per_device", "W", "lower", "timing", "run",
-       "power per device", "mean", "median",
-       "GPU board power: each device's energy counter over its span, averaged over devices; null on CPU (RAPL "
-       "measures a host's packages, shared by its ranks)", {"frame", "console", "gpu"}, column="avg_power_w",
-       display=Display(",.0f", "W/device"), title="power", group="telemetry"),
-    _m("throttle_fraction", "metrics.telemetry.throttle_fraction", "fraction", "lower", "timing", "run",
-       "throttled", "mean", "median", "share of the GPU samples with a clocks event reason that slows a busy GPU "
-       "(power cap, thermal, hardware slowdown)", {"frame", "console"}, display=Display(".0f", "% of samples", 100.0),
-       group="telemetry",
-       flags={"throttled": Flag(0.05, "throttled in at least this share of samples: the point is flagged (below it, "
-                                      "a few samples at a clock transition)")}),
-    _m("idle_devices", "metrics.telemetry.idle_devices", "devices", "lower", "timing", "run", "idle devices", "sum",
-       "median", "devices below the idle utilization in more than the idle share of their samples (utilization's "
-       "flags)", {"frame", "console"}, display=Display("d"), group="telemetry",
-       store_type="INTEGER"),
+    Metric(
+        name="energy_per_token", path="metrics.telemetry.energy_per_token_j", unit="J/token", better="lower",
+        kind="timing", per="run", label="energy per token", ranks="sum", repeats="median",
+        description="the GPUs' board energy (CPU clusters: the hosts' RAPL package energy) over the timed window, "
+                    "divided by its tokens",
+        views=frozenset({"frame", "check", "console", "gpu"}), column="energy_per_token_j",
+        display=Display(fmt=".4g", unit="J/token"), title="energy", group="telemetry",
+    ),
+    Metric(
+        name="utilization", path="metrics.telemetry.util_pct", unit="%", better="higher", kind="timing", per="run",
+        label="utilization", ranks="mean", repeats="median",
+        description="device utilization over devices and samples (GPU: NVML's share of time a kernel ran; CPU: the "
+                    "rank's process CPU time over its threads)",
+        views=frozenset({"frame", "check", "console", "gpu"}), column="util_pct", display=Display(fmt=".0f", unit="%"),
+        title="util", group="telemetry",
+        flags={
+            "idle_util_pct": Flag(value=10.0, meaning="a utilization sample below this many percent counts as idle"),
+            "idle_share": Flag(value=0.5, meaning="a device idle in more than this share of its samples is mostly "
+                                                  "idle: the point is flagged"),
+        },
+    ),
+    Metric(
+        name="power_per_device", path="metrics.telemetry.avg_power_w_per_device", unit="W", better="lower",
+        kind="timing", per="run", label="power per device", ranks="mean", repeats="median",
+        description="GPU board power: each device's energy counter over its span, averaged over devices; null on CPU "
+                    "(RAPL measures a host's packages, shared by its ranks)",
+        views=frozenset({"frame", "console", "gpu"}), column="avg_power_w",
+        display=Display(fmt=",.0f", unit="W/device"), title="power", group="telemetry",
+    ),
+    Metric(
+        name="throttle_fraction", path="metrics.telemetry.throttle_fraction", unit="fraction", better="lower",
+        kind="timing", per="run", label="throttled", ranks="mean", repeats="median",
+        description="share of the GPU samples with a clocks event reason that slows a busy GPU (power cap, thermal, "
+                    "hardware slowdown)",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".0f", unit="% of samples", scale=100.0),
+        group="telemetry",
+        flags={
+            "throttled": Flag(value=0.05, meaning="throttled in at least this share of samples: the point is flagged "
+                                                  "(below it, a few samples at a clock transition)"),
+        },
+    ),
+    Metric(
+        name="idle_devices", path="metrics.telemetry.idle_devices", unit="devices", better="lower", kind="timing",
+        per="run", label="idle devices", ranks="sum", repeats="median",
+        description="devices below the idle utilization in more than the idle share of their samples (utilization's "
+                    "flags)",
+        views=frozenset({"frame", "console"}), display=Display(fmt="d"), group="telemetry", store_type="INTEGER",
+    ),
     # DCP checkpoints (docs/checkpointing.md): each save's times are its slowest rank's.
-    _m("ckpt_saves", "metrics.checkpoint.saves", "saves", "equal", "counter", "run", "saves", None, "equal",
-       "checkpoint saves in the run", {"frame", "console"}, reduce=("count",), display=Display("d"), group=_CKPT,
-       store_type="INTEGER"),
-    _m("ckpt_state_bytes", "metrics.checkpoint.saves.state_bytes_per_rank", "B", "equal", "counter", "run",
-       "state", "sum", "equal", "tensor bytes of the last save, all ranks together", _REPORT,
-       reduce=("last", "sum"), group=_CKPT, store_type="INTEGER"),
-    _m("ckpt_bytes", "metrics.checkpoint.saves.bytes", "B", "lower", "counter", "run", "size", "sum", "equal",
-       "file bytes of the last save, all ranks together, metadata included", {"frame", "console"},
-       reduce=("last",), display=Display(unit="bytes"), group=_CKPT, store_type="INTEGER"),
-    _m("ckpt_blocked_s", "metrics.checkpoint.saves.blocked_s", "s", "lower", "timing", "run", "blocked",
-       "slowest rank", "median", "median over saves of the time training waited (sync: the whole save; async: "
-       "the previous save in flight plus staging)", {"frame", "console"}, reduce=("median",),
-       display=Display(".3f", "s"), group=_CKPT),
-    _m("ckpt_durable_s", "metrics.checkpoint.saves.durable_s", "s", "lower", "timing", "run", "durable",
-       "slowest rank", "median", "median over saves of the time until every file and the metadata were written",
-       {"frame", "console"}, reduce=("median",), display=Display(".3f", "s"), group=_CKPT),
-    _m("ckpt_write_bytes_per_s", "metrics.checkpoint.write_bytes_per_s", "B/s", "higher", "timing", "run",
-       "write", "sum", "median", "aggregate write bandwidth: the median over the saves with durable_s > 0 of "
-       "bytes / durable_s, null when there is none; stored by the ranks (bench.schema.checkpoint.write_bandwidth), "
-       "computed by the migration for older records", {"frame", "console"}, display=Display(unit="bytes/s"),
-       group=_CKPT),
-    _m("ckpt_load_s", "metrics.checkpoint.load.load_s", "s", "lower", "timing", "run", "load", "slowest rank",
-       "median", "reading the latest checkpoint back after the timed window", {"frame", "console"},
-       display=Display(".3f", "s"), group=_CKPT),
-    _m("ckpt_read_bytes_per_s", "metrics.checkpoint.load.read_bytes_per_s", "B/s", "higher", "timing", "run",
-       "read", "sum", "median", "aggregate read bandwidth of that load: bytes / load_s; null when load_s is 0",
-       {"frame", "console"}, display=Display(unit="bytes/s"), group=_CKPT),
-    _m("ckpt_goodput", "metrics.checkpoint.goodput", "fraction", "higher", "timing", "run", "goodput", "world",
-       "median", "tokens/s over the timed window, saves included, over tokens/s from the step-time median",
-       {"frame", "console"}, display=_PCT, group=_CKPT),
-    _m("ckpt_blocked_fraction", "metrics.checkpoint.blocked_fraction", "fraction", "lower", "timing", "run",
-       "blocked share", "slowest rank", "median",
-       "(blocked_s + bookkeeping_s) / the timed window: what the saves took from it",
-       {"frame", "console"}, display=_PCT, group=_CKPT),
+    Metric(
+        name="ckpt_saves", path="metrics.checkpoint.saves", unit="saves", better="equal", kind="counter", per="run",
+        label="saves", ranks=None, repeats="equal", description="checkpoint saves in the run",
+        views=frozenset({"frame", "console"}), reduce=("count",), display=Display(fmt="d"), group=_CKPT,
+        store_type="INTEGER",
+    ),
+    Metric(
+        name="ckpt_state_bytes", path="metrics.checkpoint.saves.state_bytes_per_rank", unit="B", better="equal",
+        kind="counter", per="run", label="state", ranks="sum", repeats="equal",
+        description="tensor bytes of the last save, all ranks together", reduce=("last", "sum"), group=_CKPT,
+        store_type="INTEGER",
+    ),
+    Metric(
+        name="ckpt_bytes", path="metrics.checkpoint.saves.bytes", unit="B", better="lower", kind="counter", per="run",
+        label="size", ranks="sum", repeats="equal",
+        description="file bytes of the last save, all ranks together, metadata included",
+        views=frozenset({"frame", "console"}), reduce=("last",), display=Display(unit="bytes"), group=_CKPT,
+        store_type="INTEGER",
+    ),
+    Metric(
+        name="ckpt_blocked_s", path="metrics.checkpoint.saves.blocked_s", unit="s", better="lower", kind="timing",
+        per="run", label="blocked", ranks="slowest rank", repeats="median",
+        description="median over saves of the time training waited (sync: the whole save; async: the previous save in "
+                    "flight plus staging)",
+        views=frozenset({"frame", "console"}), reduce=("median",), display=Display(fmt=".3f", unit="s"), group=_CKPT,
+    ),
+    Metric(
+        name="ckpt_durable_s", path="metrics.checkpoint.saves.durable_s", unit="s", better="lower", kind="timing",
+        per="run", label="durable", ranks="slowest rank", repeats="median",
+        description="median over saves of the time until every file and the metadata were written",
+        views=frozenset({"frame", "console"}), reduce=("median",), display=Display(fmt=".3f", unit="s"), group=_CKPT,
+    ),
+    Metric(
+        name="ckpt_write_bytes_per_s", path="metrics.checkpoint.write_bytes_per_s", unit="B/s", better="higher",
+        kind="timing", per="run", label="write", ranks="sum", repeats="median",
+        description="aggregate write bandwidth: the median over the saves with durable_s > 0 of bytes / durable_s, "
+                    "null when there is none; stored by the ranks (bench.schema.checkpoint.write_bandwidth), computed "
+                    "by the migration for older records",
+        views=frozenset({"frame", "console"}), display=Display(unit="bytes/s"), group=_CKPT,
+    ),
+    Metric(
+        name="ckpt_load_s", path="metrics.checkpoint.load.load_s", unit="s", better="lower", kind="timing", per="run",
+        label="load", ranks="slowest rank", repeats="median",
+        description="reading the latest checkpoint back after the timed window", views=frozenset({"frame", "console"}),
+        display=Display(fmt=".3f", unit="s"), group=_CKPT,
+    ),
+    Metric(
+        name="ckpt_read_bytes_per_s", path="metrics.checkpoint.load.read_bytes_per_s", unit="B/s", better="higher",
+        kind="timing", per="run", label="read", ranks="sum", repeats="median",
+        description="aggregate read bandwidth of that load: bytes / load_s; null when load_s is 0",
+        views=frozenset({"frame", "console"}), display=Display(unit="bytes/s"), group=_CKPT,
+    ),
+    Metric(
+        name="ckpt_goodput", path="metrics.checkpoint.goodput", unit="fraction", better="higher", kind="timing",
+        per="run", label="goodput", ranks="world", repeats="median",
+        description="tokens/s over the timed window, saves included, over tokens/s from the step-time median",
+        views=frozenset({"frame", "console"}), display=_PCT, group=_CKPT,
+    ),
+    Metric(
+        name="ckpt_blocked_fraction", path="metrics.checkpoint.blocked_fraction", unit="fraction", better="lower",
+        kind="timing", per="run", label="blocked share", ranks="slowest rank", repeats="median",
+        description="(blocked_s + bookkeeping_s) / the timed window: what the saves took from it",
+        views=frozenset({"frame", "console"}), display=_PCT, group=_CKPT,
+    ),
     # Numerics of the run.
-    _m("scaler_skipped_steps", "metrics.scaler_skipped_steps", "steps", "lower", "counter", "run", "skipped steps",
-       "per rank", "max", "timed steps whose optimizer step the fp16 gradient scaler skipped because gradients "
-       "had inf/NaN (it then backs its scale off); null without a scaler", {"frame", "console", "gpu"},
-       display=Display("d"), title="scaler skips", group="numerics", store_type="INTEGER"),
+    Metric(
+        name="scaler_skipped_steps", path="metrics.scaler_skipped_steps", unit="steps", better="lower", kind="counter",
+        per="run", label="skipped steps", ranks="per rank", repeats="max",
+        description="timed steps whose optimizer step the fp16 gradient scaler skipped because gradients had inf/NaN "
+                    "(it then backs its scale off); null without a scaler",
+        views=frozenset({"frame", "console", "gpu"}), display=Display(fmt="d"), title="scaler skips", group="numerics",
+        store_type="INTEGER",
+    ),
     # Computed by the report's aggregation (bench.analysis.stats.scaling_efficiency), not stored in a record.
-    _m("scaling_efficiency", None, "fraction", "higher", "timing", "run", "efficiency", "world", "pooled median",
-       "(tokens/s at N / tokens/s at the series' smallest node count) / (N / that count)", {"sweep"},
-       display=Display(".0f", "%", 100.0), title="eff", group="scaling",
-       flags={"below_prediction_points": Flag(10.0, "more than this many percentage points below the planner's "
-                                                    "prediction: flagged (beyond a healthy cluster's run-to-run noise)"),
-              "comm_bound_share": Flag(0.2, "a flagged point whose predicted communication is at least this share "
-                                            "of the predicted step names communication as the likely cause, "
-                                            "compute otherwise")}),
+    Metric(
+        name="scaling_efficiency", path=None, unit="fraction", better="higher", kind="timing", per="run",
+        label="efficiency", ranks="world", repeats="pooled median",
+        description="(tokens/s at N / tokens/s at the series' smallest node count) / (N / that count)",
+        views=frozenset({"sweep"}), display=Display(fmt=".0f", unit="%", scale=100.0), title="eff", group="scaling",
+        flags={
+            "below_prediction_points": Flag(value=10.0, meaning="more than this many percentage points below the "
+                                                                "planner's prediction: flagged (beyond a healthy "
+                                                                "cluster's run-to-run noise)"),
+            "comm_bound_share": Flag(value=0.2, meaning="a flagged point whose predicted communication is at least "
+                                                        "this share of the predicted step names communication as the "
+                                                        "likely cause, compute otherwise"),
+        },
+    ),
 )  # fmt: skip
 
 BY_NAME: dict[str, Metric] = {name: metric for metric in CATALOGUE for name in metric.names}

@@ -47,6 +47,30 @@ def test_a_path_through_a_list_maps_it_and_none_stays_none(records):
     assert len(read) == 4
 
 
+def _step(value, name):
+    """One step of a path, as PathReader's rules say: None stays None, a list maps over its items, a
+    dict's key, an object's attribute, None where there is none."""
+    if isinstance(value, list):
+        return [_step(item, name) for item in value]
+    return value.get(name) if isinstance(value, dict) else getattr(value, name, None)
+
+
+def test_models_dicts_and_nones_mixed_read_as_each_value_alone(records):
+    """Each kind of column (one class with Nones, kinds mixed, a property, a name some value lacks)
+    reads what one step of the path reads of each value."""
+    metrics = [r.metrics for r in records]
+    mixed = [None, *metrics[:3], None, records[0].model_dump(mode="json")["metrics"], 7, [metrics[0], None]]
+    for batch in ([None, *metrics, None], mixed, [r.spec for r in records]):
+        wrapped = [{"m": value} for value in batch]
+        together, alone = PathReader(wrapped), PathReader(wrapped)  # a name some value lacks, among others or alone
+        paths = ["m.tokens_per_s", "m.mfu", "m.step_time_s", "m.device_type", "m.no_such_field"]
+        together.read_all(paths)
+        alone.read_all(paths[:2])
+        for path in paths:
+            expected = [_step(value, path.split(".")[1]) for value in batch]
+            assert together(path) == alone(path) == expected, path
+
+
 def _variants(records):
     """Copies of the fixtures' ok records at other node counts, batches, AC modes and a -0.0 knob."""
     base = [r for r in records if r.status == "ok"][:4]

@@ -8,6 +8,8 @@ Total 2*45,440 + 65,600 = 156,480.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from bench.analysis.planner.activations import block_bytes, held_bytes, recompute_bytes, root_bytes, saved_bytes
@@ -144,15 +146,13 @@ def test_bf16_buffers_and_no_shard_states():
 
 
 def test_shard_grad_op_keeps_every_block_whole():
-    deep = Workload(
-        **{
-            **debug_workload().__dict__,
-            "shape": llama_shape(FLAVORS["debug"].model_copy(update={"n_layers": 6})),
-            "strategy": "shard_grad_op",
-        }
+    deep = dataclasses.replace(
+        debug_workload(),
+        shape=llama_shape(FLAVORS["debug"].model_copy(update={"n_layers": 6})),
+        strategy="shard_grad_op",
     )
     assert unsharded_bytes(deep)["unsharded_params"] == 4 * (P_ROOT + 6 * P_BLOCK)
-    assert unsharded_bytes(deep.__class__(**{**deep.__dict__, "strategy": "full_shard"}))["unsharded_params"] == 4 * (
+    assert unsharded_bytes(dataclasses.replace(deep, strategy="full_shard"))["unsharded_params"] == 4 * (
         P_ROOT + 2 * P_BLOCK
     )
 

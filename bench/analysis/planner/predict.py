@@ -43,7 +43,7 @@ from bench.analysis.planner.step import MicroStep, micro_step, optimizer_seconds
 from bench.analysis.planner.workload import Workload, workload_from_spec
 from bench.analysis.stats import scaling_efficiency, scaling_key
 from bench.schema.flops import flops_per_token, hardware_flops_per_token
-from bench.schema.identity import IdentityMemo, id_of_text, plain_fields
+from bench.schema.identity import IdentityMemo, id_of_text
 
 
 def predict_workload(w: Workload, memo: AccumulationMemo | None = None) -> dict[str, Any]:
@@ -241,15 +241,16 @@ class SpecDumps:
     def dump(self, spec: BaseModel) -> dict[str, Any]:
         """`spec.model_dump(mode="json")`, its shared sections' dicts the memo's (read them, never change them)."""
         cls = type(spec)
-        node = plain_fields(spec, _sections(cls))
-        if node is None:  # a value that is no plain one (or a section of another class): pydantic dumps it
-            return spec.model_dump(mode="json")
-        values = spec.__dict__
-        for name, section in _sections(cls).items():
-            value = values[name]
-            if type(value) is not section:
+        sections = _sections(cls)
+        shared = {}
+        for name, section in sections.items():
+            value = getattr(spec, name)
+            if type(value) is not section:  # a subclass, or None: pydantic dumps the whole spec
                 return spec.model_dump(mode="json")
-            node[name] = self._section(value)
+            shared[name] = self._section(value)
+        # The rest is dumped by pydantic, the sections left out: a few plain values, cheap.
+        node = spec.model_dump(mode="json", exclude=_section_names(cls))
+        node.update(shared)
         return {name: node[name] for name in cls.model_fields}
 
     def _section(self, section: BaseModel) -> dict[str, Any]:
@@ -257,6 +258,12 @@ class SpecDumps:
         if entry is None:
             entry = self._sections[id(section)] = (section, section.model_dump(mode="json"))
         return entry[1]
+
+
+@functools.cache
+def _section_names(cls: type[BaseModel]) -> dict[str, bool]:
+    """model_dump's `exclude` of the sections (read only)."""
+    return dict.fromkeys(_sections(cls), True)
 
 
 @functools.cache
