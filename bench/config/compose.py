@@ -1,8 +1,9 @@
 """Compose the Hydra config tree (sweeps/ plus the user's config folders) into validated RunSpecs.
 
 Hydra runs here, in the parent process only; ranks receive a resolved JSON spec. The grid of a
-sweep is the cartesian product of comma-separated overrides (Hydra's BasicSweeper rules), taken
-from the command line and from the experiment's `sweep.grid`.
+sweep is the cartesian product of the values of its overrides (`a,b`, `range(...)`, `choice(...)`,
+`glob(...)` of a group's options, as Hydra's basic sweeper reads them), taken from the experiment's
+`sweep.grid` and the command line (`expand_grid`).
 
 Composing is split in two, with the same result as one Hydra compose per point: Hydra composes
 each distinct combination of config-group choices (`model=`, `cluster=`, `experiment=`, ...)
@@ -15,6 +16,7 @@ get the same section node, which the grid's validation (bench/config/validate.py
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,7 +26,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from bench.config.groups import combined_groups, copy_tree, parse, parse_one, parser, prime, to_plain
+from bench.config.groups import combined_groups, copy_tree, parse, parse_one, parser, to_plain
 from bench.config.problems import ConfigError, describe_validation_error, first_line
 from bench.config.registry import GROUPS, RegistryError, describe_source, group_options, search_dirs
 from bench.config.validate import GridValidator, resolved_preset, spec_from_config
@@ -94,9 +96,9 @@ class _Groups:
 
     def with_values(self, scalars: Sequence) -> dict[str, Any] | None:
         """The config with these scalar overrides, in plain Python, or None where one of them needs
-        OmegaConf (`_plain_settable`). What OmegaConf.update followed by to_container gives, 50x
-        cheaper; each top-level section with the same overrides is the same node for every point
-        (read-only, as is every cached composition)."""
+        OmegaConf (`_plain_settable`): what OmegaConf.update followed by to_container gives, without
+        building an OmegaConf tree per point. Each top-level section with the same overrides is the
+        same node for every point (read-only, as is every cached composition)."""
         by_section: dict[str, list] = {}
         for override in scalars:
             by_section.setdefault(override.key_or_group.partition(".")[0], []).append(override)
@@ -276,7 +278,7 @@ def load_point(overrides: Sequence[str]) -> Point:
 def is_grid_override(override: str) -> bool:
     """Whether Hydra reads `override` as a sweep (`a,b`, `range(...)`, `choice(...)`, `glob(...)`, ...)."""
     if not any(mark in override.partition("=")[2] for mark in _SWEEP_MARKS):
-        return False  # no sweep without a comma or a call: skips Hydra's ANTLR parser, ~1 ms an override
+        return False  # no sweep without a comma or a call: most overrides never reach Hydra's parser
     try:
         return parser().parse_override(override).is_sweep_override()
     except Exception:  # malformed: let compose report it
@@ -296,15 +298,39 @@ def grid_items(overrides: Sequence[str]) -> dict[str, str]:
 
 def sweep_values(override: str) -> list[str]:
     """The values a (possibly comma-separated) override gives, as strings: `a=1,2` -> ['1', '2']."""
-    parsed = parse_one(override)
-    return list(parsed.sweep_string_iterator()) if parsed.is_sweep_override() else [parsed.get_value_element_as_str()]
+    return _values(parse_one(override))
+
+
+def _values(override) -> list[str]:
+    """The values of a parsed override as strings, as Hydra's basic sweeper lists them; a glob
+    chooses among a config group's options (the registry's, `_`-files excluded)."""
+    if not override.is_sweep_override():
+        return [override.get_value_element_as_str()]
+    key = override.get_key_element()
+    if override.is_interval_sweep():
+        raise ConfigError(
+            [f"{key}: interval(...) has no values to list; allowed: a,b,..., range(...), choice(...), glob(...)"]
+        )
+    from hydra.core.override_parser.types import Glob
+
+    value = override.value()
+    if isinstance(value, Glob):
+        if override.key_or_group not in GROUPS:
+            raise ConfigError([f"{key}: glob(...) lists a config group's options; allowed: {', '.join(GROUPS)}"])
+        return value.filter(group_options(override.key_or_group))
+    return list(override.sweep_string_iterator())
 
 
 def expand_grid(overrides: Sequence[str]) -> list[list[str]]:
-    """Every point's override list: the experiment's sweep.grid, then the command line's sweeps, crossed."""
-    from hydra._internal.core_plugins.basic_sweeper import BasicSweeper
-
-    return BasicSweeper.split_arguments(parse(list(grid_items(overrides).values())), None)[0]
+    """Every point's override list: the experiment's sweep.grid, then the command line's sweeps,
+    crossed as Hydra's basic sweeper crosses them: one axis per key (prefix and package included)
+    in the order the keys come, a later override of a key replacing its values, the first axis
+    varying slowest."""
+    axes: dict[str, list[str]] = {}
+    for override in parse(list(grid_items(overrides).values())):
+        key = override.get_key_element()
+        axes[key] = [f"{key}={value}" for value in _values(override)]
+    return [list(point) for point in itertools.product(*axes.values())]
 
 
 def load_grid(overrides: Sequence[str]) -> list[Point]:
@@ -317,11 +343,9 @@ def load_grid(overrides: Sequence[str]) -> list[Point]:
 
 def load_points(grid: Sequence[Sequence[str]]) -> tuple[list[Point], list[tuple[tuple[str, ...], list[str]]]]:
     """Compose and validate each point's overrides: (valid points, [(overrides, problems)] of the
-    others, each problem prefixed with the point's overrides). The grid's group choices are
-    composed in batches first (bench/config/groups.py `prime`), and its sections validated once
-    each (bench/config/validate.py `GridValidator`): the same points as one by one."""
+    others, each problem prefixed with the point's overrides). The grid's sections are validated
+    once each (bench/config/validate.py `GridValidator`): the same points as one by one."""
     dirs = search_dirs()
-    prime((choices for point in grid if (choices := _choices(point, dirs)) is not None), dirs)
     validator = GridValidator()
     points, invalid = [], []
     for point_overrides in grid:
@@ -332,15 +356,6 @@ def load_points(grid: Sequence[Sequence[str]]) -> tuple[list[Point], list[tuple[
             label = " ".join(o for o in point_overrides if o.partition("=")[0] != "experiment")
             invalid.append((tuple(point_overrides), [f"[{label}] {line}" for line in exc.lines]))
     return points, invalid
-
-
-def _choices(overrides: Sequence[str], dirs: tuple[Path, ...]) -> tuple[str, ...] | None:
-    """A point's group choices, None where composing it will say what is wrong."""
-    try:
-        _check_group_options(overrides, dirs)
-        return _split(overrides)[0]
-    except ConfigError:
-        return None
 
 
 def overrides_from_fields(fields: dict[str, Any]) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bench.analysis.records import write_record
-from bench.config.compose import load_grid
+from bench.config.compose import expand_grid, load_grid
 from bench.config.registry import group_options
 from bench.run.ledger import Ledger
 from bench.run.sweep import expand_repeats, group_by_world_shape
@@ -38,6 +38,34 @@ def test_inline_grid_crosses_with_the_experiment_and_the_command_line_wins():
     points = load_grid(["experiment=cpu_smoke", "nodes=1", "strategy=full_shard,no_shard"])
     assert len(points) == 4  # 1 node x 2 strategies x the experiment's 2 precisions
     assert {p.spec.nodes for p in points} == {1}
+
+
+def test_grid_axes_come_in_order_and_cross_with_the_first_slowest():
+    # The experiment's sweep.grid keys first, then the command line's; a later override of a key
+    # replaces its values in the key's place; range() and choice() list their values.
+    grid = expand_grid(["experiment=cpu_smoke", "nodes=range(1,3)", "model=tiny,debug", "strategy=no_shard",
+                        "~debug.hang", "train.seq_len=choice(16,32)", "precision=bf16"])  # fmt: skip
+    fixed = ["strategy=no_shard", "precision=bf16", "experiment=cpu_smoke"]
+    assert grid == [
+        [f"nodes={nodes}", *fixed, f"model={model}", "~debug.hang=null", f"train.seq_len={seq}"]
+        for nodes in (1, 2)
+        for model in ("tiny", "debug")
+        for seq in (16, 32)
+    ]
+
+
+def test_glob_lists_a_groups_options_and_sweeps_without_values_are_refused():
+    from bench.config.problems import ConfigError
+
+    assert expand_grid(["model=glob(llama2-*,exclude=*70b)"]) == [["model=llama2-13b"], ["model=llama2-7b"]]
+    assert expand_grid(["cluster=glob(p5*)"]) == [[f"cluster={c}"] for c in group_options("cluster") if c[:2] == "p5"]
+    for override, line in [
+        ("nodes=interval(1,2)", "nodes: interval(...) has no values to list; allowed: a,b,..., range(...), choice(...), glob(...)"),
+        ("nodes=glob(1*)", "nodes: glob(...) lists a config group's options; allowed: model, strategy, precision, cluster, launcher, experiment"),
+    ]:  # fmt: skip
+        with pytest.raises(ConfigError) as err:
+            expand_grid([override])
+        assert err.value.lines == [line]
 
 
 def test_repeats_are_interleaved_and_have_distinct_ids():
