@@ -323,9 +323,9 @@ def run_launch(launch: LaunchFile | dict) -> None:
 def main(argv: list[str]) -> int:
     bind_to_agent()  # first: a rank never outlives its torchrun agent (fsdp_core/lifeline.py)
     launch = LaunchFile.read(Path(argv[0]))
-    # What is alive now (the ~300k objects of the modules torch and this package imported) lives as
-    # long as the process: frozen, it is no longer walked by each point's gc.collect() (~0.15 s a
-    # point on CPU) nor by Python's automatic full collections during the steps.
+    # What is alive now (the objects of the modules torch and this package imported) lives as long as
+    # the process: frozen, it is no longer walked by each point's gc.collect() nor by Python's
+    # automatic full collections during the steps.
     gc.freeze()
     try:
         run_launch(launch)
