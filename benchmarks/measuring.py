@@ -3,8 +3,8 @@
 A *run* is one process: one timed command line of a script, or one pytest process of the hot paths.
 Each run gives one sample per benchmark: the command's wall and CPU seconds (user + system, its
 children included), or a hot path's median CPU seconds over that process's rounds. The rounds of
-one process share that process's speed (the same code's hot paths moved by up to 48 % from one
-pytest process to the next on the project's VM, docs/development.md), so a round is not a sample:
+one process share that process's speed (the same code's hot paths move from one pytest process to
+the next, docs/development.md), so a round is not a sample:
 judged as samples, identical code read as a regression.
 
 Two checkouts are measured *interleaved*, run by run, in the order of `order()`: A B B A A B B A ...

@@ -14,8 +14,7 @@ round of a process. A run is one process, one sample per benchmark.
 What it judges against (why: docs/development.md): the baseline's own commit, checked out in a
 temporary git worktree (benchmarks/checkouts.py) and measured now, interleaved run by run with this
 checkout (A B B A A B B A ...), by `check`'s timing rule (benchmarks/verdict.py). The VM's speed
-moves between sittings by as much as the limit (the same code 16-18 % faster 15 minutes apart),
-which a verdict against another sitting's numbers can neither tell from a slowdown nor see past.
+moves between sittings by as much as the limit (docs/development.md), which a verdict against another sitting's numbers can neither tell from a slowdown nor see past.
 The baseline file's numbers are shown beside, for the record. Where the commit cannot be measured
 (no git, a shallow clone, a baseline taken from uncommitted changes), or with --against-file, the
 verdict is against the file's numbers, and the output says so.

@@ -69,7 +69,7 @@ def time_command(
 def compiled(package: Path = PACKAGE) -> None:
     """A package byte-compiled once, before its first timed run: an installed package is, and with
     PYTHONDONTWRITEBYTECODE set (some shells and CI images set it) each run would otherwise compile
-    its ~300 modules again, a few tenths of a second that no user pays."""
+    its modules again, a cost that no user pays."""
     compileall.compile_dir(package, quiet=1)
 
 

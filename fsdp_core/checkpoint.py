@@ -3,7 +3,7 @@
 The state is FSDP2's sharded model and AdamW state dicts, taken and restored with
 `torch.distributed.checkpoint.state_dict.get_state_dict`/`set_state_dict` (DTensor shards: each
 rank writes only its own shards; DCP writes a replicated tensor once). Saves go through DCP's file
-system writer, or its fsspec writer for a URL (`s3://...`, `file://...`), each into a new step
+system writer, or for a URL (`s3://...`, `file://...`) the fsspec writer DCP picks from it, each into a new step
 folder; rank 0 writes the marker (bench/schema/protocol.py's layout) after the save is durable, so a
 save that fails part-way never hides the previous checkpoint.
 
@@ -100,21 +100,16 @@ def join(location: str, name: str) -> str:
     return f"{location.rstrip('/')}/{name}" if is_url(location) else str(Path(location) / name)
 
 
-def writer(location: str, **options):
-    """DCP's writer for a step folder; `options` are both writers' keywords (per_thread_copy_ahead)."""
-    if is_url(location):
-        from torch.distributed.checkpoint._fsspec_filesystem import FsspecWriter
-
-        return FsspecWriter(location, sync_files=True, **options)
-    return dcp.FileSystemWriter(location, sync_files=True, **options)
+def writer(location: str, **options) -> dcp.FileSystemWriter | None:
+    """DCP's file system writer for a local step folder, with `options` (per_thread_copy_ahead); None
+    for a URL, whose writer DCP picks itself from the checkpoint_id (its fsspec writer: no public way
+    to construct it, so it keeps its defaults, copying ahead included)."""
+    return None if is_url(location) else dcp.FileSystemWriter(location, sync_files=True, **options)
 
 
-def reader(location: str):
-    if is_url(location):
-        from torch.distributed.checkpoint._fsspec_filesystem import FsspecReader
-
-        return FsspecReader(location)
-    return dcp.FileSystemReader(location)
+def reader(location: str) -> dcp.FileSystemReader | None:
+    """DCP's file system reader for a local step folder; None for a URL (DCP picks its fsspec reader)."""
+    return None if is_url(location) else dcp.FileSystemReader(location)
 
 
 def _fs(location: str):
@@ -283,7 +278,7 @@ class Checkpointer:
         synchronize(self.device)
         started = time.perf_counter()
         state = self.state()
-        dcp.load(state, storage_reader=reader(location), process_group=self.group)
+        dcp.load(state, checkpoint_id=location, storage_reader=reader(location), process_group=self.group)
         set_state_dict(self.model, self.optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
         if self.scaler is not None and "scaler" in state:
             self.scaler.load_state_dict(state["scaler"])
@@ -348,7 +343,9 @@ class Checkpointer:
         synchronize(self.device)  # the last step's kernels: in the window, not in this save
         started = time.perf_counter()
         try:
-            metadata = dcp.save(self.state(), storage_writer=writer(location), process_group=self.group)
+            metadata = dcp.save(
+                self.state(), checkpoint_id=location, storage_writer=writer(location), process_group=self.group
+            )
         except CheckpointException as exc:
             raise save_failed(step, location, exc) from None
         durable = time.perf_counter() - started
@@ -380,13 +377,21 @@ class Checkpointer:
     def _stage_and_upload(self, state: dict, location: str):
         """`dcp.async_save` with this checkpointer's stager: it returns once the state is staged, with
         the upload's Future. With a stager of its own the writer must not copy ahead from the device
-        (it would otherwise, every 10 MB, synchronise the upload thread's current device, GPU 0,
-        with the training loop's queued kernels); without one it stages, and turns that off itself."""
+        (it would otherwise synchronise the upload thread's current device, GPU 0, with the training
+        loop's queued kernels at every chunk it copies ahead); without one it stages, and turns that off
+        itself. At a URL DCP's own fsspec writer keeps its default (`writer`)."""
         stager = self._staging.stager()
         if stager is None:
-            return dcp.async_save(state, storage_writer=writer(location), process_group=self.group)
-        return dcp.async_save(state, storage_writer=writer(location, per_thread_copy_ahead=0),
-                              process_group=self.group, async_stager=stager)  # fmt: skip
+            return dcp.async_save(
+                state, checkpoint_id=location, storage_writer=writer(location), process_group=self.group
+            )
+        return dcp.async_save(
+            state,
+            checkpoint_id=location,
+            storage_writer=writer(location, per_thread_copy_ahead=0),
+            process_group=self.group,
+            async_stager=stager,
+        )
 
     def _on_async_done(self, flight: _InFlight, future) -> None:
         """In DCP's writer thread: note when the save became durable and, on rank 0, mark it."""

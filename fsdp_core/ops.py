@@ -10,14 +10,14 @@ what does not: the GPU check prints it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import torch
 
 OpName = tuple[str, str, str]  # (namespace, op, overload)
 
 
-def present_op(namespace: str, op: str, overload: str = "default") -> torch._ops.OpOverload | None:
+def present_op(namespace: str, op: str, overload: str = "default") -> Callable | None:
     """The op's overload in this torch build, or None where the namespace, op or overload is absent."""
     packet = getattr(getattr(torch.ops, namespace, None), op, None)
     return getattr(packet, overload, None) if packet is not None else None

@@ -1,7 +1,7 @@
 """A preflight: what the cluster itself does, measured by the ranks that will run the points.
 
 Per rank, on its own device: matmul time at the model's own GEMM shapes in the dtype the point
-runs each in (the compute dtype; fp8 through torch._scaled_mm for the linears an fp8 point
+runs each in (the compute dtype; fp8, through PyTorch's scaled_mm, for the linears an fp8 point
 converts), and memory bandwidth (a large copy). Per process group the strategies use (the whole
 world, each strategy's mesh shard and replicate groups, each node's own ranks): all-gather,
 reduce-scatter and all-reduce over message sizes from `min_bytes` to the model's largest FSDP unit
@@ -26,6 +26,7 @@ from pathlib import Path
 
 import torch
 import torch.distributed as dist
+import torch.nn.functional as F
 
 from bench.schema import recipes
 from bench.schema.files import write_json_atomic
@@ -83,18 +84,21 @@ def matmul_dtype(name: str, k: int, n: int, precision: str) -> torch.dtype:
 
 def matmul_operands(m: int, k: int, n: int, dtype: torch.dtype, device) -> tuple[torch.Tensor, torch.Tensor]:
     """(input (m, k), weight operand (k, n)): for fp8 the weight is an (n, k) tensor transposed, i.e.
-    column-major, as torchao's Float8Linear passes it (torch._scaled_mm needs it so on CUDA)."""
+    column-major, as torchao's Float8Linear passes it (the fp8 GEMM needs it so on CUDA)."""
     if dtype == FP8:
         return torch.randn(m, k, device=device).to(FP8), torch.randn(n, k, device=device).to(FP8).t()
     return torch.randn(m, k, dtype=dtype, device=device), torch.randn(k, n, dtype=dtype, device=device)
 
 
 def matmul_op(a: torch.Tensor, b: torch.Tensor):
-    """One GEMM as the point runs it: torch.mm, or for fp8 torch._scaled_mm as torchao's forward
-    calls it (tensorwise fp32 scales, bf16 output, fast accumulation)."""
+    """One GEMM as the point runs it: torch.mm, or for fp8 the scaled GEMM of torchao's Float8Linear
+    forward (tensorwise fp32 scales, bf16 output, fast accumulation), through PyTorch's public
+    torch.nn.functional.scaled_mm."""
     if a.dtype == FP8:
-        one = torch.ones((), dtype=torch.float32, device=a.device)
-        return lambda: torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16, use_fast_accum=True)
+        one, tensorwise = torch.ones((), dtype=torch.float32, device=a.device), F.ScalingType.TensorWise
+        return lambda: F.scaled_mm(
+            a, b, one, tensorwise, one, tensorwise, output_dtype=torch.bfloat16, use_fast_accum=True
+        )
     return lambda: torch.mm(a, b)
 
 

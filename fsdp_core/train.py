@@ -106,7 +106,7 @@ def run_loop(
     step, fsdp_core/checkpoint.py). A resumed run injects no fault: it recovers from the one that fired.
     """
     train = spec.train
-    timer, counter = StepTimer(device), CommCounter()
+    timer, counter = StepTimer(device), CommCounter(model.parameters())
     losses: list[torch.Tensor] = []
     rank = dist.get_rank()
     window_start, load_before, counts_at_start = None, 0.0, None
@@ -122,7 +122,7 @@ def run_loop(
             window_start, counts_at_start = start_timed_window(device, sampler)
         if timed:
             timer.start()
-        scale_before = scaler_scale(scaler) if timed and scaler is not None else None
+        scale_before = scaler_scale(scaler, device) if timed and scaler is not None else None
         if counted:
             # Eager for this one step: torch.compile refuses to trace under a dispatch mode, and
             # FSDP2's collectives (in hooks around the blocks) are the same compiled or not.
@@ -136,7 +136,7 @@ def run_loop(
         if scale_before is not None:
             # The scaler backs its scale off exactly when it skips the optimizer step (inf/NaN gradients on
             # any rank: ShardedGradScaler agrees across ranks); compared on the device, read after the loop.
-            skip = (scaler_scale(scaler) < scale_before).long()
+            skip = (scaler_scale(scaler, device) < scale_before).long()
             skipped = skip if skipped is None else skipped + skip
         if hook is not None:
             hook.after_step(step)
@@ -158,11 +158,10 @@ def run_loop(
     )
 
 
-def scaler_scale(scaler) -> torch.Tensor:
-    """The gradient scaler's scale as a tensor on its device, without the host sync get_scale() makes;
-    before its first step, its initial scale (get_scale() then reads no tensor)."""
-    scale = scaler._get_scale_async()  # GradScaler's own accessor of the scale tensor (None before the first step)
-    return scale.detach().clone() if scale is not None else torch.tensor(scaler.get_scale())
+def scaler_scale(scaler, device: torch.device) -> torch.Tensor:
+    """The gradient scaler's current scale as a new tensor on `device`, without the host sync
+    get_scale() makes: its public scale() of a one (before its first step, its initial scale)."""
+    return scaler.scale(torch.ones((), dtype=torch.float32, device=device))
 
 
 def start_timed_window(device: torch.device, sampler: Sampler | None = None) -> tuple[float, dict[str, int]]:

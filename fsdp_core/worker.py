@@ -102,10 +102,10 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         (point_dir / STARTED_MARK).write_text(started)
     check_precision_supported(spec.precision, device)
     torch.manual_seed(train.seed)
-    # torch.distributed.checkpoint (~0.9 s) loads only for a point that checkpoints, and compile_stats
-    # (torch._dynamo) only for one that compiles. FSDP2's fully_shard imports dynamo anyway (torch
-    # 2.13: _from_local_no_grad is wrapped in torch._disable_dynamo), so a training rank still pays for
-    # it; a preflight-only launch does not.
+    # torch.distributed.checkpoint loads only for a point that checkpoints, and compile_stats (and
+    # through its backend torch._dynamo) only for one that compiles: a rank that needs neither does
+    # not pay for their imports (FSDP2's fully_shard imports dynamo itself, so a training rank pays for
+    # that one anyway; a preflight-only launch does not).
     compile_stats = _compile_stats() if train.compile else None
     try:
         model, optimizer, scaler = build_training(spec, device, timeout)
@@ -124,7 +124,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         if checkpointer:
             record.metrics.checkpoint = checkpointer.record_section(device, record.metrics)
         if compile_stats is not None:
-            record.metrics.compile = compile_stats.summary(model)
+            record.metrics.compile = compile_stats.summary()
         if dist.get_rank() == 0:
             check_owned()
             write_json_atomic(point_dir / RESULT_FILE, rank_record_json(record))
@@ -133,7 +133,11 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         # The next point of this launch must compile as if it ran alone: without a reset, dynamo
         # keeps this point's graphs, recompiles the next shape with dynamic shapes (other kernels
         # than a lone run), and enough points reach its recompile limit (a failure under fullgraph).
-        torch.compiler.reset()
+        # A compiled point resets its compile counts with dynamo (fsdp_core/compile_stats.py).
+        if compile_stats is not None:
+            compile_stats.close()
+        else:
+            torch.compiler.reset()
         gc.collect()
         if device.type == "cuda":
             torch.cuda.empty_cache()
@@ -141,7 +145,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
 
 
 def _compile_stats():
-    """A CompileStats started now; imported here because compile_stats imports torch._dynamo."""
+    """A CompileStats started now; imported here, for the points that compile only (see run_point)."""
     from fsdp_core.compile_stats import CompileStats
 
     return CompileStats()
@@ -319,9 +323,9 @@ def run_launch(launch: LaunchFile | dict) -> None:
 def main(argv: list[str]) -> int:
     bind_to_agent()  # first: a rank never outlives its torchrun agent (fsdp_core/lifeline.py)
     launch = LaunchFile.read(Path(argv[0]))
-    # What is alive now (the ~300k objects of the modules torch and this package imported) lives as
-    # long as the process: frozen, it is no longer walked by each point's gc.collect() (~0.15 s a
-    # point on CPU) nor by Python's automatic full collections during the steps.
+    # What is alive now (the objects of the modules torch and this package imported) lives as long as
+    # the process: frozen, it is no longer walked by each point's gc.collect() nor by Python's
+    # automatic full collections during the steps.
     gc.freeze()
     try:
         run_launch(launch)

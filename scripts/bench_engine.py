@@ -21,11 +21,11 @@ interpreter start-up on top. Both are shown, not judged. The reported figure is 
 (a median of its step times): a median ignores the occasional slow step that the wall clock
 pays for, so on a busy machine the ratio drifts above 1.
 
-    .venv/bin/python scripts/bench_engine.py            # ~4 minutes on 2 cores
+    .venv/bin/python scripts/bench_engine.py            # minutes on 2 cores
     .venv/bin/python scripts/bench_engine.py --repeats 1 --worlds 1
 Exit code 1 when a world size's pairs all put the ratio beyond the tolerance on the same side, 0
-otherwise (a median beyond it with a pair within is `noise`: single pairs spread from 0.93 to 1.12
-on the project's 2-core VM, docs/results/engine.md).
+otherwise (a median beyond it with a pair within is `noise`: single pairs spread widely on a
+2-core VM, docs/results/engine.md).
 """
 
 from __future__ import annotations

@@ -59,14 +59,12 @@ WHEELS=.whl
 SITE=/tmp/fsdp-bench-site
 
 # label | outer timeout s | overrides (point values win over COMMON's). The timeouts add up to 450 s.
-# Setup (pip installs, the import check: ~20-40 s) and the table's 15 s bring the worst case above
-# the 480 s deadline: the last point (f) is then skipped and shown as skipped; typical runs take a
-# fraction of their timeouts. Against the first version (a 60, b 130, c 100, d 60, e 55, f 45):
-# d runs compiled (60 -> 115 s: its own compilation, like b's); b (130 -> 115), c (100 -> 80),
-# e (55 -> 45), f (45 -> 40) and a (60 -> 55) shrink to pay for it. a stays the first, cheapest
-# point (a broken machine fails it within seconds), but its clock (the outer timeout less 25 s of
-# start-up) must hold a cold start's first dynamo import, cuBLAS/NCCL set-up and two async saves
-# into freshly pinned memory: 30 s of point timeout, not less. Points b and d have 3 warm-up steps
+# Setup (pip installs, the import check) and the table bring the worst case above the 480 s
+# deadline: the last point (f) is then skipped and shown as skipped; typical runs take a fraction of
+# their timeouts. d runs compiled, so it gets b's time (its own compilation); the others are cut to
+# pay for it. a stays the first, cheapest point (a broken machine fails it within seconds), but its
+# clock (the outer timeout less STARTUP_S) must hold a cold start's first dynamo import, cuBLAS/NCCL
+# set-up and two async saves into freshly pinned memory: 30 s of point timeout, not less. Points b and d have 3 warm-up steps
 # so that compilation stays out of the timed steps, and 42 timed steps, so that the faster fp8 one
 # still times about 2 s. After a real run, set these from the logs' "exit N after S s" lines.
 POINTS=(

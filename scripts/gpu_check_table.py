@@ -111,11 +111,13 @@ POINT_MODULES = {
     "fsdp_core.checkpoint": "train.checkpoint",
     "torch.distributed.checkpoint": "train.checkpoint",
     "torch.distributed.checkpoint.staging": "train.checkpoint=async (pinned staging)",
-    "torch.distributed.checkpoint._fsspec_filesystem": "train.checkpoint_dir as a URL (fsspec)",
+    "fsspec": "train.checkpoint_dir as a URL (DCP picks its fsspec writer)",
     "torch.distributed.algorithms._checkpoint.checkpoint_wrapper": "train.activation_checkpointing",
     "fsdp_core.op_sac": "train.activation_checkpointing=selective_op",
     "torch.distributed.fsdp.sharded_grad_scaler": "precision=fp16",
     "fsdp_core.compile_stats": "train.compile",
+    "torch._dynamo": "train.compile (the counting backend looks the named backend up)",
+    "torch.nn.functional": "precision=fp8 (a preflight's fp8 matmuls: scaled_mm)",
     "torch._inductor.compile_fx": "train.compile",
     "torchao.float8": "precision=fp8",
     "pynvml": "telemetry's NVML readers",
@@ -125,6 +127,8 @@ EVERY_POINT = "fsdp_core.worker"
 POINT_NAMES = {
     "torchao.float8": ("convert_to_float8_training", "Float8LinearConfig", "precompute_float8_dynamic_scale_for_fsdp"),
     "torch.distributed.checkpoint": ("async_save", "save", "load", "FileSystemWriter"),
+    "torch._dynamo": ("lookup_backend",),
+    "torch.nn.functional": ("scaled_mm", "ScalingType"),
 }
 # What triton compiles for its launcher: a CPython extension (train.compile on CUDA).
 C_PROBE = """#include <Python.h>

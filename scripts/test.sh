@@ -5,13 +5,12 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh dev,ray
 [ -x scripts/install_system_deps.sh ] && scripts/install_system_deps.sh || true
 # Three workers (pytest-xdist), each test file on one of them: most tests wait on the processes
-# they start (ranks, torchrun agents, services, timeouts), so with two the cores idled a third of
-# the time. Whole-suite runs on the idle VM: 700 s with two workers (1,065 s of CPU), then 610 s
-# with three (1,025 s of CPU) once xdist kept the files' order (docs/results/test-suite.md).
+# they start (ranks, torchrun agents, services, timeouts), so with two the cores sat idle much of
+# the time (the whole-suite runs: docs/results/test-suite.md).
 # FSDP_BENCH_TEST_WORKERS=N sets another number; 0 runs everything in this process.
 # Bytecode cached (some images set PYTHONDONTWRITEBYTECODE=1): otherwise every process the suite
 # starts, each xdist worker and each inner pytest, rewrites and compiles every test module's asserts
-# again (collecting the suite: 15.4 s of CPU without the cache, 10.5 s with it).
+# again.
 unset PYTHONDONTWRITEBYTECODE
 workers=${FSDP_BENCH_TEST_WORKERS:-3}
 if [ "$workers" = "0" ]; then

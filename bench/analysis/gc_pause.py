@@ -2,9 +2,8 @@
 
 Loading 10,000 records, planning 10,080 points and rendering a report each build millions of
 objects that all stay alive until the command ends: the collector's passes over them find nothing
-to free (the same peak memory without them) and cost a quarter of a 10,000-record load or render,
-and 0.37 s of a 10,080-point plan's 5.3 s (571 collections timed by gc.callbacks,
-docs/results/planner.md). Nested pauses keep the outer one's state. Used by `report`, `plan`, `check`,
+to free (the same peak memory without them) and are a large part of those commands' time
+(docs/results/planner.md). Nested pauses keep the outer one's state. Used by `report`, `plan`, `check`,
 `baseline save`, `store`, `history`, the report's builder (which the sweep calls too) and the
 records reader (bench/analysis/records.py: every command that loads a results folder)."""
 
@@ -22,8 +21,7 @@ def gc_paused() -> Iterator[None]:
     What the block made and kept is then as old as what was there before it (freeze, then unfreeze:
     every tracked object into the oldest generation, two list splices): re-enabled as it was, the
     collector would traverse all of it at the next allocation as its youngest generation, with the
-    modules imported in the block: 54 ms at the end of a 10,000-record report, which freed 181
-    objects. (Objects frozen before, by anyone, are unfrozen with them; only the console script
+    modules imported in the block, to free next to nothing. (Objects frozen before, by anyone, are unfrozen with them; only the console script
     freezes, bench/cli/main.py `entry`, after everything.)"""
     was_enabled = gc.isenabled()
     gc.disable()

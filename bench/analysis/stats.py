@@ -41,12 +41,12 @@ from bench.schema.identity import canonical_json, without
 from bench.schema.spec import SERIES_DROPPED
 
 # numpy is imported inside the functions that compute with it: `plan` reads only scaling_key and
-# scaling_efficiency from here, and importing numpy is a quarter of a second of its start-up.
+# scaling_efficiency from here, and its start-up need not pay for numpy's import.
 if TYPE_CHECKING:
     import numpy as np
 
-# 2,000 resamples: reseeded, a 95 % interval's bounds move by a median 3 % of its width (at most 27 %,
-# where 2 runs of 3 steps leave the resampled medians a handful of values); docs/reports.md.
+# 2,000 resamples: enough that reseeding moves a 95 % interval's bounds by a small part of its width
+# (how much, and where the most: docs/reports.md).
 N_BOOT = 2000
 CONFIDENCE = 0.95
 # The level as printed ("95"): every "95% CI" in a table or a message is formatted from CONFIDENCE.
@@ -292,8 +292,8 @@ def shift_p_values(baseline: Runs, current: Runs) -> tuple[float, float]:
 def family_alpha(alpha: float, tests: int) -> float:
     """Each test's significance level when `tests` shift tests are judged together and any one of them
     fails the whole (Bonferroni): the chance that any is significant by chance alone stays below
-    `alpha`. `make bench` judges every benchmark on up to two clocks in one sitting; at `alpha`
-    each, identical code failed a sitting (a 1 ms hot path 37 % "slower", p=0.047, one of 13 tests)."""
+    `alpha`. `make bench` judges every benchmark on up to two clocks in one sitting: at `alpha`
+    each, one of that many tests of identical code is "significant" by chance too often."""
     return alpha / max(tests, 1)
 
 
@@ -513,7 +513,7 @@ def _u_test_normal(x: np.ndarray, y: np.ndarray) -> list[tuple[float, float]]:
     corrections, as scipy.stats.mannwhitneyu(x, y, alternative=..., method="asymptotic") computes
     them, step by step: the same U (mid-ranks are halves, so their sums are exact), the same tie
     term and z; the normal tail by math.erf/erfc as scipy's ndtr composes it (agreeing to a few
-    units in the last place). Here so that `check` need not import scipy.stats (a second of its start).
+    units in the last place). Here so that `check` need not import scipy.stats (the slowest of its imports).
     Rows must be finite and not all one value."""
     import numpy as np
 

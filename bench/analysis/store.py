@@ -365,7 +365,7 @@ class ResultStore:
         rows = _result_rows(paths, report)
         preflight_rows = []
         if preflight_paths:
-            from bench.analysis.preflight import read_preflight  # the planner's modules (~0.2 s): only for preflights
+            from bench.analysis.preflight import read_preflight  # imports the planner's modules: only for preflights
 
             preflight_rows = _rows_of(
                 preflight_paths, lambda path: _preflight_row(read_preflight(path), str(path)), report
@@ -444,8 +444,8 @@ class ResultStore:
 def _in_order(conn: sqlite3.Connection, columns: str, clause: str, params: Sequence[object]) -> list[tuple]:
     """`SELECT {columns} FROM results{clause} ORDER BY finished_at, ingested_at` (ties: rowid), in one
     read transaction: the order sorted over the rowids alone, then the rows fetched in the table's
-    order and put in it (sorting rows that carry their record text, 10,000 of ~5 kB, cost the
-    sorter three times the scan: 0.24 -> 0.09 CPU-s)."""
+    order and put in it (rows that carry their record text would make the sorter move every record's
+    text)."""
     conn.execute("BEGIN")  # one snapshot for both statements
     try:
         sort = f"SELECT rowid FROM results{clause} ORDER BY finished_at, ingested_at, rowid"
@@ -477,8 +477,8 @@ def bulk_insert(conn: sqlite3.Connection, rows: Sequence[tuple]) -> int | None:
     """Insert the rows into an empty results table in one write transaction, its indexes dropped
     first and built again after the rows (as they were: from their own SQL text); returns how many
     were new, or None (nothing done) when the table holds rows already. Building an index once over
-    sorted keys is cheaper than keeping five up to date row by row, and the WAL takes fewer pages
-    (10,000 rows: 0.56 -> 0.42 CPU-s, 1.4 -> 0.7 s wall). One transaction, so the store is never
+    sorted keys is cheaper than keeping five up to date row by row, and the WAL takes fewer pages.
+    One transaction, so the store is never
     seen, or left, without them: readers keep the snapshot before it, a crash rolls it all back."""
     with _writing(conn):
         if conn.execute("SELECT 1 FROM results LIMIT 1").fetchone():
@@ -588,7 +588,7 @@ _FIELDS = {
 
 def _rows(records: Sequence[RunResult], sources: Sequence[str | None]) -> list[tuple]:
     """The row of each record, in order: the fields and metrics read column by column over the
-    batch (a record's `metrics.values` one at a time cost ~28 us a record in pydantic attribute reads)."""
+    batch, not a record's `metrics.values` one record at a time."""
     read = PathReader(records)
     read.read_all(_FIELDS.values())
     texts = [record.model_dump_json() for record in records]

@@ -114,8 +114,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _named_command(argv: list[str]) -> str | None:
     """The command a command line names first (None: none, or `--help`/`--version` before it): its
-    parser is built alone. Building all twelve imports every command's module and adds every option,
-    0.04 s of each command's start, before a report can start its reader (bench/cli/commands/report.py)."""
+    parser is built alone. Building all twelve imports every command's module and adds every option
+    at each command's start, before a report can start its reader (bench/cli/commands/report.py)."""
     return argv[0] if argv and argv[0] in COMMANDS else None
 
 
@@ -130,8 +130,8 @@ def entry() -> int:
     - A reader that closed the pipe early (`| head`) ends the command quietly, without a traceback.
     - Before the interpreter exits, every object left is moved out of the collector's reach
       (`gc.freeze`): finalization runs one full collection over all live objects, which after a
-      large command (a 10,080-point plan holds millions) costs a quarter of a second and frees
-      nothing that exit would not. In-process callers (tests) call `main()` and are not affected.
+      large command (a 10,080-point plan holds millions) takes time and frees nothing that exit
+      would not. In-process callers (tests) call `main()` and are not affected.
     """
     try:
         code = main()

@@ -67,7 +67,8 @@ def detect_each(values_of: Sequence[Sequence[float]]) -> list[list[Detected]]:
 
 
 def import_detector() -> None:
-    """Import the detector's libraries now (Otava, and scipy.stats with it: ~1 s), not at the first series."""
+    """Import the detector's libraries now (Otava, and scipy.stats with it: the bulk of the command's
+    imports), not at the first series."""
     import otava.analysis  # noqa: F401
 
 

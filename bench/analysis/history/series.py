@@ -166,10 +166,9 @@ def _timed(records: Iterable[RunResult], since: datetime | None) -> list[_Timed]
 
 def _identity_and_key(record: RunResult, known: dict[str, tuple[dict[str, Any], str]]) -> tuple[dict[str, Any], str]:
     """The record's spec's identity and series key, computed once per distinct spec: the runs of a
-    configuration share one spec (10,000 nightly runs: 1,000 specs), and its JSON text without its
-    None fields costs a third of the identity and its key (the series' keys of 10,000 runs: 0.49-0.71
-    -> 0.29-0.39 CPU-s). The text is a sound key
-    when it holds no `null`: a spec's class is fixed, so a field it leaves out is None, and every other
+    configuration share one spec (a nightly store holds far fewer specs than runs), and its JSON text
+    without its None fields is cheap next to the identity and its key. The text is a sound key when it
+    holds no `null`: a spec's class is fixed, so a field it leaves out is None, and every other
     value is written as itself (1, 1.0 and true apart); only NaN, infinities and a None inside a list or
     dict are written `null`, and such a spec is computed on its own."""
     text = record.spec.model_dump_json(exclude_none=True)

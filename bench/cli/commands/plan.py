@@ -108,7 +108,7 @@ def _plan(args: argparse.Namespace) -> int:
 
         if args.csv is not None:
             write_plan_csv(plans, args.csv)
-        # Written, then its newline: not joined first (a 10,080-point plan's text is 49 MB).
+        # Written, then its newline: not joined first (a large plan's text is tens of megabytes).
         sys.stdout.write(fields_json(plans, fields) if fields is not None else plan_json(plans))
         sys.stdout.write("\n")
     else:
