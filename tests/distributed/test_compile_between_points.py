@@ -4,7 +4,7 @@ A launch runs several points of one world shape in one process. Without a dynamo
 them, the second shape recompiles with dynamic shapes (other kernels than a lone run of the same
 point) and the ninth distinct configuration hits dynamo's recompile limit, a failure under
 fullgraph=True. The `aot_eager` backend keeps this test fast: the recompile limit and the cache
-entries are dynamo's, whatever backend compiles the graphs.
+entries are counted by the counting backend, whatever backend it wraps.
 """
 
 from __future__ import annotations
