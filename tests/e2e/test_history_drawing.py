@@ -85,8 +85,8 @@ def test_the_pool_finds_the_change_points_this_process_finds(monkeypatch):
     assert [d.index for found in here for d in found] == [9] * 9
     monkeypatch.setattr(command, "CHUNK_SERIES", 4)  # four tasks
     with worker_pool(POOLED, workers=2) as pool:
-        assert command._detect_in(pool)(values_of)() == here
+        assert command.detect_in(pool)(values_of)() == here
     with dying_pool() as pool, warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert command._detect_in(pool)(values_of)() == here
+        assert command.detect_in(pool)(values_of)() == here
     assert len(caught) == 4 and all(str(w.message).startswith("finding change points ") for w in caught)

@@ -90,7 +90,7 @@ def _history(args: argparse.Namespace) -> int:
     with worker_pool(("bench.analysis.history.detect", "otava.analysis", *DRAWING_MODULES)) as pool:
         pooled = pool if _stored_runs(store) >= PARALLEL_MIN_RUNS else None
         warm(pooled)
-        stored = stored_history(query, detect_many=DETECT_HERE if pooled is None else _detect_in(pooled))
+        stored = stored_history(query, detect_many=DETECT_HERE if pooled is None else detect_in(pooled))
         for problem in stored.problems:
             print(f"warning: skipped {problem.path}: {problem.reason}", file=sys.stderr)
         print("\n".join(console_lines(stored.history, str(store))))
@@ -110,7 +110,7 @@ def _stored_runs(store: Path) -> int:
         return 0
 
 
-def _detect_in(pool):
+def detect_in(pool):
     """A DetectEach (bench/analysis/history/analyse.py) whose change points are found by the pool's
     workers, CHUNK_SERIES series per task, while this process checks the loss curves; a chunk whose
     worker failed is found here."""
