@@ -1,4 +1,4 @@
-"""Benchmark: `fsdp-bench report` over 10,000 result records (budget: 3 s wall, 2 cores).
+"""Benchmark: `fsdp-bench report` over 10,000 result records (budget: 6 s wall, 2 cores).
 
 Writes a synthetic but schema-valid sweep (GRID: 5 models x 5 strategies x 4 precisions x
 5 node counts x 4 micro-batches x 5 repeats, one point in ten OOM) as result.json files into a
@@ -16,7 +16,7 @@ bench/analysis/report/digest_cache.py), and every record is still listed and its
     .venv/bin/python benchmarks/bench_report.py --warm     # the same, reported once before
     .venv/bin/python benchmarks/bench_report.py --records 2000 --runs 1
 
-Prints each run's wall time, its CPU time (user + system, the command and its figure workers:
+Prints each run's wall time, its CPU time (user + system, the command and its worker processes:
 less sensitive than wall time to other work on a shared machine) and the medians; with
 `--prepare DIR`, writes the records under DIR and prints the command for the harness to time
 (benchmarks/timing.py).
@@ -97,7 +97,7 @@ def write_records(root: Path, count: int, seed: int = 0) -> int:
 
 def synthetic_analysis(count: int):
     """The report's analysis of `count` records of GRID (written to a temporary folder and read back,
-    as the report reads them): what the figure benchmarks draw (bench_png.py, bench_figures.py). Its
+    as the report reads them): what the figure benchmark draws (bench_figures.py). Its
     imports are here: preparing and timing the report needs no pandas in this process."""
     from bench.analysis.records import load_records
     from bench.analysis.report.views import analyse

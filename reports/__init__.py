@@ -2,6 +2,6 @@
 console.py (a point's summary, the sweep's table), progress.py (the sweep's progress bar), sweep.py (the
 sweep's other lines and its report), plan.py (the planner's tables), plan_json.py (a plan's JSON text),
 preflight.py (the preflight table), calibrate.py (calibrate's lines and cluster file), style.py (the
-figures' one style), boxes.py (box plots). Packages: report/ (the report), check/ (check's and ab's
+figures' one style). Packages: report/ (the report), check/ (check's and ab's
 outputs), history/ (the history page, table and plots).
 """

@@ -1,23 +1,15 @@
-"""A results folder's record files listed (`file_texts_by_name`), with the result files' identities
-where the report keeps rows (`identities`), by a process of their own forked first thing (`start`).
-
-The `report` command's first 0.2 s are its own: the interpreter, then pydantic building the record
-schema, with the second CPU idle. Listing a 10,000-point folder takes 0.1-0.15 s, of system calls
-mostly (a scandir per point folder), and needs neither pydantic nor the schema: so the command forks
-a process for it before it imports them (this module imports neither; the file names are
-bench/schema/protocol_names.py's), and once the schema is built forks its reader with the list
-already there (bench/analysis/report_reader.py) rather than one that lists first.
+"""A results folder's record files listed in one walk (`file_texts_by_name`, `listed`), with the
+result files' identities where the report keeps rows (`identities`).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bench.analysis.forking import Worker
 from bench.schema.protocol_names import PREFLIGHT_RECORD, RESULT_FILE
 
 # A file's identity: size, modification and change times (ns), inode. None: not statted, or racy.
@@ -79,18 +71,8 @@ def file_texts_by_name(root: Path | str, names: Iterable[str]) -> dict[str, list
 
 
 def listed(path: Path | str, keep: bool) -> tuple[dict[str, list[str]], Identities]:
-    """The folder's result and preflight files (LISTED, as texts: a fraction of the cost of sending
-    Paths), and the result files' identities (none statted when no rows are kept)."""
+    """The folder's result and preflight files (LISTED, as texts), and the result files' identities
+    (none statted when no rows are kept)."""
     files = file_texts_by_name(path, LISTED)
     results = files[RESULT_FILE]
     return files, identities(results) if keep else Identities([None] * len(results), 0)
-
-
-def start(path: Path | str, keep: bool) -> Worker:
-    """A process listing the folder now (`listed`: its one result), where one may be forked; the
-    caller takes the listing with `result(lambda: listed(path, keep))`, which lists here otherwise."""
-    return Worker.start(_listing, str(Path(path)), keep)  # spelled as the report's Path spells it
-
-
-def _listing(path: str, keep: bool) -> Iterator[tuple[dict[str, list[str]], Identities]]:
-    yield listed(path, keep)

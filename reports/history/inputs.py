@@ -1,7 +1,6 @@
 """What history.html shows, as plain data (`PageInputs`): the template's context with its tables as
-rows of strings, and the series to draw. Light on purpose (no matplotlib, pandas or Jinja2), so the
-command gathers it without importing the drawing libraries, and it pickles to the process that
-draws the page (reports/history/drawing.py, draw.py).
+rows of strings, and the series to draw (each one's figure a task of its own where a worker pool
+draws them, reports/history/draw.py).
 """
 
 from __future__ import annotations
@@ -25,10 +24,9 @@ from reports.history.table import (
 )
 
 # The series drawn: those with change points or numerics failures first (new regressions first), then
-# the longest, at most MAX_PLOTS; the tables list every series and every change. A plot costs about a
-# quarter of a second of CPU: 60 of them were two thirds of `history` over a 1,000-series store
-# (docs/results/history.md), and a reader of 1,000 series looks at the changed ones, which the change
-# table lists in full.
+# the longest, at most MAX_PLOTS; the tables list every series and every change. Drawing is most of
+# `history`'s time over a big store (docs/results/history.md), and a reader of 1,000 series looks at
+# the changed ones, which the change table lists in full.
 MAX_PLOTS = 10
 
 
@@ -76,7 +74,7 @@ def _plotted(results: list[SeriesResult]) -> list[SeriesResult]:
 
 
 def page_inputs(history: History, *, store: str, command: str) -> PageInputs:
-    """What history.html shows, as plain data (what the drawing process receives)."""
+    """What history.html shows, as plain data."""
     plotted = [
         PlottedSeries(f"series{number:03d}", result, result.series.metric == EFFICIENCY)
         for number, result in enumerate(_plotted(history.results), start=1)

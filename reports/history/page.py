@@ -4,45 +4,40 @@ OUT/summary.md + OUT/history.xml (JUnit).
 The page reuses the report's building blocks: reports/report/html.py (PNG encoding, data URIs, Jinja2 with
 autoescaping), its table macro and Table, and reports/report/plots.py's palette.
 
-This module is light on purpose (no matplotlib, pandas or Jinja2): what the page shows is gathered
-as plain data (reports/history/inputs.py), and reports/history/draw.py, which imports the
-drawing libraries, draws the figures and renders the page from it, in a process the command starts
-before it reads the store (reports/history/drawing.py), or here where that cannot run.
+What the page shows is gathered as plain data (reports/history/inputs.py), from which
+reports/history/draw.py draws the figures (each a task of a worker pool where there are enough) and
+renders the page.
 """
 
 from __future__ import annotations
 
 import shlex
+from concurrent.futures import Executor
 from pathlib import Path
 
 from bench.analysis.history.analyse import History
 from bench.analysis.history.build import HistoryQuery
 from bench.schema.files import write_bytes_atomic, write_text_atomic
+from reports.history.draw import SeriesFigures, render_page
 from reports.history.inputs import page_inputs
 from reports.history.outputs import write_history_junit, write_summary
 
 
-def write_history(history: History, out: Path, *, store: str, command: str, drawing=None) -> Path:
-    """Write every output of `history` into `out`; returns the path of history.html. `drawing`: the
-    process that draws the page (reports/history/drawing.py), started early; None draws here.
-    summary.md and history.xml are written while the figures are drawn."""
+def write_history(history: History, out: Path, *, store: str, command: str, pool: Executor | None = None) -> Path:
+    """Write every output of `history` into `out`; returns the path of history.html. `pool`: the
+    workers that draw the figures where there are enough of them (None: drawn here); summary.md and
+    history.xml are written while they draw."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     inputs = page_inputs(history, store=store, command=command)
-    if drawing is not None:
-        drawing.send(inputs)
+    drawing = SeriesFigures(inputs.plotted, pool)
     write_summary(history, out / "summary.md", store=store)
     write_history_junit(history, out / "history.xml")
-    if drawing is not None:
-        figures, html = drawing.receive()
-    else:
-        from reports.history.draw import render_page
-
-        figures, html = render_page(inputs)
-    for name, png in figures:
-        write_bytes_atomic(out / name, png)
+    figures = drawing.collect()
+    for figure in figures:
+        write_bytes_atomic(out / f"{figure.name}.png", figure.png)
     page = out / "history.html"
-    write_text_atomic(page, html)
+    write_text_atomic(page, render_page(inputs, figures))
     return page
 
 

@@ -7,12 +7,14 @@ frame -> cells -> scaling series -> figures and tables -> files.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Executor
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pandas as pd
 
 from bench.analysis.gc_pause import gc_paused
+from bench.analysis.pool import worker_pool
 from bench.analysis.records import RecordProblem
 from bench.analysis.report.digest import RecordsDigest, digest
 from bench.analysis.report.export import write_csv
@@ -35,7 +37,7 @@ from reports.report.html import (
     render_html,
     rows_written,
 )
-from reports.report.render import PARALLEL_MIN_POINTS, FigureWorkers
+from reports.report.render import FIGURE_MODULES, Figures, pays
 from reports.report.reproduce import default_commands
 from reports.report.summary_md import render_summary
 
@@ -49,7 +51,7 @@ def build_report(
     problems: Sequence[tuple[str, str]] = (),
     point_dirs: Mapping[tuple[str, str], Path] | None = None,
     preflights: Sequence[PreflightResult] = (),
-    figure_workers: FigureWorkers | None = None,
+    pool: Executor | None = None,
 ) -> Path:
     """Write the report of `records` (or of their digest: bench/analysis/report/digest.py) into
     `out_dir`; returns the path of report.html.
@@ -59,12 +61,19 @@ def build_report(
     reason) pairs of records that could not be read, listed on the page. `point_dirs`: each
     record's folder by (sweep, point id), where the telemetry timelines are read from.
     `preflights`: the results' preflight records, drawn in the cluster health section.
-    `figure_workers`: workers started early (the `report` command starts them before it reads the
-    records, reports/report/render.py); None starts them here when the report is large.
+    `pool`: the worker processes that draw the figures of a big report (reports/report/render.py
+    `pays`; bench/analysis/pool.py: the `report` command's, which read its records); None: a pool of
+    the report's own for such a report. A smaller report's figures are drawn here.
     """
     with gc_paused():
         found = records if isinstance(records, RecordsDigest) else digest(list(records))
-        return _build(found, Path(out_dir), title, reproduce, problems, point_dirs, preflights, figure_workers)
+        parts = (found, Path(out_dir), title, reproduce, problems, point_dirs, preflights)
+        if not pays(len(found)):
+            return _build(*parts, Figures())
+        if pool is not None:
+            return _build(*parts, Figures(pool))
+        with worker_pool(FIGURE_MODULES) as own:
+            return _build(*parts, Figures(own))
 
 
 def _build(
@@ -73,27 +82,20 @@ def _build(
     title: str | None,
     reproduce: Sequence[str] | None,
     problems: Sequence[tuple[str, str]],
-    point_dirs: Mapping[tuple[str, str], Path] | None = None,
-    preflights: Sequence[PreflightResult] = (),
-    figure_workers: FigureWorkers | None = None,
+    point_dirs: Mapping[tuple[str, str], Path] | None,
+    preflights: Sequence[PreflightResult],
+    figures: Figures,
 ) -> Path:
     out.mkdir(parents=True, exist_ok=True)
-    # Workers started early draw the figures of the records' frame while the rest is aggregated, and
-    # those of the scaling frame while each point gets its series.
-    on_frame = on_scaling = None
-    if figure_workers is not None:
-        on_frame, on_scaling = figure_workers.submit_records, figure_workers.submit_scaling
-    analysis = analyse_columns(found.columns, on_frame, on_scaling)
-    points = analysis.points
-    if figure_workers is None:
-        figure_workers = FigureWorkers.start(None if len(points) >= PARALLEL_MIN_POINTS else 1)
-    with figure_workers:
-        figure_workers.submit(points, analysis.scaling)  # they draw while this process writes the rest
-        return _write(out, analysis, found, title, reproduce, problems, point_dirs, preflights, figure_workers)
+    # With a pool, the figures of the records' frame are drawn while the rest is aggregated, and those
+    # of the scaling frame while each point gets its series.
+    analysis = analyse_columns(found.columns, figures.records_frame, figures.scaling_frame)
+    figures.points_frame(analysis.points, analysis.scaling)
+    return _write(out, analysis, found, title, reproduce, problems, point_dirs, preflights, figures)
 
 
-def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflights, figure_workers) -> Path:
-    """Everything but the main figures first (the workers draw them meanwhile), then the page.
+def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflights, figures: Figures) -> Path:
+    """Everything but the main figures first (a pool's workers draw them meanwhile), then the page.
 
     `found`: the records' digest. Every section reads the analysis's frames; the two that read records
     (cluster health, autotune) read `found.notable`, the only records a digest keeps whole: a new
@@ -138,18 +140,16 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         "autotune": autotune_section(analysis.cells, found.notable),
         "health": health,
     }
+    write_csv(points, out / "results.csv")
     context = rows_written(context)  # the tables' rows written while the workers still draw,
     load_template(REPORT_PAGE)  # and the page compiled: after the last figure, the page is only put together
-    figures = figure_workers.collect()
-    # results.csv: the records' columns of each line formatted by a worker while this process aggregated
-    # (render.py), the analysis' columns added here; the whole file here where no worker formatted them.
-    write_csv(points, out / "results.csv", leading=figure_workers.csv_rows)
-    for figure in [*figures, *timelines, *health.figures]:
+    drawn = figures.collect()
+    for figure in [*drawn, *timelines, *health.figures]:
         write_bytes_atomic(out / f"{figure.name}.png", figure.png)
     context |= {
         "generated_at": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-        "figures": figures,
-        "plot_notes": _plot_notes(figures, points),
+        "figures": drawn,
+        "plot_notes": _plot_notes(drawn, points),
     }
     write_text_atomic(out / "report.html", render_html(context))
     return out / "report.html"
@@ -223,13 +223,14 @@ def write_report(
     problems: Sequence[RecordProblem] = (),
     point_dirs: dict[tuple[str, str], Path] | None = None,
     preflights: Sequence[PreflightResult] = (),
-    figure_workers: FigureWorkers | None = None,
+    pool: Executor | None = None,
 ) -> Path:
     """build_report of these records, a full disk naming the report's folder (`report` and `sweep` call this).
 
     `reproduce`: the exact command lines that made these results (the sweep passes its own);
     the page adds one `fsdp-bench run` per configuration after them. `point_dirs`: each record's
     folder by (sweep, point id), for the telemetry timelines (bench.schema.protocol.point_dir for a sweep).
+    `pool`: the workers that draw a big report's figures (build_report).
     """
     with writing(out):  # a full disk names the report's folder (bench/run/ownership/storage.py)
         return build_report(
@@ -240,5 +241,5 @@ def write_report(
             problems=[(str(p.path), p.reason) for p in problems],
             point_dirs=point_dirs,
             preflights=preflights,
-            figure_workers=figure_workers,
+            pool=pool,
         )

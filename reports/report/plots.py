@@ -26,7 +26,6 @@ from matplotlib.lines import Line2D  # noqa: E402
 from bench.analysis.report.aggregate import GROUP_KEYS  # noqa: E402
 from bench.schema.metrics import get  # noqa: E402
 from bench.schema.units import GIB  # noqa: E402
-from reports.boxes import box_plot  # noqa: E402
 from reports.report.labels import series_labels  # noqa: E402
 from reports.style import (  # noqa: E402
     BOTTOM_IN,
@@ -214,8 +213,8 @@ def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal, legend) -> N
 def _panels(models: list[str]) -> tuple[Figure, list]:
     """A figure with one panel per model, two columns, each with room for its legend on the right.
 
-    Fixed geometry in inches, no layout engine: constrained layout re-measures every text
-    and took a third of the render time of a 10,000-point report.
+    Fixed geometry in inches, no layout engine: constrained layout re-measures every text of the
+    figure, a large part of drawing a figure of many panels, for a layout that is fixed anyway.
     """
     shown = models[:MAX_PANELS]
     cols = 1 if len(shown) == 1 else 2
@@ -285,7 +284,12 @@ def step_time_figure(points: pd.DataFrame, scaling: pd.DataFrame) -> Figure | No
     # Tick labels at 8 pt are ~0.062 in per character (DejaVu Sans): the left margin fits the longest.
     left = 0.3 + 0.062 * max(len(label) for label, _ in boxes)
     fig, ax = single_axes(6.5, 0.28 * len(boxes), left=left, right=0.3, bottom=0.55)
-    box_plot(ax, [times for _, times in boxes], [label for label, _ in boxes], flier_size=3)
+    ax.boxplot(
+        [times for _, times in boxes],
+        orientation="horizontal",
+        tick_labels=[label for label, _ in boxes],
+        flierprops={"markersize": 3},
+    )
     ax.invert_yaxis()  # first configuration on top, like the tables
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlabel("step time (s), timed steps only")
@@ -328,11 +332,11 @@ FIGURES = {
                    lambda points, scaling: _checkpoint_figure(points)),
 }  # fmt: skip
 # The figures whose builders read only the records' own columns (no series, efficiency or scaling
-# row): the report hands the records' frame to its figure workers as soon as it is built, and these
-# are drawn while the parent still aggregates (reports/report/render.py).
+# row): with a worker pool they are drawn from the records' frame as soon as it is built, while the
+# report still aggregates (reports/report/render.py).
 RECORD_FIGURES = ("memory", "checkpoint")
-# The figures whose builders read only the scaling frame (`points` may be None): the report hands it
-# to its workers as soon as it is built, and these are drawn while each point still gets its series.
+# The figures whose builders read only the scaling frame (`points` may be None): with a worker pool
+# they are drawn from it as soon as it is built, while each point still gets its series.
 SCALING_FIGURES = ("throughput", "efficiency", "tokens_per_device", "mfu", "energy")
 
 

@@ -1,14 +1,18 @@
-"""history's page drawn in the process the command starts early (reports/history/drawing.py),
-its figures on forked workers (draw.py), against the page drawn serially in this process: the same
-files, byte for byte (apart from the page's "Generated" minute). In tests/e2e: it forks processes."""
+"""history's figures drawn by a worker pool (reports/history/draw.py, bench/analysis/pool.py) and its
+change points found by it (bench/cli/commands/history.py), against the page drawn and the change
+points found in this process: the same files, byte for byte (apart from the page's "Generated"
+minute), and the same change points; a pool whose workers die has its work done here. In
+tests/e2e: it starts processes."""
 
 from __future__ import annotations
 
 import re
 import sys
+import warnings
 from pathlib import Path
 
 import pytest
+from dying_pool import dying_pool
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "records"))
@@ -16,10 +20,13 @@ from record_factory import WIGGLE, make_record, night  # noqa: E402
 
 from bench.analysis.history.analyse import analyse  # noqa: E402
 from bench.analysis.history.series import build_series  # noqa: E402
+from bench.analysis.pool import worker_pool  # noqa: E402
 
 pytestmark = pytest.mark.timeout(300)
 
 STRATEGIES = ("full_shard", "no_shard", "shard_grad_op", "hybrid_shard", "hybrid_shard_zero2")
+# What the history command's pool imports.
+POOLED = ("bench.analysis.history.detect", "otava.analysis", "reports.history.plots")
 
 
 def _history_series():
@@ -36,7 +43,7 @@ def _history_series():
 
 
 def _history():
-    """Five plots (one per series), so the figures go to workers."""
+    """Five plots (one per series), so the figures go to the pool."""
     return analyse(_history_series(), metric="tokens_per_s", window=6, detector="apache-otava")
 
 
@@ -46,63 +53,40 @@ def _files(folder: Path) -> dict[str, bytes]:
     return files
 
 
-def test_the_drawing_process_writes_the_serial_page_byte_for_byte(tmp_path, monkeypatch):
-    import reports.history.draw as draw
-    from bench.analysis.forking import can_fork
-    from reports.history.drawing import drawing_process
+def test_the_pool_draws_the_page_this_process_draws_byte_for_byte(tmp_path):
     from reports.history.page import write_history
 
-    if not can_fork():
-        pytest.skip("fork is not safe in this process (another thread runs): the page is drawn serially")
     history = _history()
-    with drawing_process() as drawing:
-        assert drawing is not None
-        write_history(history, tmp_path / "early", store="s.sqlite", command="fsdp-bench history", drawing=drawing)
-    monkeypatch.setattr(draw, "PARALLEL_MIN_PLOTS", 10**6)  # the reference: every figure drawn here, in order
-    write_history(history, tmp_path / "serial", store="s.sqlite", command="fsdp-bench history")
-    early, serial = _files(tmp_path / "early"), _files(tmp_path / "serial")
-    assert sorted(early) == ["history.html", "history.xml", *(f"series{n:03d}.png" for n in range(1, 6)), "summary.md"]
-    assert early == serial
-    assert b"FAIL: 3 new regression(s) in the last 6 run(s)" in early["summary.md"]
+    with worker_pool(POOLED, workers=2) as pool:
+        assert pool is not None
+        write_history(history, tmp_path / "pooled", store="s.sqlite", command="fsdp-bench history", pool=pool)
+    write_history(history, tmp_path / "here", store="s.sqlite", command="fsdp-bench history")
+    with dying_pool() as pool, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_history(history, tmp_path / "died", store="s.sqlite", command="fsdp-bench history", pool=pool)
+    assert sorted(re.sub(r" (failed in|was not given to) a worker.*", "", str(w.message)) for w in caught) == [
+        f"drawing the series{n:03d} figure" for n in range(1, 6)
+    ]
+    pooled, here, died = (_files(tmp_path / name) for name in ("pooled", "here", "died"))
+    assert sorted(pooled) == ["history.html", "history.xml", *(f"series{n:03d}.png" for n in range(1, 6)), "summary.md"]
+    assert pooled == here == died
+    assert b"FAIL: 3 new regression(s) in the last 6 run(s)" in pooled["summary.md"]
 
 
-def test_the_early_process_finds_the_change_points_of_this_process_in_two_halves(monkeypatch):
-    """The early process's detector and its second detector (a forking.Worker: the second half of the
-    series) give what detect_each gives here, in order; with one CPU, and for a second batch, the early
-    process finds all."""
-    import bench.analysis.forking as forking
+def test_the_pool_finds_the_change_points_this_process_finds(monkeypatch):
+    """The command's pool finds the change points in tasks of CHUNK_SERIES series, in order: what
+    detect_each finds here; a pool whose workers die has them found here."""
+    import bench.cli.commands.history as command
     from bench.analysis.history.detect import detect_each
-    from reports.history.drawing import drawing_process
 
-    if not forking.can_fork():
-        pytest.skip("fork is not safe in this process (another thread runs)")
     values_of = [s.values for s in _history_series()] * 3  # 15 series: a step in 9 of them
     here = detect_each(values_of)
     assert sorted(len(found) for found in here) == [0] * 6 + [1] * 9
     assert [d.index for found in here for d in found] == [9] * 9
-    for cpus in (2, 1):
-        monkeypatch.setattr("reports.history.drawing.cpus", lambda n=cpus: n)
-        with drawing_process() as drawing:
-            assert drawing is not None
-            assert drawing.ask_detect(values_of)() == here
-            assert drawing.ask_detect(values_of[:4])() == here[:4]  # a second batch: the early process alone
-
-
-def test_a_second_detector_that_died_has_its_half_found_here():
-    """A second detector killed before it is asked (an OOM kill, a signal): its half of the series is
-    found in the asking process, so the change points are detect_each's, as with one process."""
-    import os
-    import signal
-
-    from bench.analysis.forking import Worker, can_fork
-    from bench.analysis.history.detect import detect_each
-    from reports.history.drawing import detect_in_two
-
-    if not can_fork():
-        pytest.skip("fork is not safe in this process (another thread runs)")
-    values_of = [s.values for s in _history_series()] * 3
-    helper = Worker.start(iter, ())  # no first task, as the early process starts it
-    assert helper.running
-    os.kill(helper.pid, signal.SIGKILL)
-    assert detect_in_two(helper, values_of) == detect_each(values_of)
-    assert not helper.running  # reaped
+    monkeypatch.setattr(command, "CHUNK_SERIES", 4)  # four tasks
+    with worker_pool(POOLED, workers=2) as pool:
+        assert command.detect_in(pool)(values_of)() == here
+    with dying_pool() as pool, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert command.detect_in(pool)(values_of)() == here
+    assert len(caught) == 4 and all(str(w.message).startswith("finding change points ") for w in caught)

@@ -1,12 +1,12 @@
 """The rows a report of a results folder keeps for the next one (bench/analysis/report/digest_cache.py):
 the next report reads only the records that are new or whose file changed, drops those that are gone,
 and writes what a report that reads every record (`--no-cache`) writes, byte for byte but for the
-page's time line; the reader and this process share what is to read as they share a whole folder.
-A file changed just before it was statted is read again next time. Kept rows of other code, damaged,
-foreign or writable by others, and a cache folder that cannot be written are no kept rows: every
-record is read, with the same report. The console script runs in this
-process (tests/bench_cli.py), the reader forked from it; the suite's cache folder is its own
-(tests/conftest.py)."""
+page's time line; what is to read goes to the worker pool as a whole folder's does
+(bench/analysis/report/reading.py). A file changed just before it was statted is read again next
+time. Kept rows of other code, damaged, foreign or writable by others, and a cache folder that cannot
+be written are no kept rows: every record is read, with the same report. The console script runs in
+this process (tests/bench_cli.py), the pool's workers read apart from it (their reads are not counted
+here); the suite's cache folder is its own (tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,10 @@ import pytest
 from bench_cli import fsdp_bench
 from counted_reads import count_reads
 
-import bench.analysis.forking as forked
+import bench.analysis.pool as pools
 import bench.analysis.records as records
 import bench.analysis.report.digest_cache as digest_cache
-import bench.analysis.report_reader as reader
+import bench.analysis.report.reading as reading
 from bench.analysis.report.digest import digest
 from bench.analysis.sources import load_results
 from bench.config.paths import CACHE_DIR_VARIABLE
@@ -77,18 +77,19 @@ def _report(results: Path, out: Path, *flags: str) -> tuple:
 
 
 @pytest.fixture
-def two_cpus(monkeypatch):
-    """The reader shares the reading from 10 files to read (the folders here are small)."""
-    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)
-    monkeypatch.setattr(forked, "cpus", lambda: 2)
+def pooled(monkeypatch):
+    """The pool reads from 10 files to read (the folders here are small), 10 files a task."""
+    monkeypatch.setattr(reading, "PARALLEL_MIN_RECORDS", 10)
+    monkeypatch.setattr(reading, "CHUNK_RECORDS", 10)
+    monkeypatch.setattr(pools, "cpus", lambda: 2)
 
 
-@pytest.mark.parametrize("cpus", [2, 1], ids=["reader", "one-cpu"])
+@pytest.mark.parametrize("cpus", [2, 1], ids=["pool", "one-cpu"])
 def test_a_report_reads_only_the_new_and_changed_records_and_writes_what_reading_all_writes(
     tmp_path, monkeypatch, cpus
 ):
-    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 10)
-    monkeypatch.setattr(forked, "cpus", lambda: cpus)
+    monkeypatch.setattr(reading, "PARALLEL_MIN_RECORDS", 10)
+    monkeypatch.setattr(pools, "cpus", lambda: cpus)
     results = _sweep(tmp_path / "results")
     reads = count_reads(monkeypatch)
     kept = digest_cache.kept_file(results)
@@ -99,7 +100,7 @@ def test_a_report_reads_only_the_new_and_changed_records_and_writes_what_reading
 
     first = report("first")
     assert first[0] == 0 and first[1] == "report: OUT/report.html (18 points: 17 ok, 1 not ok)\n"
-    assert reads.here == ([7] if cpus == 2 else [19])  # nothing kept yet: 19 files, 12 of them by the reader
+    assert reads.here == ([] if cpus == 2 else [19])  # nothing kept yet: 19 files, two tasks of the pool
     kept_first = kept.read_bytes()
 
     assert report("again") == first and reads.here == [1]  # only the broken file, which has no row to keep
@@ -115,7 +116,7 @@ def test_a_report_reads_only_the_new_and_changed_records_and_writes_what_reading
     assert changed[1] == "report: OUT/report.html (18 points: 17 ok, 1 not ok)\n"
     kept_changed = kept.read_bytes()
     assert kept_changed != kept_first
-    assert changed == report("all", "--no-cache") and reads.here == ([7] if cpus == 2 else [19])
+    assert changed == report("all", "--no-cache") and reads.here == ([] if cpus == 2 else [19])
     assert kept.read_bytes() == kept_changed  # --no-cache keeps nothing
     assert changed != first and "no_shard" in changed[5].decode() and "no_shard" not in first[5].decode()
     assert report("after") == changed and reads.here == [1]
@@ -128,9 +129,10 @@ def test_a_report_reads_only_the_new_and_changed_records_and_writes_what_reading
     assert added.exists()
 
 
-def test_the_reader_and_this_process_share_what_is_to_read(tmp_path, monkeypatch, two_cpus):
-    """Kept rows and a share read by each process, put together in file order."""
-    monkeypatch.setattr(reader, "PARALLEL_MIN_RECORDS", 2)
+def test_the_pool_reads_what_is_to_read(tmp_path, monkeypatch, pooled):
+    """Kept rows and the rows the pool's tasks read, put together in file order."""
+    monkeypatch.setattr(reading, "PARALLEL_MIN_RECORDS", 2)
+    monkeypatch.setattr(reading, "CHUNK_RECORDS", 3)
     results = _sweep(tmp_path / "results")
     reads = count_reads(monkeypatch)
     _report(results, tmp_path / "first")
@@ -140,20 +142,26 @@ def test_the_reader_and_this_process_share_what_is_to_read(tmp_path, monkeypatch
     _settled()
     reads.here.clear()
     shared = _report(results, tmp_path / "shared")
-    assert reads.here == [3]  # 7 to read (with the broken file): 3 here, 4 by the reader
+    assert reads.here == [1, 3, 3][: len(reads.here)]  # 7 to read (with the broken file): tasks of 3, 3 and 1
     reads.here.clear()
-    assert shared == _report(results, tmp_path / "all", "--no-cache") and reads.here == [7]
+    assert (
+        shared == _report(results, tmp_path / "all", "--no-cache")
+        and reads.here == [1, 3, 3, 3, 3, 3, 3][: len(reads.here)]
+    )
+    monkeypatch.setattr(pools, "cpus", lambda: 1)
+    reads.here.clear()
+    assert shared == _report(results, tmp_path / "one-cpu", "--no-cache") and reads.here == [19]
 
 
-def test_the_first_autotuned_record_is_read_again_where_only_its_row_was_kept(tmp_path, monkeypatch, two_cpus):
+def test_the_first_autotuned_record_is_read_again_where_only_its_row_was_kept(tmp_path, monkeypatch, pooled):
     """Of an autotuned sweep only the first autotuned record is kept whole (the report reads its
     objective); when its file goes, the next one's record is read again, not its row taken."""
     results = _sweep(tmp_path / "results")
-    with reader.ReportLoader.start(results) as loader:
-        loaded = loader.load()
+    with pools.worker_pool() as pool:
+        loaded = reading.read_folder(results, pool=pool)
     tuned = [r for r in loaded.digest.notable if r.prediction]
     kept = digest_cache.load(results)
-    # Kept whole: the loaded host's record and, of the 9 autotuned, the first of each share read (2 here).
+    # Kept whole: the loaded host's record and, of the 9 autotuned, the first of each task's 10 files (2 tasks).
     assert len(tuned) == 1 and len(kept.tuned) == 9 and len(kept.notable) == 3
     (results / "s" / tuned[0].point_id / "result.json").unlink()
     reads = count_reads(monkeypatch)
@@ -164,18 +172,16 @@ def test_the_first_autotuned_record_is_read_again_where_only_its_row_was_kept(tm
     assert again == _report(results, tmp_path / "all", "--no-cache")
 
 
-def test_an_empty_folder_and_a_folder_of_one_record(tmp_path, two_cpus):
+def test_an_empty_folder_and_a_folder_of_one_record(tmp_path, pooled):
     empty = tmp_path / "empty"
     empty.mkdir()
-    with reader.ReportLoader.start(empty) as loader:
-        assert len(loader.load().digest) == 0
+    assert len(reading.read_folder(empty).digest) == 0
     assert digest_cache.load(empty) is None  # nothing read, nothing kept
     one = tmp_path / "one"
     records.write_record(make_record(nodes=2), one / "p" / "result.json")
     _settled()
     for _ in range(2):  # read, then kept
-        with reader.ReportLoader.start(one) as loader:
-            loaded = loader.load()
+        loaded = reading.read_folder(one)
         assert loaded.digest.columns["nodes"] == [2] and list(loaded.point_dirs.values()) == [one / "p"]
     assert digest_cache.load(one).names == ["p/result.json"]
 
@@ -196,18 +202,18 @@ def test_a_file_changed_just_before_it_was_statted_is_read_again(tmp_path, monke
     assert _report(results, tmp_path / "kept") == first and reads.here == [1]
 
 
-def test_the_kept_rows_give_the_digest_of_reading_every_record(tmp_path, two_cpus):
+def test_the_kept_rows_give_the_digest_of_reading_every_record(tmp_path, pooled):
     """Rows kept, new rows and gone ones put together in file order: the columns and the notable records
     (a loaded host; the first autotuned point) of reading the folder whole."""
     results = _sweep(tmp_path / "results")
-    with reader.ReportLoader.start(results) as loader:
-        tuned = next(r for r in loader.load().digest.notable if r.prediction)  # the first autotuned, kept whole
+    with pools.worker_pool() as pool:
+        tuned = next(r for r in reading.read_folder(results, pool=pool).digest.notable if r.prediction)
     for nodes in (1, 8):  # new files before and after the kept ones, in file order
         _write(results, "no_shard", nodes, 0, folder="a")
         _write(results, "no_shard", nodes, 1, folder="z")
     _write(results, "shard_grad_op", tuned.spec.nodes, tuned.spec.repeat, speedup=2.0)  # rewritten, faster
-    with reader.ReportLoader.start(results) as loader:
-        loaded = loader.load()
+    with pools.worker_pool() as pool:
+        loaded = reading.read_folder(results, pool=pool)
     records_read, problems, dirs = load_results(results)
     whole = digest(records_read)
     assert _texts(loaded.digest.columns) == _texts(whole.columns) and len(whole.columns["status"]) == 22

@@ -174,7 +174,8 @@ def test_the_worker_leaves_checkpointing_and_compile_stats_to_the_points_that_us
 
 
 def test_the_history_page_is_drawn_without_pandas():
-    """history's drawing process (reports/history/drawing.py) imports the detector and the page's
-    drawing, and pandas is not among what they load: its import would sit on the command's critical path."""
-    groups = [["reports.history.drawing", "bench.analysis.history.detect", "reports.history.draw"]]
+    """history's worker pool (bench/cli/commands/history.py) imports the detector and the figures'
+    drawing, and so does the command for a small store: pandas is not among what they load (the
+    page needs none of it)."""
+    groups = [["bench.analysis.history.detect", "reports.history.plots", "reports.history.draw"]]
     assert loaded_after_each(groups, ["pandas", "matplotlib"]) == [["matplotlib"]]

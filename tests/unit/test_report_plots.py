@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import re
 import sys
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -146,18 +148,25 @@ def test_all_figures_skips_plots_without_data():
     assert names == ["throughput", "tokens_per_device", "step_times"]
 
 
-def test_parallel_rendering_gives_the_same_pngs_as_serial(analysis):
-    from reports.report.render import render_figures
+def _pngs(figures) -> list[tuple[str, bytes]]:
+    return [(f.name, f.png) for f in figures]
 
-    serial = render_figures(analysis.points, analysis.scaling, workers=1)
-    parallel = render_figures(analysis.points, analysis.scaling, workers=2)
-    assert [f.name for f in serial] == ["throughput", "efficiency", "tokens_per_device", "mfu", "memory", "step_times"]
-    assert [(f.name, f.png) for f in parallel] == [(f.name, f.png) for f in serial]
+
+def test_figures_drawn_by_a_worker_pool_are_the_figures_drawn_here(analysis):
+    from bench.analysis.pool import worker_pool
+    from reports.report.render import FIGURE_MODULES, render_figures
+
+    here = render_figures(analysis.points, analysis.scaling)
+    assert [f.name for f in here] == ["throughput", "efficiency", "tokens_per_device", "mfu", "memory", "step_times"]
+    with worker_pool(FIGURE_MODULES, workers=2) as pool:
+        assert pool is not None
+        assert _pngs(render_figures(analysis.points, analysis.scaling, pool)) == _pngs(here)
 
 
 def test_the_report_pipeline_loads_no_matplotlib_until_it_draws():
-    """The `report` command's process only writes tables and the page: its figure workers import
-    matplotlib (reports/report/render.py), so the parent must not load it on import."""
+    """Importing the `report` command and the report's builder loads no matplotlib: a big report's
+    figures are drawn by a worker pool (reports/report/render.py), which imports it, so the command's
+    own process does not; a small report's are drawn in this process, which imports it then."""
     import subprocess
 
     modules = ["bench.cli.commands.report", "reports.report.build", "reports.report.render"]
@@ -168,23 +177,21 @@ def test_the_report_pipeline_loads_no_matplotlib_until_it_draws():
     assert proc.stdout.strip() == "False", proc.stderr
 
 
-def test_figure_workers_started_before_the_data_draw_what_the_parent_would(analysis):
-    """The `report` command's order: start (no data yet), the records' frame as soon as `analyse`
-    has it (the memory figure is drawn from it), the scaling frame as soon as it has that (the line
-    figures), submit, collect; same PNGs as drawn here."""
-    from reports.report.plots import SCALING_FIGURES
-    from reports.report.render import FigureWorkers, draw_order, render_figures
+def test_figures_submitted_as_their_frames_are_built_draw_what_is_drawn_here(analysis):
+    """The report's order: the records' frame as soon as `analyse` has it (the memory figure is drawn
+    from it), the scaling frame as soon as it has that (the line figures), then the points' frame;
+    the same PNGs as drawn here from the finished frames."""
+    from bench.analysis.pool import worker_pool
+    from reports.report.plots import RECORD_FIGURES, SCALING_FIGURES
+    from reports.report.render import FIGURE_MODULES, Figures, figure_names, render_figures
 
-    order = draw_order()
-    assert order[:2] == ["memory", "checkpoint"]  # the figures of the records' frame go first
-    assert order[2:7] == list(SCALING_FIGURES) and order[7:] == ["step_times"]  # then the scaling frame's
-    with FigureWorkers.start(2) as workers:
-        late = analyse(sample_sweep(), on_frame=workers.submit_records, on_scaling=workers.submit_scaling)
-        workers.submit(late.points, late.scaling)
-        early = workers.collect()
-    assert [(f.name, f.png) for f in early] == [
-        (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)
-    ]
+    assert set(RECORD_FIGURES) | set(SCALING_FIGURES) < set(figure_names())
+    with worker_pool(FIGURE_MODULES, workers=2) as pool:
+        figures = Figures(pool)
+        late = analyse(sample_sweep(), on_frame=figures.records_frame, on_scaling=figures.scaling_frame)
+        figures.points_frame(late.points, late.scaling)
+        early = figures.collect()
+    assert _pngs(early) == _pngs(render_figures(analysis.points, analysis.scaling))
 
 
 def test_the_scaling_figures_read_no_points(analysis):
@@ -198,23 +205,34 @@ def test_the_scaling_figures_read_no_points(analysis):
     assert draw(None, analysis.scaling, "throughput") is not None  # the sample draws it
 
 
-def test_figure_workers_closed_with_a_frame_still_being_sent_leave_no_thread():
-    """The records' frame goes to each worker on a thread of its own (a worker importing matplotlib
-    takes it only when it is done). Closed before collect, with megabytes still to send: the workers
-    are stopped, every sending thread ends, and this process may fork again (no thread left)."""
-    import threading
+def test_the_figures_of_a_pool_whose_workers_died_are_drawn_here(analysis):
+    from dying_pool import dying_pool
 
-    import pandas as pd
+    from reports.report.render import figure_names, render_figures
 
-    from bench.analysis.forking import can_fork
-    from reports.report.render import FigureWorkers
+    here = render_figures(analysis.points, analysis.scaling)
+    with dying_pool() as pool, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert _pngs(render_figures(analysis.points, analysis.scaling, pool)) == _pngs(here)
+    named = [
+        re.match(r"drawing the (\w+) figure (failed in|was not given to) a worker", str(w.message)) for w in caught
+    ]
+    assert all(named) and [m[1] for m in named] == figure_names()
 
-    big = pd.DataFrame({"model": [f"model-{i}" * 20 for i in range(40_000)]})  # a few MB: more than a pipe holds
-    workers = FigureWorkers.start(2)
-    workers.submit_records(big)
-    assert threading.active_count() > 1  # a frame of megabytes still being sent
-    workers.close()
-    assert threading.active_count() == 1 and can_fork()
+
+def test_a_figure_that_fails_in_its_worker_and_here_raises_its_error_here(analysis):
+    """A figure's own error (here: a scaling frame without its models) is raised by the report, as it
+    would be without a pool, after the worker's failure is named."""
+    from bench.analysis.pool import worker_pool
+    from reports.report.render import FIGURE_MODULES, render_figures
+
+    broken = analysis.scaling.drop(columns=["model"])
+    with worker_pool(FIGURE_MODULES, workers=2) as pool:
+        with pytest.warns(UserWarning, match=r"drawing the throughput figure failed in a worker process \(KeyError"):
+            with pytest.raises(KeyError, match="model"):
+                render_figures(analysis.points, broken, pool)
+    with pytest.raises(KeyError, match="model"):
+        render_figures(analysis.points, broken)
 
 
 def test_ci_bars_draw_the_pixels_of_matplotlib_errorbar():
@@ -260,50 +278,3 @@ def test_value_axes_build_only_the_ticks_in_view_and_draw_the_same_pixels():
     assert all(low <= tick <= high for tick in ax.yaxis.get_majorticklocs())
     assert len(plain_ax.yaxis.get_majorticklocs()) > 4  # the plain locator's decade beyond each end
     assert png == plain_png
-
-
-def test_submit_takes_only_the_scaling_frame_the_workers_were_sent(analysis):
-    """After submit_scaling, the frames collect would draw from are the ones the workers have."""
-    from reports.report.render import FigureWorkers
-
-    with FigureWorkers.start(1) as workers:  # none forked: what is checked is the bookkeeping
-        workers.submit_scaling(analysis.scaling)
-        with pytest.raises(ValueError, match="other than the one submit_scaling sent"):
-            workers.submit(analysis.points, analysis.scaling.copy())
-        workers.submit(analysis.points, analysis.scaling)
-        assert [f.name for f in workers.collect()][:2] == ["throughput", "efficiency"]
-
-
-@pytest.mark.parametrize("start", ["early", "late", "serial"])
-def test_a_figure_worker_formats_results_csv_lines(analysis, tmp_path, start):
-    """Started early, the workers get the records' frame first: one of them formats results.csv's lines of
-    its columns (`csv_rows` after collect, the lines this process would format), and the file written
-    with them is the file written without. Started late (only `submit`), the points' frame: every
-    column's lines. No worker forked: no lines, the file formatted whole."""
-    from bench.analysis.report.export import csv_columns, csv_rows, write_csv
-    from reports.report.render import FigureWorkers, render_figures
-
-    with FigureWorkers.start(1 if start == "serial" else 2) as figure_workers:
-        if start == "early":
-            late = analyse(
-                sample_sweep(), on_frame=figure_workers.submit_records, on_scaling=figure_workers.submit_scaling
-            )
-        else:
-            late = analyse(sample_sweep())
-        figure_workers.submit(late.points, late.scaling)
-        figures = figure_workers.collect()
-    assert [(f.name, f.png) for f in figures] == [
-        (f.name, f.png) for f in render_figures(analysis.points, analysis.scaling, workers=1)
-    ]
-    if start == "serial":
-        assert figure_workers.csv_rows is None
-        return
-    names, lines = figure_workers.csv_rows
-    analysed = ["series", "scaling_mode", "baseline_nodes", "speedup", "scaling_efficiency", "below_prediction",
-                "contention"]  # fmt: skip
-    assert "hostnames" in names
-    assert csv_columns(late.points) == (names + analysed if start == "early" else names)
-    assert (names, lines) == csv_rows(late.points[names])
-    with_lines = write_csv(late.points, tmp_path / "with.csv", leading=figure_workers.csv_rows).read_bytes()
-    assert with_lines == write_csv(late.points, tmp_path / "whole.csv").read_bytes()
-    assert with_lines.count(b"\n") == len(late.points) + 1

@@ -150,8 +150,8 @@ def analyse_series(
 
 
 # Asks for the change points of many series' values at once and gives the function that returns them
-# (waiting for them): bench.analysis.history.detect.detect_each here (`at_once`), or in the early
-# process of `fsdp-bench history`, which finds them while this one checks the loss curves.
+# (waiting for them): bench.analysis.history.detect.detect_each here (`at_once`), or by the worker
+# pool of `fsdp-bench history`, which finds them while this process checks the loss curves.
 DetectEach = Callable[[list[list[float]]], Callable[[], list[list[Detected]]]]
 
 
@@ -182,7 +182,7 @@ def _analysed(
     of two per change point."""
     tested = [s.values for s, _ in chosen if len(s.runs) >= MIN_SERIES_RUNS]
     answer = detect_many(tested) if tested else list
-    # The loss curves need no change point: checked while they are found (in the early process).
+    # The loss curves need no change point: checked while they are found (by the command's worker pool).
     curves = [
         numerics_along(series, _first_new(series, window), loss_rtol) if numerics else None
         for series, numerics in chosen
@@ -262,7 +262,7 @@ def analyse(
     loss_rtol: float = LOSS_RTOL, detector: str = "", detect_many: DetectEach = DETECT_HERE,
 ) -> History:  # fmt: skip
     """The history of every series, longest first. `detect_many`: where the change points are found
-    (`fsdp-bench history` asks its early process, which imported the detector meanwhile)."""
+    (`fsdp-bench history` asks its worker pool, which imported the detector meanwhile)."""
     # An efficiency series' runs are its largest node count's records, whose curves that series checks.
     chosen = [(s, numerics and s.metric != EFFICIENCY) for s in series]
     results = _analysed(chosen, window, loss_rtol, detect_many, intervals=True)

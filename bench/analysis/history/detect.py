@@ -61,14 +61,13 @@ def detect(
 
 
 def detect_each(values_of: Sequence[Sequence[float]]) -> list[list[Detected]]:
-    """`detect` of each series' values: the change points of many series in one call (what history's
-    early process computes for the command, reports/history/drawing.py)."""
+    """`detect` of each series' values: the change points of many series in one call (a task of the
+    `history` command's worker pool, bench/cli/commands/history.py)."""
     return [detect(values) for values in values_of]
 
 
 def import_detector() -> None:
-    """Import the detector's libraries now (Otava, and scipy.stats with it: the bulk of the command's
-    imports), not at the first series."""
+    """Import the detector's libraries now (Otava, and scipy.stats with it), not at the first series."""
     import otava.analysis  # noqa: F401
 
 

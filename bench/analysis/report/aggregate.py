@@ -207,7 +207,7 @@ def _contention(efficiency, ci_low, loaded, shared, base_loaded, base_shared) ->
 
     The rule is asked only about the rows where one of its reasons may hold (an efficiency or an
     interval's low end above 100 %, a host named or a flag set): every other row's verdict is None,
-    as the rule gives it, and a clean sweep's rows are all of that kind (10,000 calls were 0.07 s)."""
+    as the rule gives it, and a clean sweep's rows are all of that kind."""
     columns = [list(c) for c in (efficiency, ci_low, loaded, shared, base_loaded, base_shared)]
     if len({len(column) for column in columns}) > 1:
         raise ValueError("_contention: the columns are not aligned (different lengths)")
@@ -277,7 +277,7 @@ def point_scaling(frame: pd.DataFrame, cells: pd.DataFrame, scaling: pd.DataFram
     cell_ids = cells[CELL_KEYS].reset_index()
     cell_of = frame[CELL_KEYS].merge(cell_ids, on=CELL_KEYS, how="left")["cell"]
     cell_of = cell_of.where(ok_points(frame).to_numpy()).set_axis(frame.index)
-    out = frame.copy()  # columns only appended: results.csv's lines of the frame's own are a figure worker's
+    out = frame.copy()  # columns only appended, after the records' own
     out["series"] = cell_of.map(primary["series"]).astype("Int64")
     out["scaling_mode"] = cell_of.map(primary["mode"])
     out["baseline_nodes"] = cell_of.map(primary["baseline_nodes"])

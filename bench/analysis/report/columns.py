@@ -1,9 +1,9 @@
 """Result records -> the report's columns: one list per frame column, one value per record, no pandas.
 
-frame.py makes its frame of these; a reader forked by the `report` command builds the columns of
-its share of a results folder (bench/analysis/report_reader.py) and sends them, which costs a
-fraction of sending the records (a validated record pickles as slowly as it validates), and
-`concat_columns` joins the shares in file order: the columns one process builds of all records.
+frame.py makes its frame of these; a worker reading a chunk of a results folder for the report
+(bench/analysis/report/reading.py) builds its chunk's columns and returns them, which costs a
+fraction of pickling the records (a validated record pickles as slowly as it validates), and
+`concat_columns` joins the chunks in file order: the columns one process builds of all records.
 Missing metrics are None or NaN (`_MISSING`, for a section a record lacks); frame.py types them.
 """
 

@@ -7,9 +7,9 @@ names the search's objective). A digest is the columns plus those few records wh
 The report built from a digest is the report built from its records.
 
 `RecordRows` is the same, row by row: each record's file, its row of the columns, which rows are
-autotuned and, by row, the records kept whole. A reader forked by the `report` command
-(bench/analysis/report_reader.py) sends its share as rows, at a fraction of what sending its
-records would cost; rows of consecutive shares `concat_rows` into the rows of all of them,
+autotuned and, by row, the records kept whole. A worker that reads a chunk of a folder for the
+report (bench/analysis/report/reading.py) returns it as rows, at a fraction of what pickling its
+records would cost; rows of consecutive chunks `concat_rows` into the rows of all of them,
 bench/analysis/report/digest_cache.py keeps them between reports, and `RecordRows.digest()` is the
 digest.
 """

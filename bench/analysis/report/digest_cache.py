@@ -1,8 +1,8 @@
 """A results folder's rows kept from one report to the next: a record whose file has not changed is
 not read again (`Kept`, `load`, `save`, `plan`, `Plan.assemble`, `with_first_tuned`).
 
-Reading, validating and taking the row of 10,000 records is 1.3-1.5 s of CPU, the largest share of
-a big report after its figures; and a folder is reported many times (while its sweep runs, after it,
+Reading, validating and taking the rows of a big folder's records is the largest share of its
+report after the figures; and a folder is reported many times (while its sweep runs, after it,
 with another title, after one more point), each time mostly of records read the time before. So a
 report of a folder keeps its rows (bench/analysis/report/digest.py `RecordRows`: each record's row
 of the frame's columns, which rows are autotuned, the few records kept whole) with each file's
@@ -47,8 +47,8 @@ from bench.analysis.folder_listing import FileKey, Identities
 from bench.config.paths import cache_dir
 from bench.schema.files import write_bytes_atomic
 
-if TYPE_CHECKING:  # imported when rows are put together: the report's reader loads kept rows before it
-    from bench.analysis.report.digest import RecordRows  # forks, and digest.py brings in the planner
+if TYPE_CHECKING:  # imported when rows are put together: digest.py brings in the planner
+    from bench.analysis.report.digest import RecordRows
     from bench.schema.record import RunResult
 
 # The layout of a kept-rows file; part of `code_version`, so a new layout never reads an old one.

@@ -2,7 +2,8 @@
 
 Everything downstream (aggregation, plots, tables, CSV) reads this frame, never the records,
 so a new output format needs no knowledge of the record schema. The values come from
-columns.py (one list per column, built without pandas: a forked reader can build a share's). Missing metrics stay NaN:
+columns.py (one list per column, built without pandas: a worker reading a chunk of a folder builds
+its chunk's). Missing metrics stay NaN:
 a failed point keeps its row (status, error) with empty numbers.
 """
 

@@ -32,8 +32,8 @@ def analyse(
     """Records -> per-point frame with efficiencies, per-configuration cells, scaling series.
 
     `on_frame`: called with the records' frame as soon as it is built, before the aggregation (the
-    report hands it to its figure workers, which draw what needs nothing more meanwhile);
-    `on_scaling` likewise with the scaling frame (analyse_columns)."""
+    report's worker pool draws the figures that need nothing more meanwhile); `on_scaling` likewise
+    with the scaling frame (analyse_columns)."""
     return analyse_columns(frame_columns(records), on_frame, on_scaling)
 
 
@@ -45,7 +45,7 @@ def analyse_columns(
     """`analyse` of the records whose frame columns these are (bench/analysis/report/columns.py).
 
     `on_scaling`: called with the scaling frame as soon as it is built, before each point gets its
-    series (the report's figure workers draw the scaling figures from it meanwhile)."""
+    series (the report's worker pool draws the scaling figures from it meanwhile)."""
     frame = frame_of_columns(columns)
     if on_frame is not None:
         on_frame(frame)

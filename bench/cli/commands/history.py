@@ -46,6 +46,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_numerics_arguments(parser)
 
 
+# A store of fewer runs is read, analysed and drawn in one process: reading it takes less time than
+# a worker pool takes to import the detector and matplotlib.
+PARALLEL_MIN_RUNS = 2000
+# Series per change-point task of the pool.
+CHUNK_SERIES = 100
+
+
 def main(args: argparse.Namespace) -> int:
     from bench.analysis.gc_pause import gc_paused
 
@@ -54,11 +61,13 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from bench.analysis.history.analyse import DETECT_HERE
     from bench.analysis.history.build import HistoryQuery, stored_history
     from bench.analysis.history.detect import MIN_RUNS_AFTER
+    from bench.analysis.pool import warm, worker_pool
     from bench.config.paths import input_problem, output_problem, require
     from bench.config.problems import ConfigError
-    from reports.history.drawing import drawing_process
+    from reports.history.draw import DRAWING_MODULES
     from reports.history.page import reproduce_command, write_history
     from reports.history.table import console_lines
 
@@ -76,12 +85,49 @@ def _history(args: argparse.Namespace) -> int:
     query = HistoryQuery(
         store, args.metric, args.since, args.series, args.fail_on_new_regression, not args.no_numerics, args.loss_rtol
     )
-    with drawing_process() as drawing:  # imports and draws the page while the store is read (drawing.py)
-        stored = stored_history(query, **({"detect_many": drawing.ask_detect} if drawing else {}))
+    # A big store's change points and figures are tasks of a worker pool (bench/analysis/pool.py),
+    # started at once: it imports the detector and matplotlib while this process reads the store.
+    with worker_pool(("bench.analysis.history.detect", "otava.analysis", *DRAWING_MODULES)) as pool:
+        pooled = pool if _stored_runs(store) >= PARALLEL_MIN_RUNS else None
+        warm(pooled)
+        stored = stored_history(query, detect_many=DETECT_HERE if pooled is None else detect_in(pooled))
         for problem in stored.problems:
             print(f"warning: skipped {problem.path}: {problem.reason}", file=sys.stderr)
         print("\n".join(console_lines(stored.history, str(store))))
         command = reproduce_command(query, args.out)
-        page = write_history(stored.history, Path(args.out), store=str(store), command=command, drawing=drawing)
+        page = write_history(stored.history, Path(args.out), store=str(store), command=command, pool=pooled)
     print(f"history: wrote {page}")
     return stored.history.exit_code
+
+
+def _stored_runs(store: Path) -> int:
+    """How many runs the store holds (0 where it is not one: stored_history says why)."""
+    from bench.analysis.store import StoreError, open_existing
+
+    try:
+        return open_existing(store).count()
+    except StoreError:
+        return 0
+
+
+def detect_in(pool):
+    """A DetectEach (bench/analysis/history/analyse.py) whose change points are found by the pool's
+    workers, CHUNK_SERIES series per task, while this process checks the loss curves; a chunk whose
+    worker failed is found here."""
+    from bench.analysis.history.detect import detect_each
+    from bench.analysis.pool import result_or_here, submit
+
+    def ask(values_of: list[list[float]]):
+        chunks = [values_of[start : start + CHUNK_SERIES] for start in range(0, len(values_of), CHUNK_SERIES)]
+        tasks = [submit(pool, detect_each, chunk) for chunk in chunks]
+
+        def answer() -> list:
+            return [
+                found
+                for task, chunk in zip(tasks, chunks, strict=True)
+                for found in result_or_here(task, lambda chunk=chunk: detect_each(chunk), "finding change points")
+            ]
+
+        return answer
+
+    return ask

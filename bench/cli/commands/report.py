@@ -34,40 +34,38 @@ def main(args: argparse.Namespace) -> int:
     from bench.config.paths import input_problem, output_problem, require
 
     require([input_problem("RESULTS", args.results), output_problem("-o/--out", args.out, "folder")])
-    from bench.analysis import folder_listing
+    from bench.analysis.folder_listing import listed
     from bench.analysis.gc_pause import gc_paused
+    from bench.analysis.pool import warm, worker_pool
+    from bench.schema.protocol_names import RESULT_FILE
+    from reports.report.render import FIGURE_MODULES, pays
 
-    # The folder listed by a process of its own while this one imports the record schema
-    # (bench/analysis/folder_listing.py); then the folder's kept rows and the reader, forked with the
-    # list (bench/analysis/report_reader.py), before this process imports pandas; then the figure
-    # workers, which import matplotlib at a lower priority than the two readers
-    # (reports/report/render.py), forked once this process has imported the report's modules,
-    # which the figures import too (0.13-0.2 s of CPU each would import again). Loading keeps one
-    # object graph per record: no GC.
-    listing = folder_listing.start(args.results, args.keep) if Path(args.results).is_dir() else None
-    with gc_paused():
-        try:
-            from bench.analysis.report_reader import ReportLoader
-
-            loader = ReportLoader.start(args.results, keep=args.keep, listing=listing)
-        except BaseException:  # the listing process is the loader's once it starts: stopped here otherwise
-            if listing is not None:
-                listing.close()
-            raise
-        with loader:
-            import reports.report.build  # noqa: F401
-            from reports.report.render import FigureWorkers
-
-            with FigureWorkers.start() as figure_workers:
-                return _report(loader, Path(args.results), Path(args.out), args.title, figure_workers)
+    results = Path(args.results)
+    # A folder is listed first: a big one's reading and figures are tasks of a pool of worker processes
+    # (bench/analysis/pool.py), started at once, so that it imports what they need while this process
+    # imports its own; a small folder, a store or a record is read and drawn here, and no process starts.
+    listing = listed(results, args.keep) if results.is_dir() else None
+    pooled = ("bench.analysis.report.reading", *FIGURE_MODULES)  # what the pool's tasks import
+    with gc_paused(), worker_pool(pooled) as pool:  # loading keeps one object graph per record: no GC
+        if listing is not None and pays(len(listing[0][RESULT_FILE])):
+            warm(pool)
+        return _report(results, Path(args.out), args.title, args.keep, pool, listing)
 
 
-def _report(loader, results: Path, out: Path, title: str | None, figure_workers) -> int:
+def _report(results: Path, out: Path, title: str | None, keep: bool, pool, listing) -> int:
+    # Imported first (pandas, Jinja2, the report's modules): a big folder's pool imports what its
+    # tasks need meanwhile, before they read.
+    from reports.report.build import write_report  # isort: skip
     from bench.analysis.preflight import load_preflights
-    from reports.report.build import write_report
+    from bench.analysis.report.reading import loaded as records_loaded
+    from bench.analysis.report.reading import read_folder
+    from bench.analysis.sources import load_results
 
     try:
-        loaded = loader.load()
+        if listing is not None:
+            loaded = read_folder(results, keep=keep, pool=pool, listing=listing)
+        else:  # a store or one result.json (ValueError where it is neither)
+            loaded = records_loaded(*load_results(results))
     except ValueError as exc:
         print(f"results: {exc}", file=sys.stderr)
         return 2
@@ -82,6 +80,6 @@ def _report(loader, results: Path, out: Path, title: str | None, figure_workers)
     for path, reason in unreadable:
         print(f"report: skipped {path}: {reason}", file=sys.stderr)
     extra = {"problems": loaded.problems, "point_dirs": loaded.point_dirs, "preflights": preflights}
-    page = write_report(found, out, title=title, reproduce=reproduce, figure_workers=figure_workers, **extra)
+    page = write_report(found, out, title=title, reproduce=reproduce, pool=pool, **extra)
     print(f"report: {page} ({len(found)} points: {found.ok} ok, {len(found) - found.ok} not ok)")
     return 0
