@@ -5,7 +5,7 @@ folder_listing.py (a results folder's record files listed in one walk), pool.py 
 work that splits into independent tasks: concurrent.futures on a forkserver),
 store.py (the SQLite store), stats.py (the one statistics engine), preflight.py (measurements -> the
 preflight record), plan_accuracy.py (predicted next to measured), gc_pause.py (no cyclic GC while a
-large object graph is built and kept), forking.py (whether work may go to forked workers here). Packages: check/ (regression
+large object graph is built and kept). Packages: check/ (regression
 checks), history/ (change points across runs), planner/ (predictions without a GPU), report/ (the
 report's frames and aggregates).
 """

@@ -1,7 +1,7 @@
 """The parent-to-rank protocol's names and numbers (bench/schema/protocol.py, where its files are laid out):
-plain constants, importable without pydantic, so a process can find a results folder's records before it
-imports the schema (the `report` command lists its folder in a process forked first thing,
-bench/analysis/folder_listing.py). protocol.py gives the same names; import them from either.
+plain constants, importable without pydantic, so code that only lists a results folder's files
+(bench/analysis/folder_listing.py) need not import the schema. protocol.py gives the same names; import
+them from either.
 """
 
 from __future__ import annotations
