@@ -8,11 +8,12 @@ and only the result files whose rows were not kept by the last report of it are 
 order, the rows of reading every record, and kept again when anything changed. Reading and
 validating records is most of a big folder's reading, and every record is read alone: with a worker
 pool (bench/analysis/pool.py) and at least PARALLEL_MIN_RECORDS files to read, the files go to the
-workers in chunks of CHUNK_RECORDS, each worker sending back its chunk's rows
+workers in chunks of CHUNK_RECORDS, each task returning its chunk's rows
 (bench/analysis/report/digest.py `RecordRows`: the frame's columns and the few records the report
 shows whole, a fraction of what pickling the validated records would cost) and the problems of the
-files it could not read (a chunk whose worker failed is read here). Fewer files, or no pool: they are
-read here. The result is the same either way.
+files it could not read. The last chunks are read here while the pool's first worker is starting,
+and so is a chunk whose worker failed. Fewer files, or no pool: they are all read here. The result
+is the same either way.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from bench.schema.record import RunResult
 
 # Below this many files to read, one process reads them in well under a second: no worker reads.
 PARALLEL_MIN_RECORDS = 1000
-# Files per task of a worker: tasks of about a tenth of a second each, so the workers finish together.
+# Files per task: small enough that the workers finish together, big enough that a task's own cost is small.
 CHUNK_RECORDS = 500
 
 
