@@ -92,14 +92,21 @@ def _import(modules: tuple[str, ...]) -> None:
         importlib.import_module(name)
 
 
-def warm(pool: ProcessPoolExecutor | None) -> None:
+def warm(pool: ProcessPoolExecutor | None) -> threading.Event | None:
     """Start the pool's first worker now (and with it the forkserver, which imports the preloaded
     modules) by giving it a task that does nothing, on a thread of its own: starting a worker waits
-    for the forkserver's imports, and this process goes on meanwhile."""
-    if pool is not None:
-        threading.Thread(target=_start, args=(pool,), name="worker pool start", daemon=True).start()
+    for the forkserver's imports, and this process goes on meanwhile. Returns the event set once the
+    worker has started (until then a task given to the pool waits for it; None: no pool)."""
+    if pool is None:
+        return None
+    started = threading.Event()
+    threading.Thread(target=_start, args=(pool, started), name="worker pool start", daemon=True).start()
+    return started
 
 
-def _start(pool: ProcessPoolExecutor) -> None:
-    with contextlib.suppress(RuntimeError):  # the pool was shut down first: nothing to start
-        pool.submit(int)
+def _start(pool: ProcessPoolExecutor, started: threading.Event) -> None:
+    try:
+        with contextlib.suppress(RuntimeError):  # the pool was shut down first, or broke: nothing to start
+            pool.submit(int)
+    finally:
+        started.set()

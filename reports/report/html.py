@@ -123,8 +123,8 @@ _CELL, _ROW = "\x1f", "\x1e"
 
 
 def _body_escaped_at_once(table: Any) -> str | None:
-    """The rows' markup with every cell escaped, from one escape of all the cells (142,000 calls of
-    `escape` at 10,000 points otherwise); None where that is not the same text: a cell that is not a
+    """The rows' markup with every cell escaped, from one escape of all the cells (not one call of
+    `escape` per cell); None where that is not the same text: a cell that is not a
     plain string (escape would ask it for its own HTML) or that holds a stand-in character."""
     rows = table.rows
     if not rows or not all(type(cell) is str for row in rows for cell in row):

@@ -24,7 +24,7 @@ from reports.report.html import RenderedFigure
 if TYPE_CHECKING:  # the `report` command imports this module before it needs pandas
     import pandas as pd
 
-# Below this many points drawing every figure here takes a second or two: no pool is worth starting.
+# Below this many points the figures are drawn here: a pool's start and imports would cost about what it saves.
 PARALLEL_MIN_POINTS = 1000
 # The modules a figure task imports: a pool's workers load them before their first task (pool.py).
 FIGURE_MODULES = ("reports.report.plots", "reports.report.checkpoint", "reports.report.render")

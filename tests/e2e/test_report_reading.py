@@ -84,7 +84,9 @@ def test_a_worker_pool_gives_the_report_of_one_process(tmp_path, monkeypatch, po
         return _report(results, tmp_path / name, "--no-cache")
 
     shared = report("pooled")
-    assert reads.here == []  # 28 files: four tasks of the pool's workers
+    # 28 files in chunks of 8, 8, 8 and 4: the pool's tasks, but for the last chunks, read here while
+    # the pool's first worker was starting (none where it started at once).
+    assert reads.here == [4, 8, 8][: len(reads.here)]
     rc, stdout, stderr, page, summary, csv, pngs = shared
     assert rc == 0 and stdout == "report: OUT/report.html (27 points: 26 ok, 1 not ok)\n"
     assert f"report: skipped {results / 's' / 'broken' / 'result.json'}: " in stderr  # from a worker's task
@@ -99,7 +101,7 @@ def test_a_worker_pool_gives_the_report_of_one_process(tmp_path, monkeypatch, po
     monkeypatch.setattr(pools, "worker_pool", dying_pool)  # every worker dies: its work is done here
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        assert report("died") == shared and reads.here == [8, 8, 8, 4]
+        assert report("died") == shared and sorted(reads.here) == [4, 8, 8, 8]
     done_here = sorted({re.sub(r" (failed in|was not given to) a worker.*", "", str(w.message)) for w in caught})
     assert done_here == [*(f"drawing the {name} figure" for name in sorted(render.figure_names())), "reading records"]
 

@@ -8,11 +8,12 @@ and only the result files whose rows were not kept by the last report of it are 
 order, the rows of reading every record, and kept again when anything changed. Reading and
 validating records is most of a big folder's reading, and every record is read alone: with a worker
 pool (bench/analysis/pool.py) and at least PARALLEL_MIN_RECORDS files to read, the files go to the
-workers in chunks of CHUNK_RECORDS, each worker sending back its chunk's rows
+workers in chunks of CHUNK_RECORDS, each task returning its chunk's rows
 (bench/analysis/report/digest.py `RecordRows`: the frame's columns and the few records the report
 shows whole, a fraction of what pickling the validated records would cost) and the problems of the
-files it could not read (a chunk whose worker failed is read here). Fewer files, or no pool: they are
-read here. The result is the same either way.
+files it could not read. The last chunks are read here while the pool's first worker is starting,
+and so is a chunk whose worker failed. Fewer files, or no pool: they are all read here. The result
+is the same either way.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
+from threading import Event
 
 from bench.analysis import records
 from bench.analysis.folder_listing import Identities, listed
@@ -33,7 +35,7 @@ from bench.schema.record import RunResult
 
 # Below this many files to read, one process reads them in well under a second: no worker reads.
 PARALLEL_MIN_RECORDS = 1000
-# Files per task of a worker: tasks of about a tenth of a second each, so the workers finish together.
+# Files per task: small enough that the workers finish together, big enough that a task's own cost is small.
 CHUNK_RECORDS = 500
 
 
@@ -67,18 +69,27 @@ class PointDirs(Mapping[tuple[str, str], Path]):
 
 
 def read_folder(
-    path: Path | str, keep: bool = True, pool: Executor | None = None, listing: Listing | None = None
+    path: Path | str,
+    keep: bool = True,
+    pool: Executor | None = None,
+    listing: Listing | None = None,
+    started: Event | None = None,
 ) -> Loaded:
     """Every record's digest, the problems and the point folders of a results folder. `keep`: use and
     update the folder's kept rows (False: read every record, keep nothing). `pool`: the workers that
     read a big folder's files (None: all read here). `listing`: the folder's `listed(path, keep)`,
-    where the caller has it (None: listed here)."""
+    where the caller has it (None: listed here). `started`: set once the pool's first worker has
+    started (bench/analysis/pool.py `warm`): until then the last chunks are read here."""
     path = Path(path)
     files, found = listing or listed(path, keep)
     results = files[RESULT_FILE]
     plan = digest_cache.plan(path, results, found, digest_cache.load(path) if keep else None)
     unread = [results[position] for position in plan.unread]
-    shares = _read_chunks(unread, pool) if pool is not None and len(unread) >= PARALLEL_MIN_RECORDS else [_read(unread)]
+    shares = (
+        _read_chunks(unread, pool, started)
+        if pool is not None and len(unread) >= PARALLEL_MIN_RECORDS
+        else [_read(unread)]
+    )
     rows, kept = plan.assemble([rows for rows, _ in shares], lambda files: _read(files)[0])
     if keep and kept is not None:
         digest_cache.save(path, kept)
@@ -109,12 +120,16 @@ def _read(files: list[str]) -> _Share:
     return record_rows([record for record, _ in located], [str(file) for _, file in located]), problems
 
 
-def _read_chunks(files: list[str], pool: Executor) -> list[_Share]:
-    """`_read` of the files in chunks of CHUNK_RECORDS by the pool's workers, in file order (a chunk
-    whose worker failed is read here)."""
+def _read_chunks(files: list[str], pool: Executor, started: Event | None) -> list[_Share]:
+    """`_read` of the files in chunks of CHUNK_RECORDS, in file order: by the pool's workers, but for
+    the last chunks, read here while the pool's first worker is still starting (a task given to the
+    pool would wait for it: this process would only wait too); a chunk whose worker failed is read here."""
     chunks = [files[start : start + CHUNK_RECORDS] for start in range(0, len(files), CHUNK_RECORDS)]
+    read_here: list[_Share] = []
+    while started is not None and not started.is_set() and len(chunks) > 1:
+        read_here.insert(0, _read(chunks.pop()))
     tasks = [submit(pool, _read, chunk) for chunk in chunks]
     return [
         result_or_here(task, lambda chunk=chunk: _read(chunk), "reading records")
         for task, chunk in zip(tasks, chunks, strict=True)
-    ]
+    ] + read_here
