@@ -7,17 +7,16 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
 from contextlib import contextmanager
 
-from bench.analysis.pool import start_method
+from bench.analysis.pool import WorkerPool, start_method
 
 
 @contextmanager
-def dying_pool(*args, **kwargs) -> Iterator[ProcessPoolExecutor]:
+def dying_pool(*args, **kwargs) -> Iterator[WorkerPool]:
     """bench.analysis.pool.worker_pool's shape (its arguments ignored), its workers exiting at their start."""
     context = multiprocessing.get_context(start_method())
-    pool = ProcessPoolExecutor(2, mp_context=context, initializer=os._exit, initargs=(3,))
+    pool = WorkerPool(2, mp_context=context, initializer=os._exit, initargs=(3,))
     try:
         yield pool
     finally:

@@ -42,8 +42,36 @@ def start_method() -> str:
     return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
 
 
+class WorkerPool(ProcessPoolExecutor):
+    """A ProcessPoolExecutor whose first worker can be started without waiting for it (`warm`): starting
+    a worker waits for the forkserver's imports, and `starting()` says whether that is still under way
+    (a task given to the pool now would wait for it, and so would the caller)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._warming = False
+        self._warmed = threading.Event()
+
+    def warm(self) -> None:
+        """Start the first worker (and with it the forkserver, which imports the preloaded modules) by
+        giving it a task that does nothing, on a thread of its own."""
+        self._warming = True
+        threading.Thread(target=self._start_first, name="worker pool start", daemon=True).start()
+
+    def starting(self) -> bool:
+        """Whether the first worker `warm` started is still starting."""
+        return self._warming and not self._warmed.is_set()
+
+    def _start_first(self) -> None:
+        try:
+            with contextlib.suppress(RuntimeError):  # shut down first, or broken: nothing to start
+                self.submit(int)
+        finally:
+            self._warmed.set()
+
+
 @contextmanager
-def worker_pool(preload: Sequence[str] = (), workers: int | None = None) -> Iterator[ProcessPoolExecutor | None]:
+def worker_pool(preload: Sequence[str] = (), workers: int | None = None) -> Iterator[WorkerPool | None]:
     """A pool of `workers` processes (None: one per CPU, at most MAX_WORKERS) for the block, shut down
     at its end (tasks not started are cancelled); None where that is fewer than two. `preload`: the
     modules every task imports, loaded once by the forkserver before it forks the workers (a forkserver
@@ -55,7 +83,7 @@ def worker_pool(preload: Sequence[str] = (), workers: int | None = None) -> Iter
     context = multiprocessing.get_context(start_method())
     if preload and context.get_start_method() == "forkserver":
         context.set_forkserver_preload(list(preload))
-    pool = ProcessPoolExecutor(count, mp_context=context, initializer=_import, initargs=(tuple(preload),))
+    pool = WorkerPool(count, mp_context=context, initializer=_import, initargs=(tuple(preload),))
     try:
         yield pool
     finally:
@@ -92,21 +120,12 @@ def _import(modules: tuple[str, ...]) -> None:
         importlib.import_module(name)
 
 
-def warm(pool: ProcessPoolExecutor | None) -> threading.Event | None:
-    """Start the pool's first worker now (and with it the forkserver, which imports the preloaded
-    modules) by giving it a task that does nothing, on a thread of its own: starting a worker waits
-    for the forkserver's imports, and this process goes on meanwhile. Returns the event set once the
-    worker has started (until then a task given to the pool waits for it; None: no pool)."""
-    if pool is None:
-        return None
-    started = threading.Event()
-    threading.Thread(target=_start, args=(pool, started), name="worker pool start", daemon=True).start()
-    return started
+def warm(pool: WorkerPool | None) -> None:
+    """`pool.warm()` where there is a pool."""
+    if pool is not None:
+        pool.warm()
 
 
-def _start(pool: ProcessPoolExecutor, started: threading.Event) -> None:
-    try:
-        with contextlib.suppress(RuntimeError):  # the pool was shut down first, or broke: nothing to start
-            pool.submit(int)
-    finally:
-        started.set()
+def starting(pool: Executor | None) -> bool:
+    """Whether the pool's first worker is still starting (WorkerPool.starting; False for any other pool)."""
+    return isinstance(pool, WorkerPool) and pool.starting()

@@ -4,7 +4,8 @@
 Drawing is most of a big report's presentation time and the figures are independent, so each is a
 task of its own, submitted as soon as the frame it is drawn from exists: those of the records'
 frame (plots.RECORD_FIGURES) while the rest is still aggregated, those of the scaling frame
-(plots.SCALING_FIGURES) while each point still gets its series, the rest with the points' frame.
+(plots.SCALING_FIGURES) while each point still gets its series, the rest with the points' frame
+(and so are the first two kinds where the pool's first worker was still starting: the same PNGs).
 A task gets only the columns a figure may read and returns the figure's PNG (html.py
 `render_figure`); this process writes the tables meanwhile and `collect` takes the figures in report
 order. Without a pool every figure is drawn here, in report order, at `collect`: the same PNGs. A
@@ -18,7 +19,7 @@ from concurrent.futures import Executor, Future
 from typing import TYPE_CHECKING
 
 from bench.analysis.gc_pause import gc_paused
-from bench.analysis.pool import result_or_here, submit
+from bench.analysis.pool import result_or_here, starting, submit
 from reports.report.html import RenderedFigure
 
 if TYPE_CHECKING:  # the `report` command imports this module before it needs pandas
@@ -72,21 +73,27 @@ class Figures:
         from bench.analysis.report.frame import LIST_COLUMNS
         from reports.report.plots import RECORD_FIGURES
 
-        self._submit(RECORD_FIGURES, frame.drop(columns=[c for c in LIST_COLUMNS if c in frame.columns]), None)
+        self._submit(
+            RECORD_FIGURES, frame.drop(columns=[c for c in LIST_COLUMNS if c in frame.columns]), None, early=True
+        )
 
     def scaling_frame(self, scaling: pd.DataFrame) -> None:
-        """The scaling frame (bench/analysis/report/aggregate.py): the figures drawn from it alone are submitted."""
+        """The scaling frame (bench/analysis/report/aggregate.py): the figures drawn from it alone are
+        submitted."""
         from reports.report.plots import SCALING_FIGURES
 
-        self._submit(SCALING_FIGURES, None, scaling)
+        self._submit(SCALING_FIGURES, None, scaling, early=True)
 
     def points_frame(self, points: pd.DataFrame, scaling: pd.DataFrame) -> None:
         """The points' frame and the scaling frame: every figure not submitted yet is."""
         self._frames = (points, scaling)
         self._submit([name for name in figure_names() if name not in self._tasks], points, scaling)
 
-    def _submit(self, names, points: pd.DataFrame | None, scaling: pd.DataFrame | None) -> None:
-        if self._pool is None:
+    def _submit(self, names, points: pd.DataFrame | None, scaling: pd.DataFrame | None, early: bool = False) -> None:
+        """Submit the figures `names`; `early` ones not while the pool's first worker is still starting
+        (a task given to it would wait for that, and so would this process): they are submitted with
+        the points' frame then."""
+        if self._pool is None or (early and starting(self._pool)):
             return
         points, scaling = _drawn_columns(points), _drawn_columns(scaling)
         for name in names:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import multiprocessing
 import os
 import threading
+import time
 
 import pytest
 
@@ -45,7 +46,8 @@ def test_no_pool_with_one_cpu_or_one_worker(monkeypatch):
     monkeypatch.setattr(pools, "cpus", lambda: 1)
     with pools.worker_pool() as pool:
         assert pool is None
-    assert pools.warm(None) is None  # nothing to start
+    pools.warm(None)  # nothing to start
+    assert not pools.starting(None)
 
 
 def test_workers_are_processes_of_their_own_that_a_thread_here_does_not_block():
@@ -67,7 +69,11 @@ def test_workers_are_processes_of_their_own_that_a_thread_here_does_not_block():
         held.wait(5)
         with pools.worker_pool(preload=["json"], workers=2) as pool:
             assert pool is not None
-            assert pools.warm(pool).wait(120)  # the first worker has started
+            pools.warm(pool)
+            deadline = time.monotonic() + 120
+            while pools.starting(pool) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert not pools.starting(pool)  # the first worker has started
             pids = [task.result(timeout=120) for task in [pool.submit(_pid) for _ in range(4)]]
             assert os.getpid() not in pids
             assert pool.submit(_took_the_lock).result(timeout=60)

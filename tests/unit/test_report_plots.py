@@ -194,6 +194,38 @@ def test_figures_submitted_as_their_frames_are_built_draw_what_is_drawn_here(ana
     assert _pngs(early) == _pngs(render_figures(analysis.points, analysis.scaling))
 
 
+def test_figures_of_the_early_frames_wait_for_the_points_frame_while_the_pool_starts(analysis):
+    """While the pool's first worker is starting (a task given to it would wait for that, and so would
+    the report), the records' and the scaling frame's figures are submitted with the points' frame:
+    the same PNGs."""
+    import multiprocessing
+
+    from bench.analysis.pool import WorkerPool, start_method
+    from reports.report.render import Figures, figure_names, render_figures
+
+    class Starting(WorkerPool):
+        """Its first worker starting until the points' frame comes; the names of the figures submitted."""
+
+        still, submitted = True, []
+
+        def starting(self) -> bool:
+            return self.still
+
+        def submit(self, function, *args):
+            self.submitted.append(args[-1])
+            return super().submit(function, *args)
+
+    with Starting(2, mp_context=multiprocessing.get_context(start_method())) as pool:
+        figures = Figures(pool)
+        late = analyse(sample_sweep(), on_frame=figures.records_frame, on_scaling=figures.scaling_frame)
+        assert pool.submitted == []
+        pool.still = False
+        figures.points_frame(late.points, late.scaling)
+        assert pool.submitted == figure_names()
+        drawn = figures.collect()
+    assert _pngs(drawn) == _pngs(render_figures(analysis.points, analysis.scaling))
+
+
 def test_the_scaling_figures_read_no_points(analysis):
     """plots.SCALING_FIGURES are drawn before the points frame exists: the same PNGs without it."""
     from reports.report.plots import SCALING_FIGURES

@@ -22,11 +22,10 @@ from collections.abc import Iterator, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
-from threading import Event
 
 from bench.analysis import records
 from bench.analysis.folder_listing import Identities, listed
-from bench.analysis.pool import result_or_here, submit
+from bench.analysis.pool import result_or_here, starting, submit
 from bench.analysis.records import RecordProblem
 from bench.analysis.report import digest_cache
 from bench.analysis.report.digest import RecordRows, RecordsDigest, digest, record_rows
@@ -69,27 +68,18 @@ class PointDirs(Mapping[tuple[str, str], Path]):
 
 
 def read_folder(
-    path: Path | str,
-    keep: bool = True,
-    pool: Executor | None = None,
-    listing: Listing | None = None,
-    started: Event | None = None,
+    path: Path | str, keep: bool = True, pool: Executor | None = None, listing: Listing | None = None
 ) -> Loaded:
     """Every record's digest, the problems and the point folders of a results folder. `keep`: use and
     update the folder's kept rows (False: read every record, keep nothing). `pool`: the workers that
     read a big folder's files (None: all read here). `listing`: the folder's `listed(path, keep)`,
-    where the caller has it (None: listed here). `started`: set once the pool's first worker has
-    started (bench/analysis/pool.py `warm`): until then the last chunks are read here."""
+    where the caller has it (None: listed here)."""
     path = Path(path)
     files, found = listing or listed(path, keep)
     results = files[RESULT_FILE]
     plan = digest_cache.plan(path, results, found, digest_cache.load(path) if keep else None)
     unread = [results[position] for position in plan.unread]
-    shares = (
-        _read_chunks(unread, pool, started)
-        if pool is not None and len(unread) >= PARALLEL_MIN_RECORDS
-        else [_read(unread)]
-    )
+    shares = _read_chunks(unread, pool) if pool is not None and len(unread) >= PARALLEL_MIN_RECORDS else [_read(unread)]
     rows, kept = plan.assemble([rows for rows, _ in shares], lambda files: _read(files)[0])
     if keep and kept is not None:
         digest_cache.save(path, kept)
@@ -120,13 +110,13 @@ def _read(files: list[str]) -> _Share:
     return record_rows([record for record, _ in located], [str(file) for _, file in located]), problems
 
 
-def _read_chunks(files: list[str], pool: Executor, started: Event | None) -> list[_Share]:
+def _read_chunks(files: list[str], pool: Executor) -> list[_Share]:
     """`_read` of the files in chunks of CHUNK_RECORDS, in file order: by the pool's workers, but for
     the last chunks, read here while the pool's first worker is still starting (a task given to the
     pool would wait for it: this process would only wait too); a chunk whose worker failed is read here."""
     chunks = [files[start : start + CHUNK_RECORDS] for start in range(0, len(files), CHUNK_RECORDS)]
     read_here: list[_Share] = []
-    while started is not None and not started.is_set() and len(chunks) > 1:
+    while starting(pool) and len(chunks) > 1:
         read_here.insert(0, _read(chunks.pop()))
     tasks = [submit(pool, _read, chunk) for chunk in chunks]
     return [

@@ -47,11 +47,12 @@ def main(args: argparse.Namespace) -> int:
     listing = listed(results, args.keep) if results.is_dir() else None
     pooled = ("bench.analysis.report.reading", *FIGURE_MODULES)  # what the pool's tasks import
     with gc_paused(), worker_pool(pooled) as pool:  # loading keeps one object graph per record: no GC
-        started = warm(pool) if listing is not None and pays(len(listing[0][RESULT_FILE])) else None
-        return _report(results, Path(args.out), args.title, args.keep, pool, listing, started)
+        if listing is not None and pays(len(listing[0][RESULT_FILE])):
+            warm(pool)
+        return _report(results, Path(args.out), args.title, args.keep, pool, listing)
 
 
-def _report(results: Path, out: Path, title: str | None, keep: bool, pool, listing, started) -> int:
+def _report(results: Path, out: Path, title: str | None, keep: bool, pool, listing) -> int:
     # Imported first (pandas, Jinja2, the report's modules): a big folder's pool imports what its
     # tasks need meanwhile, before they read.
     from reports.report.build import write_report  # isort: skip
@@ -62,7 +63,7 @@ def _report(results: Path, out: Path, title: str | None, keep: bool, pool, listi
 
     try:
         if listing is not None:
-            loaded = read_folder(results, keep=keep, pool=pool, listing=listing, started=started)
+            loaded = read_folder(results, keep=keep, pool=pool, listing=listing)
         else:  # a store or one result.json (ValueError where it is neither)
             loaded = records_loaded(*load_results(results))
     except ValueError as exc:
