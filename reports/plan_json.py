@@ -1,10 +1,9 @@
 """`plan --json` text: byte for byte `json.dumps(objects, indent=2)`, written by a compiled encoder;
 `plan --fields`: a few keys per point, one line each.
 
-The standard library indents with its pure-Python encoder, value by value: a 10,080-point plan
-(about 250 values per point, 49 MB) took seconds, far more than planning it. pydantic-core (the
-validation library's engine, already a dependency) writes the same layout in Rust, about ten
-times faster; where its spelling differs from the standard library's, this module rewrites it:
+The standard library indents with its pure-Python encoder, value by value: a big plan's text cost
+more than planning it (docs/results/planner.md). pydantic-core (the validation library's engine,
+already a dependency) writes the same layout in compiled code; where its spelling differs from the standard library's, this module rewrites it:
 
 - floats with a decimal exponent of -5 (1e-05 <= |x| < 1e-04): written positionally
   (`0.00002708`) where Python writes `2.708e-05`;

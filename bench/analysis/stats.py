@@ -198,8 +198,8 @@ def _row_percentiles(
 ) -> list[np.ndarray]:
     """np.percentile(rows, percents, axis=1) of rows without NaN (`only`: of these rows of `rows`): the
     order statistics either side of (n - 1) x q found by one partition along the rows (a vectorised
-    partition along the rows is several times faster than the one np.percentile runs across them, and
-    a third faster than sorting them), then np.percentile's own arithmetic (its "linear" method,
+    partition along the rows is faster than the one np.percentile runs across them, and than sorting
+    them), then np.percentile's own arithmetic (its "linear" method,
     interpolated as its `_lerp` does), so the same numbers. Rows that are not scratch are copied and
     partitioned a block at a time: a report's thousands of cells would take a copy of them all."""
     import numpy as np
@@ -425,7 +425,7 @@ class _DrawCounts:
     b drew step i (the plan of `_resample_plan`, the same draws), in the smallest unsigned type that
     holds every resample's total count; `low`/`high` the order statistics whose mean is each
     resample's median (equal for an odd count), in that type too, and one number each where every
-    resample has the same count (runs of one length): comparing with a scalar is twice as fast as
+    resample has the same count (runs of one length): comparing with a scalar is cheaper than
     with a row."""
 
     counts: np.ndarray  # (steps, n_boot)

@@ -125,7 +125,7 @@ def orchestration_modules() -> list[str]:
 
 TORCH = ["torch", "fsdp_core.model"]
 TORCH_FREE_GROUPS = {"cli": orchestration_modules, "analysis": lambda: package_modules("bench/analysis"),
-                     "present": lambda: package_modules("reports")}  # fmt: skip
+                     "reports": lambda: package_modules("reports")}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def test_building_the_cli_parser_leaves_torch_unloaded():
     assert proc.stdout.strip() == "False", proc.stderr
 
 
-@pytest.mark.parametrize("layer", ["analysis", "present"])
+@pytest.mark.parametrize("layer", ["analysis", "reports"])
 def test_the_analysis_and_presentation_layers_never_load_torch(torch_loaded_after, layer):
     assert torch_loaded_after[layer] == []
 

@@ -255,8 +255,8 @@ def _efficiency_series(timed: list[_Timed]) -> list[Series]:
 
 def _sweep_run(record: RunResult, folders: dict[str, str]) -> tuple[str, str]:
     """Which sweep run a record belongs to: its sweep and results folder (the point folder's parent).
-    `folders`: the parent of each folder met so far (a sweep's points share one; a Path per record
-    cost a third of the efficiency series)."""
+    `folders`: the parent of each folder met so far (a sweep's points share one, so no Path is built
+    per record)."""
     if not record.log_dir:
         return record.sweep, ""
     head, _, tail = record.log_dir.rpartition("/")

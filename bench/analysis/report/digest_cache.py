@@ -136,7 +136,7 @@ def _load(folder: Path | str) -> Kept | None:
     with open(path, "rb") as file:
         if not (_owned(os.fstat(file.fileno())) and _owned(os.stat(path.parent))):
             return None
-        data = file.read()  # whole: marshal.load of a file reads it a few bytes at a time (ten times slower)
+        data = file.read()  # whole: marshal.load of a file reads it a few bytes at a time
     size = int.from_bytes(data[:_SIZE_BYTES], "little")
     if marshal.loads(data[_SIZE_BYTES : _SIZE_BYTES + size]) != expected:  # other code, another folder
         return None  # its values are not read
@@ -283,7 +283,7 @@ def _take(rows: RecordRows, sources: list[int], files: list[str]) -> RecordRows:
 
     if not sources:
         return RecordRows([], {name: [] for name in rows.columns}, {}, [])
-    take = operator.itemgetter(*sources)  # a C loop: a column of 10,000 values in well under a ms
+    take = operator.itemgetter(*sources)  # one C loop per column
     single = len(sources) == 1
     columns = {name: [take(values)] if single else list(take(values)) for name, values in rows.columns.items()}
     notable = {row: rows.notable[source] for row, source in enumerate(sources) if source in rows.notable}

@@ -18,8 +18,8 @@ from bench.schema.files import atomic_path
 def write_csv(points: pd.DataFrame, path: Path) -> Path:
     """One row per point, every scalar column; floats written with full precision.
 
-    The bytes `DataFrame.to_csv(index=False)` writes, at about a third of its cost: pandas formats
-    float columns with numpy's `str` (slow for ~600,000 floats at 10,000 points) and hands the
+    The bytes `DataFrame.to_csv(index=False)` writes, for less: pandas formats
+    float columns with numpy's `str` (slow for the many floats of a big report) and hands the
     rest to the csv module; here the csv module formats every value itself, floats with `repr`,
     which spells every float64 the same as numpy's `str` (both shortest round-trip, the same
     switch to exponent notation); missing values are empty cells, as pandas writes them.

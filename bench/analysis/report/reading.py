@@ -32,7 +32,7 @@ from bench.analysis.report.digest import RecordRows, RecordsDigest, digest, reco
 from bench.schema.protocol import PREFLIGHT_RECORD, RESULT_FILE
 from bench.schema.record import RunResult
 
-# Below this many files to read, one process reads them in well under a second: no worker reads.
+# Below this many files to read, one process reads them faster than a pool starts: no worker reads.
 PARALLEL_MIN_RECORDS = 1000
 # Files per task: small enough that the workers finish together, big enough that a task's own cost is small.
 CHUNK_RECORDS = 500

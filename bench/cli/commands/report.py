@@ -43,7 +43,8 @@ def main(args: argparse.Namespace) -> int:
     results = Path(args.results)
     # A folder is listed first: a big one's reading and figures are tasks of a pool of worker processes
     # (bench/analysis/pool.py), started at once, so that it imports what they need while this process
-    # imports its own; a small folder, a store or a record is read and drawn here, and no process starts.
+    # imports its own. A store's or a record's records are read here; the figures of any report of 1,000
+    # points or more are drawn by the pool, of a smaller one here.
     listing = listed(results, args.keep) if results.is_dir() else None
     pooled = ("bench.analysis.report.reading", *FIGURE_MODULES)  # what the pool's tasks import
     with gc_paused(), worker_pool(pooled) as pool:  # loading keeps one object graph per record: no GC
