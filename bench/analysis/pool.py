@@ -49,25 +49,28 @@ class WorkerPool(ProcessPoolExecutor):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._warming = False
-        self._warmed = threading.Event()
+        # Public names: ProcessPoolExecutor keeps its own state in `_`-prefixed attributes, which a
+        # subclass must not shadow.
+        self.warm_requested = False
+        self.first_worker_started = threading.Event()
 
     def warm(self) -> None:
         """Start the first worker (and with it the forkserver, which imports the preloaded modules) by
         giving it a task that does nothing, on a thread of its own."""
-        self._warming = True
-        threading.Thread(target=self._start_first, name="worker pool start", daemon=True).start()
+        self.warm_requested = True
+        threading.Thread(target=self.start_first_worker, name="worker pool start", daemon=True).start()
 
     def starting(self) -> bool:
         """Whether the first worker `warm` started is still starting."""
-        return self._warming and not self._warmed.is_set()
+        return self.warm_requested and not self.first_worker_started.is_set()
 
-    def _start_first(self) -> None:
+    def start_first_worker(self) -> None:
+        """Give the pool a task that does nothing (`warm` calls it on a thread of its own)."""
         try:
             with contextlib.suppress(RuntimeError):  # shut down first, or broken: nothing to start
                 self.submit(int)
         finally:
-            self._warmed.set()
+            self.first_worker_started.set()
 
 
 @contextmanager
