@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from bench.config.groups import combined_groups, copy_tree, parse, parse_one, parser, to_plain
-from bench.config.problems import ConfigError, describe_validation_error, first_line
+from bench.config.problems import ConfigError, describe_validation_error, did_you_mean, first_line
 from bench.config.registry import GROUPS, RegistryError, describe_source, group_options, search_dirs
 from bench.config.validate import GridValidator, resolved_preset, spec_from_config
 from bench.schema.model import ModelSpec
@@ -226,7 +226,8 @@ def _unknown_key(cfg, key: str) -> str:
         node = node.get(part) if hasattr(node, "keys") else None
     if hasattr(node, "keys"):
         where = f"under {parent}" if parent else "at the top level"
-        return f"{key}: unknown key '{leaf}'; allowed {where}: {', '.join(sorted(node.keys()))}"
+        allowed = sorted(node.keys())
+        return f"{key}: unknown key '{leaf}'{did_you_mean(leaf, allowed)}; allowed {where}: {', '.join(allowed)}"
     return f"{key}: unknown key"
 
 
@@ -247,7 +248,9 @@ def _group_option_problems(item: str, dirs: tuple[Path, ...]) -> tuple[str, ...]
     except RegistryError as exc:
         raise ConfigError([str(exc)]) from None
     return tuple(
-        f"{key}: unknown {key} '{v}'; allowed: {', '.join(allowed)}" for v in value.split(",") if v not in allowed
+        f"{key}: unknown {key} '{v}'{did_you_mean(v, allowed)}; allowed: {', '.join(allowed)}"
+        for v in value.split(",")
+        if v not in allowed
     )
 
 
@@ -255,7 +258,10 @@ def load_preset(group: str, name: str):
     """A model or cluster preset of the registry, validated (ModelSpec or ClusterSpec)."""
     node = resolved_preset(group, name, search_dirs())
     if node is None:
-        raise ConfigError([f"{group}: unknown {group} '{name}'; allowed: {', '.join(group_options(group))}"])
+        allowed = group_options(group)
+        raise ConfigError(
+            [f"{group}: unknown {group} '{name}'{did_you_mean(name, allowed)}; allowed: {', '.join(allowed)}"]
+        )
     model = {"model": ModelSpec, "cluster": ClusterSpec}[group]
     try:
         return model.model_validate(node)

@@ -19,7 +19,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from bench.config.problems import ConfigError, first_line
+from bench.config.problems import ConfigError, did_you_mean, first_line
 from bench.config.registry import group_options
 
 # Groups whose choice can be composed apart from the others and combined (`combined_groups`);
@@ -94,7 +94,10 @@ def _explain_group_error(exc: Exception) -> str:
     message = first_line(exc)
     match = re.search(r"Could not (?:load|find) '(?:/)?device/([^']+)'", message)
     if match:
-        return f"cluster: device: unknown device '{match.group(1)}'; allowed: {', '.join(group_options('device'))}"
+        device, allowed = match.group(1), group_options("device")
+        return (
+            f"cluster: device: unknown device '{device}'{did_you_mean(device, allowed)}; allowed: {', '.join(allowed)}"
+        )
     return message
 
 

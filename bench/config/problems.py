@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # every command imports ConfigError before it knows whether it needs pydantic
@@ -23,6 +24,16 @@ def first_line(exc: Exception) -> str:
     return str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
 
 
+def did_you_mean(word: object, allowed: Iterable[object]) -> str:
+    """` (did you mean X?)` for the allowed word closest to a mistyped one (difflib's match), or "".
+
+    Every "unknown ..." line puts it right after the word it is about, before its list of what is
+    allowed: group options, config keys, allowed values, launcher fields, metrics, flags, commands.
+    """
+    close = difflib.get_close_matches(str(word), [str(a) for a in allowed], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]}?)" if close else ""
+
+
 def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[str]:
     """One line per problem, naming the field as a config key (`train.seq_len`), for exit-2 messages."""
     lines = []
@@ -36,7 +47,8 @@ def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[st
         loc = f"{prefix}{loc}" if loc else prefix.rstrip(".").rstrip(":").rstrip()
         if err["type"] == "literal_error":
             allowed = err.get("ctx", {}).get("expected", "")
-            msg = f"got {err.get('input')!r}; allowed: {allowed}"
+            hint = did_you_mean(err.get("input"), re.findall(r"'([^']*)'", allowed))
+            msg = f"got {err.get('input')!r}{hint}; allowed: {allowed}"
         elif err["type"] in ("bool_type", "bool_parsing"):
             msg = f"got {err.get('input')!r}; allowed: true, false"
         elif err["type"] == "missing":

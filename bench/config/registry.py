@@ -126,7 +126,11 @@ def load_plain(group: str, name: str) -> dict[str, Any]:
 
     files = option_files(group)
     if name not in files:
-        raise RegistryError(f"{group}: unknown {group} '{name}'; allowed: {', '.join(sorted(files))}")
+        from bench.config.problems import did_you_mean
+
+        raise RegistryError(
+            f"{group}: unknown {group} '{name}'{did_you_mean(name, files)}; allowed: {', '.join(sorted(files))}"
+        )
     data = yaml.safe_load(files[name].read_text()) or {}
     if not isinstance(data, dict):
         raise RegistryError(f"{files[name]}: expected a mapping of fields")

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from bench.config.problems import did_you_mean
 from bench.schema.metrics import Metric, find, shown_in
 
 # What `check` compares, generated from the metric catalogue (bench/schema/metrics.py: views "check"):
@@ -78,8 +79,9 @@ def parse_threshold(text: str) -> list[Threshold]:
     members = [known.name] if known is not None and known.name in METRICS else []
     members = members or [m for m in METRICS if m.startswith(name + ".")]
     if not members:
+        hint = did_you_mean(name, [*METRICS, *GROUPS])
         allowed = ", ".join([*METRICS, *GROUPS])
-        raise ThresholdError(f"--threshold {text!r}: unknown metric {name!r}; allowed: {allowed}")
+        raise ThresholdError(f"--threshold {text!r}: unknown metric {name!r}{hint}; allowed: {allowed}")
     better = METRICS[members[0]].better
     wrong_sign = (better == "higher" and sign == "+") or (better == "lower" and sign == "-")
     if wrong_sign:

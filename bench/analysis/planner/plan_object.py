@@ -14,12 +14,11 @@ numbers per point instead of every resolved spec.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from functools import lru_cache
 from typing import Any
 
-from bench.config.problems import ConfigError
+from bench.config.problems import ConfigError, did_you_mean
 
 _MISSING = object()
 # The resolved spec is long (every model, cluster and train key); the error lists it as one entry.
@@ -56,8 +55,7 @@ def parse_fields(raw: str, objects: Sequence[Mapping[str, Any]], flag: str = "--
     for field in fields:
         if all(value_at(obj, field, _MISSING) is _MISSING for obj in objects):
             known = field_paths(objects)  # only now: it walks every object
-            close = difflib.get_close_matches(field, known, n=1, cutoff=0.6)
-            hint = f" (did you mean {close[0]}?)" if close else ""
+            hint = did_you_mean(field, known)
             raise ConfigError([f"{flag}: unknown field '{field}'{hint}; allowed: {allowed_text(known)}"])
     return fields
 

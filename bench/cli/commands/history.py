@@ -66,13 +66,14 @@ def _history(args: argparse.Namespace) -> int:
     from bench.analysis.history.detect import MIN_RUNS_AFTER
     from bench.analysis.pool import warm, worker_pool
     from bench.config.paths import input_problem, output_problem, require
-    from bench.config.problems import ConfigError
+    from bench.config.problems import ConfigError, did_you_mean
     from reports.history.draw import DRAWING_MODULES
     from reports.history.page import reproduce_command, write_history
     from reports.history.table import console_lines
 
     if args.metric not in HISTORY_METRICS:
-        raise ConfigError([f"--metric {args.metric!r}: unknown; allowed: {', '.join(HISTORY_METRICS)}"])
+        hint = did_you_mean(args.metric, HISTORY_METRICS)
+        raise ConfigError([f"--metric {args.metric!r}: unknown{hint}; allowed: {', '.join(HISTORY_METRICS)}"])
     if args.fail_on_new_regression is not None and args.fail_on_new_regression < MIN_RUNS_AFTER:
         raise ConfigError([
             f"--fail-on-new-regression: must be an integer >= {MIN_RUNS_AFTER} (a change point is reported once "

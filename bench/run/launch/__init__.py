@@ -24,10 +24,11 @@ def get_launcher(name: str, options: dict | None = None) -> Launcher:
 
     Its module is imported only when used (ray, for one, is an optional dependency).
     """
-    from bench.config.problems import ConfigError
+    from bench.config.problems import ConfigError, did_you_mean
 
     if name not in LAUNCHER_CLASSES:
-        raise ConfigError([f"launcher: unknown launcher '{name}'; allowed: {', '.join(LAUNCHER_CLASSES)}"])
+        hint = did_you_mean(name, LAUNCHER_CLASSES)
+        raise ConfigError([f"launcher: unknown launcher '{name}'{hint}; allowed: {', '.join(LAUNCHER_CLASSES)}"])
     try:
         module = importlib.import_module(f"bench.run.launch.{name}")
     except ModuleNotFoundError as exc:

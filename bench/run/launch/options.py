@@ -36,12 +36,12 @@ class ConfiguredLauncher(Launcher):
 
 def parse_options(cls: type[T], options: dict | None, launcher: str) -> T:
     """Build `cls` from the config group's fields (`name` aside); raise ConfigError on bad input."""
-    from bench.config.problems import ConfigError, describe_validation_error
+    from bench.config.problems import ConfigError, describe_validation_error, did_you_mean
 
     values = {k: v for k, v in (options or {}).items() if k != "name"}
     allowed = list(cls.model_fields)
     unknown = [
-        f"launcher.{key}: unknown field for launcher={launcher}; allowed: {', '.join(allowed)}"
+        f"launcher.{key}: unknown field for launcher={launcher}{did_you_mean(key, allowed)}; allowed: {', '.join(allowed)}"
         for key in values
         if key not in cls.model_fields
     ]
