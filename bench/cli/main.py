@@ -10,6 +10,7 @@ import argparse
 import gc
 import importlib
 import os
+import re
 import sys
 
 # command -> module; a module that does not exist yet is simply not offered.
@@ -29,10 +30,34 @@ COMMANDS = {
 }
 
 
-def _config_dir_options() -> argparse.ArgumentParser:
-    """`--config-dir DIR` on every command: Hydra's flag and meaning (DIR joins the config search path)."""
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
+class Help(argparse.Action):
+    """`-h/--help` of every command; a command that composes configs (`lists_configs`, set by
+    bench/cli/options.py `add_overrides`) adds every group with its options, the experiments and
+    the keys (bench/config/catalog.py), the folders of a `--config-dir` given before it and of
+    FSDP_BENCH_CONFIG_DIR included. Nothing is composed."""
+
+    def __init__(self, option_strings, dest=argparse.SUPPRESS, default=argparse.SUPPRESS, help=None):
+        super().__init__(option_strings, dest=dest, default=default, nargs=0, help=help)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        if getattr(parser, "lists_configs", False):
+            from bench.config.catalog import help_text
+            from bench.config.registry import RegistryError, add_user_dirs
+
+            try:
+                add_user_dirs(getattr(namespace, "config_dir", None) or [])
+                parser.epilog = help_text()
+            except RegistryError as exc:
+                parser.error(str(exc))
+        parser.print_help()
+        parser.exit()
+
+
+def _add_common_options(parser: argparse.ArgumentParser) -> None:
+    """`-h/--help`, and `--config-dir DIR` on every command: Hydra's flag and meaning (DIR joins the
+    config search path)."""
+    parser.add_argument("-h", "--help", action=Help, help="show this help message and exit")
+    parser.add_argument(
         "--config-dir",
         "-cd",
         action="append",
@@ -41,7 +66,6 @@ def _config_dir_options() -> argparse.ArgumentParser:
         help="a folder of your own configs (model/, cluster/, device/, experiment/, ...) searched after the "
         "shipped ones; repeatable; also FSDP_BENCH_CONFIG_DIR",
     )
-    return common
 
 
 class _VersionAction(argparse.Action):
@@ -60,17 +84,60 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
-def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+class CommandLineParser(argparse.ArgumentParser):
+    """argparse's parser, with errors that point at what was meant.
+
+    - An unknown flag is refused by the parser of the command it was given to, under that
+      command's usage (`fsdp-bench sweep: error: unrecognized arguments: --dryrun`), with the
+      closest flag of that command suggested; argparse's own top-level parse would say it under
+      the usage of all twelve commands.
+    - An unknown command gets the closest command suggested.
+    """
+
+    def __init__(self, *args, **kwargs) -> None:
+        self.commands: dict[str, CommandLineParser] = {}
+        self.lists_configs = False
+        self.flags: list[str] = []  # every option string, for suggestions (argparse adds -h here)
+        super().__init__(*args, **kwargs)
+
+    def add_argument(self, *args, **kwargs):
+        action = super().add_argument(*args, **kwargs)
+        self.flags += action.option_strings
+        return action
+
+    def parse_args(self, args=None, namespace=None):
+        parsed, unknown = self.parse_known_args(args, namespace)
+        if unknown:
+            command = self.commands.get(getattr(parsed, "command", None) or "", self)
+            flag = next((word for word in unknown if word.startswith("-")), "")
+            hint = did_you_mean(flag.partition("=")[0], command.flags) if flag else ""
+            command.error(f"unrecognized arguments: {' '.join(unknown)}{hint}")
+        return parsed
+
+    def error(self, message: str):
+        if self.commands:
+            word = re.match(r"argument command: invalid choice: '([^']*)'", message)
+            if word and (hint := did_you_mean(word[1], self.commands)):
+                message = message.replace(f"'{word[1]}'", f"'{word[1]}'{hint}", 1)
+        super().error(message)
+
+
+def did_you_mean(word: str, allowed) -> str:
+    from bench.config.problems import did_you_mean
+
+    return did_you_mean(word, allowed)
+
+
+def build_parser(only: str | None = None) -> CommandLineParser:
     """The command line's parser: every command's, or with `only` (a command's name) that command's
     alone, which parses that command's arguments alike (its help, its errors, its usage line)."""
-    parser = argparse.ArgumentParser(prog="fsdp-bench", description="Scaling benchmarks for PyTorch FSDP2.")
+    parser = CommandLineParser(prog="fsdp-bench", description="Scaling benchmarks for PyTorch FSDP2.")
     parser.add_argument(
         "--version", action=_VersionAction, help="print the version (with the git commit in a checkout) and exit"
     )
     # A parser of one command names them all in its usage lines, as the parser of every command does.
     every = {"metavar": "{" + ",".join(COMMANDS) + "}"} if only is not None else {}
     subparsers = parser.add_subparsers(dest="command", required=True, **every)
-    common = _config_dir_options()
     for name, module_name in COMMANDS.items():
         if only is not None and name != only:
             continue
@@ -80,8 +147,10 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             if exc.name == module_name:
                 continue
             raise
-        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP, parents=[common])
+        sub = subparsers.add_parser(name, help=module.HELP, description=module.HELP, add_help=False)
+        _add_common_options(sub)
         module.add_arguments(sub)
+        parser.commands[name] = sub
         sub.set_defaults(handler=module.main)
     return parser
 
@@ -97,7 +166,12 @@ def main(argv: list[str] | None = None) -> int:
     from bench.config.registry import RegistryError, add_user_dirs
     from bench.run.ownership.storage import is_storage_error, storage_error_line
 
-    args = build_parser(_named_command(sys.argv[1:] if argv is None else argv)).parse_args(argv)
+    parser = build_parser(_named_command(sys.argv[1:] if argv is None else argv))
+    if argv is None:  # the console script: at a shell's TAB argcomplete answers and exits; otherwise a no-op
+        import argcomplete
+
+        argcomplete.autocomplete(parser)
+    args = parser.parse_args(argv)
     try:
         add_user_dirs(args.config_dir)
         return int(args.handler(args) or 0)

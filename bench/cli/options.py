@@ -32,3 +32,49 @@ def numerics_problem(args: argparse.Namespace) -> str | None:
     if not 0.0 <= args.loss_rtol < 1.0:
         return f"--loss-rtol: must be >= 0 and < 1, got {args.loss_rtol:g}"
     return None
+
+
+def add_overrides(parser: argparse.ArgumentParser, help: str, *, inspect: bool = True) -> None:
+    """The overrides of a command that composes configs, completed by the shell (bench/cli/completion.py),
+    with the registry in its `--help` and, with `inspect`, `--cfg job [--point N]` and `--info`."""
+    from bench.cli.completion import complete_override
+
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter  # the registry's lines as written
+    parser.lists_configs = True  # its --help lists the registry (bench/cli/main.py `Help`)
+    action = parser.add_argument("overrides", nargs="*", help=help)
+    action.completer = complete_override  # argcomplete's hook for a positional's values
+    if not inspect:
+        return
+    parser.add_argument(
+        "--cfg",
+        "-c",
+        metavar="job",
+        help="print the composed config of the first point (or --point N) as resolved YAML, and exit: nothing runs",
+    )
+    parser.add_argument(
+        "--point", type=int, metavar="N", help="with --cfg: the grid's N-th point (0-based) instead of the first"
+    )
+    parser.add_argument(
+        "--info",
+        action="store_true",
+        help="print the config search path, each group's chosen option and its file, and the grid, and exit",
+    )
+
+
+def inspected(args: argparse.Namespace, overrides: list[str] | None = None) -> int | None:
+    """`--cfg job` / `--info` of `overrides` (default: the command line's), printed, exit 0; None
+    when neither was asked (the command goes on)."""
+    if getattr(args, "cfg", None) is None and not getattr(args, "info", False):
+        if getattr(args, "point", None) is not None:
+            from bench.config.problems import ConfigError
+
+            raise ConfigError(["--point: chooses the point --cfg job prints; give --cfg job with it"])
+        return None
+    from reports.config_view import config_lines, info_lines
+
+    overrides = args.overrides if overrides is None else overrides
+    lines = info_lines(overrides) if args.info else []
+    if args.cfg is not None:
+        lines += config_lines(overrides, args.cfg, args.point)
+    print("\n".join(lines))
+    return 0

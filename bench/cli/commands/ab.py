@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.cli.options import add_overrides
+
 HELP = "run the same points under two environments (commands), alternating, and report B/A of tokens/s with a CI"
 
 
@@ -35,7 +37,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rounds", type=int, default=4, help="rounds; each runs every point on both sides (default 4)")
     parser.add_argument("-o", "--out", default="results/ab", help="output folder (default results/ab)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds one run may take (default 900)")
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides (a comma makes a grid: every point runs)")
+    add_overrides(parser, "Hydra overrides (a comma makes a grid: every point runs)", inspect=False)
 
 
 def main(args: argparse.Namespace) -> int:

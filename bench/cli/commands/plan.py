@@ -21,6 +21,7 @@ import json
 import sys
 from pathlib import Path
 
+from bench.cli.options import add_overrides, inspected
 from reports.plan import COMPACT_ABOVE
 
 # The lists of configurations in `plan --best --json`, each entry a plan object.
@@ -30,7 +31,7 @@ HELP = "predict memory, fit, throughput and scaling efficiency per point, withou
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides; comma-separated values make a grid")
+    add_overrides(parser, "Hydra overrides; comma-separated values make a grid")
     parser.add_argument("--json", action="store_true", help="print a JSON list, one object per point")
     parser.add_argument(
         "--fields",
@@ -66,6 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from bench.analysis.gc_pause import gc_paused
+
+    if (done := inspected(args)) is not None:  # --cfg job / --info
+        return done
 
     with gc_paused():  # a plan keeps every point's dicts until it prints (bench/analysis/gc_pause.py)
         return _plan(args)

@@ -12,14 +12,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bench.cli.options import add_overrides, inspected
+
 HELP = "measure the cluster on a point's world shape: matmul TFLOP/s, memory and collective bandwidth, stragglers"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides (the point whose world shape is measured)")
+    add_overrides(parser, "Hydra overrides (the point whose world shape is measured)")
 
 
 def main(args: argparse.Namespace) -> int:
+    if (done := inspected(args)) is not None:  # --cfg job / --info
+        return done
     from bench.config.compose import preflight_settings
     from bench.run.point import launchable_point
     from bench.run.preflight import preflight_task

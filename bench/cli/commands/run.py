@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import argparse
 
+from bench.cli.options import add_overrides, inspected
+
 HELP = "run one benchmark point (Hydra overrides, e.g. model=tiny nodes=2 strategy=full_shard)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides on the sweeps/ config tree")
+    add_overrides(parser, "Hydra overrides on the sweeps/ config tree")
 
 
 def main(args: argparse.Namespace) -> int:
+    if (done := inspected(args)) is not None:  # --cfg job / --info
+        return done
     from bench.run.point import launchable_point
     from bench.schema.protocol import point_dir
     from reports.console import point_summary

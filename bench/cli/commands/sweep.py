@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import argparse
 
+from bench.cli.options import add_overrides, inspected
+
 HELP = "run a grid of points (default experiment=cpu_smoke), resuming where a previous run stopped"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("overrides", nargs="*", help="Hydra overrides; comma-separated values make a grid")
+    add_overrides(parser, "Hydra overrides; comma-separated values make a grid")
 
 
 def main(args: argparse.Namespace) -> int:
     from bench.config import toplevel
-    from bench.run.grid import launchable_sweep
+    from bench.run.grid import launchable_sweep, with_default_experiment
     from reports.progress import SweepProgress
     from reports.sweep import heading_lines, outcome_lines, ranked_lines, summary_lines, write_sweep_report
 
+    if (done := inspected(args, with_default_experiment(args.overrides))) is not None:  # --cfg job / --info
+        return done
     sweep = launchable_sweep(args.overrides)
     say(heading_lines(sweep))
     with SweepProgress(sweep.runs) as progress:
