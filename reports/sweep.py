@@ -60,3 +60,77 @@ def write_sweep_report(records, results_dir: Path, name: str, overrides: list[st
     return write_report(
         records, results_dir / name / "report", reproduce=[command.strip()], point_dirs=dirs, preflights=preflights
     )
+
+
+DRY_RUN_HEADERS = ("#", "point", "point id", "repeat", "ledger", "launch", "fits", "mem GiB/dev", "step s", "tok/s")
+
+
+def dry_run_lines(sweep, dry) -> list[str]:
+    """`sweep --dry-run`: the heading, one row per point run (the ledger's decision in its own words,
+    the launch it joins, the planner's prediction), the launches, and whether it would start now."""
+    from bench.schema.labels import point_label
+    from bench.schema.units import GIB
+    from reports.check.table import text_table
+
+    rows = []
+    for index, run in enumerate(dry.runs):
+        spec, plan = run.decision.spec, run.prediction
+        ledger = run.decision.reason
+        if run.planned_skip:
+            ledger += "; skipped: predicted not to fit (sweep.plan=true)"
+        rows.append(
+            [
+                str(index),
+                point_label(spec),
+                spec.point_id,
+                str(spec.repeat),
+                ledger,
+                "-" if run.launch is None else str(run.launch + 1),
+                "yes" if plan["fits"] else "no",
+                f"{plan['memory_bytes_per_device']['total'] / GIB:.2f}",
+                f"{plan['step_time_s']:.4g}",
+                f"{plan['tokens_per_s']:,.0f}",
+            ]
+        )
+    launches: dict[int, list] = {}
+    for run in dry.runs:
+        if run.launch is not None:
+            launches.setdefault(run.launch, []).append(run.decision.spec)
+    lines = [*heading_lines(sweep), text_table(rows, DRY_RUN_HEADERS)]
+    grouped = "" if sweep.settings.group_launches else " (sweep.group_launches=false: one launch per point)"
+    lines.append(f"{len(launches)} launch(es){grouped}:")
+    for index, specs in sorted(launches.items()):
+        first = specs[0]
+        lines.append(
+            f"  {index + 1}: launcher={first.launcher} nodes={first.nodes} gpus_per_node={first.gpus_per_node}: "
+            f"{len(specs)} point run(s)"
+        )
+    lines += [f"waits for: {holder} (sweep.wait)" for holder in dry.waits_for]
+    pending = sum(run.launch is not None for run in dry.runs)
+    lines.append(f"dry run: {pending} of {len(dry.runs)} point run(s) would run; nothing launched, nothing written")
+    return lines
+
+
+def dry_run_objects(dry) -> list[dict]:
+    """`sweep --dry-run --json`: each point run's plan object (`plan --json`'s shape) with the
+    ledger's decision and its launch added."""
+    from bench.analysis.planner.plan_object import plan_object
+
+    objects = []
+    for run in dry.runs:
+        spec = run.decision.spec
+        prediction = {k: v for k, v in run.prediction.items() if k != "point_id"}
+        objects.append(
+            plan_object(
+                spec.point_id,
+                prediction,
+                repeat=spec.repeat,
+                ledger={
+                    "runs": run.launch is not None,
+                    "reason": run.decision.reason,
+                    "planned_skip": run.planned_skip,
+                },
+                launch=None if run.launch is None else run.launch + 1,
+            )
+        )
+    return objects

@@ -75,6 +75,46 @@ class LaunchableSweep:
         interrupted = "interrupted before any point ran (waiting for a lock, or in the preflight)"
         return run_locked(locks, sweep, interrupted, None)
 
+    def dry_run(self) -> DryRun:
+        """What `run` would do, decided as it decides, without a lock, a launch or a write: each
+        point run's ledger decision, its launch (points grouped by world shape as the sweep groups
+        them), its prediction (and whether `sweep.plan=true` skips it), and a lock held now."""
+        from bench.run.ledger import Ledger
+        from bench.run.ownership.locks import held_now
+        from bench.run.sweep import expand_repeats, group_by_world_shape
+
+        settings = self.settings
+        specs = expand_repeats(self.points, settings.repeats)
+        ledger = Ledger(settings.results_dir, self.name, settings.force, settings.retry_failed)
+        decisions = [ledger.decide(spec) for spec in specs]
+        predictions = self._predictions(specs)
+        skipped = {
+            d.spec.point_id for d in decisions if settings.plan and d.run and not predictions[d.spec.point_id]["fits"]
+        }
+        pending = [d.spec for d in decisions if d.run and d.spec.point_id not in skipped]
+        launches = {
+            spec.point_id: index
+            for index, group in enumerate(group_by_world_shape(pending, settings.group_launches))
+            for spec in group
+        }
+        runs = [
+            PlannedRun(d, launches.get(d.spec.point_id), predictions[d.spec.point_id], d.spec.point_id in skipped)
+            for d in decisions
+        ]
+        locks = measurement_locks(self.folder, self.launcher.runs_here(self.points[0].spec), self.options)
+        return DryRun(runs, held_now(locks))
+
+    def _predictions(self, specs: list) -> dict[str, dict]:
+        """point_id -> plan object of every point run (an autotuned sweep's from its ranking, as the
+        sweep records it)."""
+        from bench.analysis.planner.skip import plan_points
+
+        planned = plan_points(specs)
+        for spec in specs:
+            first = spec.model_copy(update={"repeat": 0}).point_id
+            planned[spec.point_id] = self.settings.predictions.get(first, planned[spec.point_id])
+        return planned
+
     def _rank_measured(self, locks, on_ranked: OnRanked) -> tuple[list, SweepSettings]:
         """sweep.autotune with sweep.preflight: measure the world shape, then rank again with what it measured."""
         spec, settings = self.autotuned.points[0].spec, self.settings
@@ -91,6 +131,23 @@ class LaunchableSweep:
         measured = choose(self.overrides, len(self.autotuned.points), preflight=record)
         on_ranked(f"preflight {shape}: ok; ranked again with its measured links", measured)
         return measured.points, replace(settings, predictions=measured.predictions, measured=measured_shape)
+
+
+@dataclass(frozen=True)
+class PlannedRun:
+    """One point run of a dry run: the ledger's decision, the launch it would run in (None: not
+    run), its plan object, and whether `sweep.plan=true` skips it as predicted not to fit."""
+
+    decision: Any  # bench.run.ledger.Decision
+    launch: int | None
+    prediction: dict[str, Any]
+    planned_skip: bool
+
+
+@dataclass(frozen=True)
+class DryRun:
+    runs: list[PlannedRun]
+    waits_for: list[str]  # the locks another process holds now (the sweep would wait for them)
 
 
 def launchable_sweep(overrides: list[str]) -> LaunchableSweep:

@@ -112,6 +112,20 @@ class FileLock:
         except (OSError, ValueError):
             return {}
 
+    def held_elsewhere(self) -> bool:
+        """Whether another process holds the lock now; asked without creating or writing the file."""
+        try:
+            fd = os.open(self.path, os.O_RDONLY)
+        except OSError:
+            return False  # no lock file: nobody has taken it
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        finally:
+            os.close(fd)  # closing drops a lock this test took
+        return False
+
     def describe_holder(self) -> str:
         h = self.holder()
         if not h:
@@ -144,6 +158,11 @@ class FileLock:
 
     def __exit__(self, *exc: object) -> None:
         self.release()
+
+
+def held_now(locks: MeasurementLocks) -> list[str]:
+    """Who holds the locks a measurement would take, for each one another process holds now."""
+    return [lock.describe_holder() for lock in (locks.sweep, locks.host) if lock is not None and lock.held_elsewhere()]
 
 
 ALLOW_CONCURRENT_ENV = "FSDP_BENCH_ALLOW_CONCURRENT"
