@@ -4,20 +4,23 @@ A path a command reads (a results folder, `--baseline`, `--store` for history, `
 `train.data`, `--preflight`) must exist, be of the kind it needs (a file, a folder, or either) and
 be readable. A path a command writes (`results_dir`, `-o/--out`, `train.checkpoint_dir`, a store
 it adds to, `calibrate -o`) may not exist yet (it is created, with its parents), but what exists of
-it must be of the right kind, and its nearest existing folder writable by this user. Each problem
+it must be of the right kind, and its nearest existing folder writable by this user; a folder is
+also tried (`failed_probe`: created, a file written and removed, left as it was). Each problem
 is one line that names the key (the config key or the flag) and the path; the command exits 2
 (bench.config.problems.ConfigError).
 
 A disk that takes no writes at all (full, over quota, mounted read-only) is not the user's input
-but a storage fault: it is left to the first write, whose OSError becomes the one line of
+but a storage fault: it is left to the first write (a folder's probe among them), whose OSError becomes the one line of
 bench/run/ownership/storage.py and exit 1 (the parent's first write, the sweep lock or an output
 file, comes before any launch).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Literal
@@ -59,8 +62,44 @@ def output_problem(key: str, path: str | Path, kind: Literal["file", "folder"], 
         if kind == "file" and not _may_write(path):
             return _line(key, path, "is not writable (no write permission)", hint)
     folder = path if kind == "folder" else path.parent
-    if reason := unwritable(folder):
+    if reason := unwritable(folder) or (kind == "folder" and failed_probe(folder)):
         return _line(key, path, f"is not writable ({reason})", hint)
+    return None
+
+
+# Errors of a disk rather than of the user's input: left to bench/run/ownership/storage.py's line, exit 1.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
+
+
+def failed_probe(folder: str | Path) -> str | None:
+    """Why writing in `folder` failed when tried, or None: what is missing of it is created, a probe
+    file written and removed, and what was created removed again, so the folder is left as it was.
+
+    Permission bits alone say yes to root on a file system that takes no writes (/proc, a
+    read-only bind mount with permissive bits, a FUSE mount that refuses); trying is the answer a
+    run would meet. A disk fault (full, over quota, read-only) is raised as the OSError it is."""
+    folder = Path(folder)
+    created: list[Path] = []
+    try:
+        for missing in reversed([folder, *folder.parents]):
+            if not missing.exists():
+                missing.mkdir()
+                created.append(missing)
+        try:
+            handle, probe = tempfile.mkstemp(prefix=".fsdp-bench-probe-", dir=folder)
+        except OSError as exc:
+            exc.filename = str(folder)  # the folder, not the probe's random name
+            raise
+        os.close(handle)
+        os.unlink(probe)
+    except OSError as exc:
+        if exc.errno in DISK_ERRNOS:
+            raise
+        return f"a test write failed: {exc.strerror or exc}"
+    finally:
+        for made in reversed(created):
+            with contextlib.suppress(OSError):
+                made.rmdir()
     return None
 
 
