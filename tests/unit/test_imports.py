@@ -173,6 +173,21 @@ def test_the_worker_leaves_checkpointing_and_compile_stats_to_the_points_that_us
     assert ranks_imports["worker"] == []
 
 
+def test_help_and_shell_completion_load_neither_torch_nor_hydra():
+    """Completion runs a fresh fsdp-bench at each TAB, and --help lists the registry: neither composes."""
+    code = (
+        "import contextlib, io, sys\n"
+        "from bench.cli.completion import complete_override\n"
+        "from bench.cli.main import build_parser, main\n"
+        "build_parser()\n"
+        "for prefix in ('', 'model=', 'train.', 'train.checkpoint=', 'sweep.orphans='): complete_override(prefix)\n"
+        "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit): main(['sweep', '--help'])\n"
+        "print([m for m in ('torch', 'hydra', 'omegaconf') if m in sys.modules])\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert proc.stdout.strip() == "[]", proc.stderr
+
+
 def test_the_history_page_is_drawn_without_pandas():
     """history's worker pool (bench/cli/commands/history.py) imports the detector and the figures'
     drawing, and so does the command for a small store: pandas is not among what they load (the
