@@ -143,7 +143,8 @@ def test_field_names_are_the_config_keys_a_user_types():
 def test_unknown_keys_and_grids_are_refused():
     (line,) = error_lines("train.stepz=3")
     assert line.startswith(
-        "train.stepz: unknown key 'stepz'; allowed under train: ac_every, ac_save_ops, activation_checkpointing,"
+        "train.stepz: unknown key 'stepz' (did you mean steps?); allowed under train: ac_every, ac_save_ops, "
+        "activation_checkpointing,"
     )
     assert "steps" in line and "warmup_steps" in line
     assert error_lines("nodes=1,2") == ["a comma-separated override makes a grid: use `fsdp-bench sweep` for grids"]
