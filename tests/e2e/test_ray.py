@@ -83,7 +83,9 @@ def test_unknown_ray_option_is_invalid_input():
 
     with pytest.raises(ConfigError) as err:
         get_launcher("ray", {"name": "ray", "adress": "auto"})
-    assert err.value.lines[0].startswith("launcher.adress: unknown field for launcher=ray; allowed: address, ")
+    assert err.value.lines[0].startswith(
+        "launcher.adress: unknown field for launcher=ray (did you mean address?); allowed: address, "
+    )
 
 
 def test_negative_ray_max_failures_is_invalid_input():

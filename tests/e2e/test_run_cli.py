@@ -149,7 +149,7 @@ def test_out_of_memory_gives_status_oom(tmp_path, fsdp_bench):
 BAD_INPUT = {
     "model=nope": "model: unknown model 'nope'; allowed: debug, llama2-13b,",
     "strategy=zero9": "strategy: unknown strategy 'zero9'; allowed: full_shard, hybrid_shard,",
-    "precision=fp4": "precision: unknown precision 'fp4'; allowed: bf16, bf16_pure, fp16, fp32, fp8",
+    "precision=fp4": "precision: unknown precision 'fp4' (did you mean fp8?); allowed: bf16, bf16_pure, fp16, fp32, fp8",
     "cluster=tpu": "cluster: unknown cluster 'tpu'; allowed: a100-8x,",
     "launcher=mpi": "launcher: unknown launcher 'mpi'; allowed: kubeflow, local, ray, slurm",
     "nodes=0": "nodes: Input should be greater than or equal to 1",
@@ -177,7 +177,7 @@ BAD_INPUT = {
     "model.n_layers=0": "model.n_layers: Input should be greater than or equal to 1",
     "model.dim=-64": "model.dim: Input should be greater than or equal to 1",
     "cluster=h100-8x": "cluster: h100-8x needs CUDA GPUs and this host has none; allowed here: cluster=local-cpu",
-    "train.stepz=3": "train.stepz: unknown key 'stepz'; allowed under train: ac_every, ac_save_ops, activation_checkpointing,",
+    "train.stepz=3": "train.stepz: unknown key 'stepz' (did you mean steps?); allowed under train: ac_every, ac_save_ops,",
     "train.cpu_offload=true": "train.cpu_offload: offloads GPU state to host memory, so it needs a CUDA cluster",
 }
 

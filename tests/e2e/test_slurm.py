@@ -148,7 +148,10 @@ def test_slurm_without_sbatch_is_invalid_input(tmp_path):
 def test_unknown_slurm_option_names_field_and_allowed_values(tmp_path):
     proc = in_process("run", "model=debug", "launcher=slurm", "+launcher.partiton=gpu")  # refused: nothing runs
     assert proc.rc == 2
-    assert "launcher.partiton: unknown field for launcher=slurm; allowed: partition, account" in proc.stderr
+    assert (
+        "launcher.partiton: unknown field for launcher=slurm (did you mean partition?); allowed: partition, account"
+        in proc.stderr
+    )
 
 
 def orphan_job(args: list[str], env: dict, results: Path) -> str:
