@@ -123,3 +123,21 @@ def test_a_dry_run_makes_a_real_sweeps_checks(tmp_path):
     )
     typo = in_process("sweep", "--dry-run", "model=tinyy", f"results_dir={tmp_path}")
     assert typo.rc == 2 and "(did you mean tiny?)" in typo.stderr and list(tmp_path.iterdir()) == []
+
+
+def test_repeats_and_the_points_sweep_plan_would_skip(tmp_path):
+    rc, out, _, _ = in_process(
+        "sweep", "--dry-run", "model=tiny", "train.micro_batch=64,8192", "sweep.plan=true", "sweep.repeats=2",
+        f"results_dir={tmp_path}",
+    )  # fmt: skip
+    rows = list(table_rows(out).values())
+    assert rc == 0 and [(row[1], row[3]) for row in rows] == [
+        ("tiny 1x1 full_shard fp32 mb=64 s=256", "0"),
+        ("tiny 1x1 full_shard fp32 mb=8192 s=256", "0"),
+        ("tiny 1x1 full_shard fp32 mb=64 s=256", "1"),
+        ("tiny 1x1 full_shard fp32 mb=8192 s=256", "1"),
+    ]
+    skipped = "new; skipped: predicted not to fit (sweep.plan=true)"
+    assert [(row[4], row[5], row[6]) for row in rows] == [("new", "1", "yes"), (skipped, "-", "no")] * 2
+    assert out.splitlines()[-1].startswith("dry run: 2 of 4 point run(s) would run;")
+    assert list(tmp_path.iterdir()) == []
