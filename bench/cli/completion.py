@@ -14,13 +14,19 @@ from typing import Any
 
 def complete_override(prefix: str, parsed_args: Any = None, **_: Any) -> list[str]:
     """Every override word that starts with `prefix` (argcomplete's completer signature)."""
-    from bench.config.catalog import LISTED_GROUPS, allowed_values, sections
-    from bench.config.registry import GROUPS, RegistryError, add_user_dirs
+    from bench.config.registry import RegistryError, add_user_dirs
 
     try:
         add_user_dirs(getattr(parsed_args, "config_dir", None) or [])
-    except RegistryError:
+        return _words(prefix)
+    except RegistryError:  # a folder that is missing or repeats a shipped name: nothing to offer
         return []
+
+
+def _words(prefix: str) -> list[str]:
+    from bench.config.catalog import LISTED_GROUPS, allowed_values, sections
+    from bench.config.registry import GROUPS
+
     sign = prefix[: len(prefix) - len(prefix.lstrip("+~"))]
     word = prefix[len(sign) :]
     key, equals, value = word.partition("=")
@@ -37,5 +43,5 @@ def complete_override(prefix: str, parsed_args: Any = None, **_: Any) -> list[st
     words = [f"{g}=" for g in GROUPS if g in LISTED_GROUPS] + [f"{k}." if sub else f"{k}=" for k, sub in keyed.items()]
     found = [sign + w for w in words if (sign + w).startswith(prefix)]
     if len(found) == 1 and found[0].endswith("."):  # one section: its keys, so the word goes on
-        return complete_override(found[0], parsed_args)
+        return _words(found[0])
     return found

@@ -13,6 +13,8 @@ import os
 import re
 import sys
 
+from bench.config.problems import did_you_mean
+
 # command -> module; a module that does not exist yet is simply not offered.
 COMMANDS = {
     "run": "bench.cli.commands.run",
@@ -120,12 +122,6 @@ class CommandLineParser(argparse.ArgumentParser):
             if word and (hint := did_you_mean(word[1], self.commands)):
                 message = message.replace(f"'{word[1]}'", f"'{word[1]}'{hint}", 1)
         super().error(message)
-
-
-def did_you_mean(word: str, allowed) -> str:
-    from bench.config.problems import did_you_mean
-
-    return did_you_mean(word, allowed)
 
 
 def build_parser(only: str | None = None) -> CommandLineParser:

@@ -2,8 +2,9 @@
 composing anything: the groups and their options (the user's folders marked), the experiment
 presets with their opening line, the config keys, and the values a key allows.
 
-`--help` lists it (`help_text`) and shell completion offers it (`words_after`); both run at each
-keystroke or help, so nothing here imports Hydra or torch, and the only parse is of `config.yaml`.
+`--help` lists it (`help_text`) and shell completion offers it (bench/cli/completion.py); completion
+runs at each TAB, so nothing here imports Hydra or torch: it lists folders, reads `config.yaml` and
+the experiments' first lines, and takes allowed values from the schema's literals.
 """
 
 from __future__ import annotations
@@ -47,20 +48,6 @@ def primary_config() -> dict[str, Any]:
     import yaml
 
     return yaml.safe_load((SHIPPED / "config.yaml").read_text()) or {}
-
-
-def config_keys() -> list[str]:
-    """Every key an override may set, dotted (`nodes`, `train.seq_len`, `sweep.grid`), in the config's order."""
-    keys: list[str] = []
-
-    def walk(node: dict[str, Any], prefix: str) -> None:
-        for key, value in node.items():
-            keys.append(f"{prefix}{key}")
-            if isinstance(value, dict) and value:
-                walk(value, f"{prefix}{key}.")
-
-    walk({k: v for k, v in primary_config().items() if k not in NOT_KEYS}, "")
-    return keys
 
 
 def sections() -> dict[str, list[str]]:
