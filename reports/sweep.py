@@ -105,7 +105,8 @@ def dry_run_lines(sweep, dry) -> list[str]:
             f"  {index + 1}: launcher={first.launcher} nodes={first.nodes} gpus_per_node={first.gpus_per_node}: "
             f"{len(specs)} point run(s)"
         )
-    lines += [f"waits for: {holder} (sweep.wait)" for holder in dry.waits_for]
+    if sweep.options.wait:  # else the command refuses, as the sweep would
+        lines += [f"waits for: {holder} (sweep.wait)" for holder in dry.waits_for]
     pending = sum(run.launch is not None for run in dry.runs)
     lines.append(f"dry run: {pending} of {len(dry.runs)} point run(s) would run; nothing launched, nothing written")
     return lines

@@ -109,9 +109,18 @@ def test_a_dry_run_into_a_new_folder_creates_nothing_and_names_a_held_lock(tmp_p
     finally:
         lock.release()
     assert rc == 0
-    (waits,) = [line for line in out.splitlines() if line.startswith("waits for: ")]
-    assert waits.startswith(f"waits for: the sweep folder {results / 'cpu_smoke'} ") and "held by pid" in waits
+    # (the host's lock may be another test's sweep's now: only the folder's is this test's)
+    (waits,) = [line for line in out.splitlines() if line.startswith("waits for: the sweep folder ")]
+    assert waits.startswith(f"waits for: the sweep folder {results / 'cpu_smoke'} (") and "held by pid" in waits
     assert waits.endswith("(sweep.wait)")
+    lock.try_acquire()
+    try:
+        refused = dry_run(results, "nodes=1", "sweep.wait=false")
+    finally:
+        lock.release()
+    assert refused.rc == 2 and "dry run: 6 of 6 point run(s) would run" in refused.stdout
+    assert f"error: the sweep folder {results / 'cpu_smoke'} (" in refused.stderr
+    assert refused.stderr.rstrip().endswith("(sweep.wait=false)")
 
 
 def test_a_dry_run_makes_a_real_sweeps_checks(tmp_path):

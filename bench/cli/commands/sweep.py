@@ -52,7 +52,10 @@ def main(args: argparse.Namespace) -> int:
 
 
 def dry_run(sweep, as_json: bool) -> int:
-    """`--dry-run`: what the sweep would do (reports/sweep.py), exit 0: it would start."""
+    """`--dry-run`: what the sweep would do (reports/sweep.py); exit 0: it would start, 2: a lock it
+    would not wait for (sweep.wait=false) is held now, as the sweep would be refused."""
+    import sys
+
     from reports.sweep import dry_run_lines, dry_run_objects
 
     dry = sweep.dry_run()
@@ -62,6 +65,10 @@ def dry_run(sweep, as_json: bool) -> int:
         print(plan_json(dry_run_objects(dry)))
     else:
         say(dry_run_lines(sweep, dry))
+    if dry.waits_for and not sweep.options.wait:
+        for holder in dry.waits_for:
+            print(f"error: {holder} (sweep.wait=false)", file=sys.stderr)
+        return 2
     return 0
 
 
