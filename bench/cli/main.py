@@ -163,7 +163,9 @@ def main(argv: list[str] | None = None) -> int:
     from bench.run.ownership.storage import is_storage_error, storage_error_line
 
     parser = build_parser(_named_command(sys.argv[1:] if argv is None else argv))
-    if argv is None:  # the console script: at a shell's TAB argcomplete answers and exits; otherwise a no-op
+    # At a TAB the shell's hook (argcomplete's) runs the bare console script, the line in its
+    # environment: argcomplete answers and exits there, and a command with arguments never imports it.
+    if argv is None and len(sys.argv) == 1:
         import argcomplete
 
         argcomplete.autocomplete(parser)

@@ -47,7 +47,9 @@ def primary_config() -> dict[str, Any]:
     """The shipped `config.yaml` as plain YAML (its values are the defaults a point starts from)."""
     import yaml
 
-    return yaml.safe_load((SHIPPED / "config.yaml").read_text()) or {}
+    # libyaml's safe loader where PyYAML was built with it: help and completion read this at each call
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load((SHIPPED / "config.yaml").read_text(), Loader=loader) or {}
 
 
 def sections() -> dict[str, list[str]]:
