@@ -165,7 +165,7 @@ def run_gitlab(root: Path, settings: dict[str, str], replay: tuple[Path, int] | 
     pipeline = yaml.safe_load(PIPELINES["gitlab"].read_text())
     (job,) = [v for k, v in pipeline.items() if isinstance(v, dict) and "script" in v]
     env = _runner_env(root, replay) | {"CI_PROJECT_DIR": str(checkout), "CI_PIPELINE_SOURCE": "schedule"}
-    env |= {k: str(v) for k, v in pipeline.get("variables", {}).items()} | {k: str(v) for k, v in job["variables"].items()}
+    env |= {k: str(v) for k, v in {**pipeline.get("variables", {}), **job["variables"]}.items()}
     env |= settings
     run = PipelineRun("gitlab", checkout)
     code, run.output = _shell("\n".join([*job["before_script"], *job["script"]]), env, checkout)
