@@ -76,7 +76,7 @@ def test_the_table_covers_the_window_and_more_runs_never_need_a_much_larger_shif
     for (b, a), value in cells.items():
         more = cells.get((b, a + 2)) if a + 2 in table.runs_after else None
         if value is not None and more is not None:
-            assert more < value * 1.1, (b, a)  # simulation noise aside, more runs after detect more
+            assert more < value * 1.2, (b, a)  # flat near 3.5 units of noise, seeded draws apart
 
 
 def test_series_power_states_the_detectable_shift_and_the_repeats_that_would_gate_it():
