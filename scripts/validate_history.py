@@ -22,14 +22,26 @@
    flag: slowed runs in the series then, 1 = the first), within W runs when that is <= W. Alerts
    before the shift of a shifted series are counted apart (false alerts).
 
+4. Known noise (`--known-noise`): series built from real records (`--records`, default the committed
+   fixtures' first ok record) with every timing of run i scaled by a log-normal run factor of known
+   CV (`--cvs`) and, in shifted series, a 10 % slowdown (tokens/s x 0.9) placed --shift-before runs
+   before the end; history's gate (`--fail-on-new-regression --window`, `--target-shift 10%`)
+   evaluated at the end. Per CV: the share of shifted series caught, reported not gated, or passed
+   silently; clean series' alerts; the stated detectable shift at that noise against the detection
+   rate measured with a shift of exactly that size placed --window runs before the end (the table's
+   promise: 95 %); the noise estimate against the CV; and nights of R repeats pooled by their median
+   against the 1/sqrt(R) the repeats advice assumes.
+
     .venv/bin/python scripts/validate_history.py --pools --repeats 200 --timed-steps 20 --series 0
     .venv/bin/python scripts/validate_history.py --series 100 --min-after 1 2 3 --detectors otava otava-raw
+    .venv/bin/python scripts/validate_history.py --known-noise --series 400 --length 20 --window 5
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import subprocess
 import sys
@@ -76,6 +88,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="runs a change point needs after it to be reported, one evaluation per value (default 2: history's)",
     )  # fmt: skip
     parser.add_argument("--no-check", action="store_true", help="evaluate the detectors only, not `check`")
+    parser.add_argument("--known-noise", action="store_true", help="series of known noise and step (4. above)")
+    parser.add_argument(
+        "--records", type=Path, default=REPO / "tests" / "fixtures" / "records" / "real",
+        help="--known-noise: the real records to scale (default: the committed fixtures)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--cvs", nargs="+", type=float, default=[0.02, 0.035, 0.05], help="--known-noise: run-factor CVs"
+    )
+    parser.add_argument("--shift-before", type=int, default=4, help="--known-noise: runs after the step (default 4)")
+    parser.add_argument("--repeats-check", type=int, default=4, help="--known-noise: R of the pooled nights")
     parser.add_argument("--out", type=Path, default=REPO / "results" / "validate_history", help="output folder")
     return parser.parse_args(argv)
 
@@ -321,11 +343,100 @@ def pool_summary(pools: dict[float, list]) -> list[str]:
     return lines
 
 
+def scaled_series(record, factors: list[float]):
+    """A history Series of the real `record`, run i's step times divided by factors[i] (its tokens/s
+    multiplied by it), one night apart."""
+    from bench.analysis.check.points import record_steps
+    from bench.analysis.history.series import Run, Series
+
+    steps = record_steps(record)
+    series = Series("known", "known noise", "tokens_per_s", tokens_per_step=float(record.metrics.tokens_per_step))
+    base = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    for night, factor in enumerate(factors):
+        moment = base + timedelta(days=night)
+        value = record.metrics.tokens_per_s * factor
+        series.runs.append(Run(record.sweep, moment, value, [[t / factor for t in steps]], record))
+    return series
+
+
+def known_noise(args: argparse.Namespace) -> list[dict]:
+    """4. of the docstring: per CV, the gate's outcome on clean and shifted series of known noise."""
+    import numpy as np
+
+    from bench.analysis.history.analyse import analyse_series
+    from bench.analysis.history.power import as_fraction, noise, power_table
+    from bench.analysis.records import load_records
+
+    records, _ = load_records(args.records)
+    record = next(r for r in records if r.status == "ok" and r.metrics.step_times_s)
+    rng = np.random.default_rng(args.seed)
+    n, length, step_at = args.series, args.length, args.length - args.shift_before
+
+    def gate(factors):
+        result = analyse_series(scaled_series(record, list(factors)), window=args.window, numerics=False,
+                                intervals=False, target_shift=0.10)  # fmt: skip
+        return bool(result.failing), result.not_gated, result.power
+
+    rows = []
+    for cv in args.cvs:
+        sigma = math.sqrt(math.log(1 + cv**2))  # the log-normal factor's CV is cv
+        draws = lambda sigma=sigma: np.exp(rng.normal(0.0, sigma, length))  # noqa: E731
+        clean = [gate(draws()) for _ in range(n)]
+        step = np.where(np.arange(length) >= step_at, 0.9, 1.0)
+        shifted = [gate(draws() * step) for _ in range(n)]
+        per_noise = power_table().lookup(length - args.window, args.window)
+        stated = as_fraction(per_noise * sigma, True) if per_noise is not None else None
+        measured = None
+        if stated is not None:
+            at = np.where(np.arange(length) >= length - args.window, 1.0 - stated, 1.0)
+            measured = sum(gate(draws() * at)[0] for _ in range(n)) / n
+        estimates = [p.noise for _, _, p in clean if p is not None and p.noise is not None]
+        pooled = [
+            noise(list(np.median(np.exp(rng.normal(0.0, sigma, (length, args.repeats_check))), axis=1)))
+            for _ in range(n)
+        ]  # fmt: skip
+        row = {
+            "cv": cv, "sigma": sigma, "series": n, "length": length, "window": args.window,
+            "shift_before_end": args.shift_before,
+            "clean_alerts": sum(c for c, _, _ in clean), "clean_not_gated": sum(g for _, g, _ in clean),
+            "shifted_caught": sum(c for c, _, _ in shifted),
+            "shifted_not_gated": sum(g and not c for c, g, _ in shifted),
+            "shifted_silent": sum(not c and not g for c, g, _ in shifted),
+            "stated_detectable": stated, "measured_rate_at_stated": measured,
+            "noise_estimate_median": float(np.median(estimates)) if estimates else None,
+            "pooled_noise_ratio": float(np.median(pooled) / (sigma / math.sqrt(args.repeats_check))),
+        }  # fmt: skip
+        rows.append(row)
+        print(_known_format(row), flush=True)
+    return rows
+
+
+def _known_format(row: dict) -> str:
+    n = row["series"]
+    stated = "-" if row["stated_detectable"] is None else f"{row['stated_detectable']:.1%}"
+    measured = "-" if row["measured_rate_at_stated"] is None else f"{row['measured_rate_at_stated']:.1%}"
+    return (
+        f"CV {row['cv']:.1%} (log sd {row['sigma']:.4f}): 10% step {row['shift_before_end']} runs before the end of "
+        f"{row['length']}: caught {row['shifted_caught']}/{n}, not gated {row['shifted_not_gated']}/{n}, silent "
+        f"{row['shifted_silent']}/{n}; clean: alerts {row['clean_alerts']}/{n}, not gated {row['clean_not_gated']}/{n}; "
+        f"stated detectable {stated}, measured rate at it {measured}; noise estimate median "
+        f"{row['noise_estimate_median']:.4f}; pooled-median noise / (sd/sqrt(R)) {row['pooled_noise_ratio']:.2f}"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     import numpy as np
 
     args = parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
+    if args.known_noise:
+        start = time.perf_counter()
+        rows = known_noise(args)
+        command = " ".join(["scripts/validate_history.py", *(argv if argv is not None else sys.argv[1:])])
+        doc = {"command": command, "rows": rows, "minutes": (time.perf_counter() - start) / 60}
+        (args.out / f"known-noise-{args.series}.json").write_text(json.dumps(doc, indent=1) + "\n")
+        print(f"evaluation {doc['minutes']:.1f} min; command: .venv/bin/python {command}")
+        return 0
     if args.pools:
         run_pools(args)
     pools = load_pools(args)

@@ -21,7 +21,7 @@ def check_lines(outcome: CheckOutcome, *, all_rows: bool = False) -> list[str]:
         lines.append(text_table(rows))
     if not all_rows and hidden_line(report):
         lines.append(hidden_line(report))
-    lines += [f"insufficient: {hint}" for hint in report.hints]
+    lines += [f"{verdict}: {hint}" for verdict, hint in report.verdict_hints]
     lines += [f"not in current results: {label}" for label in report.only_in_baseline]
     lines += [f"no baseline for: {label}" for label in report.only_in_current]
     lines.append(verdict_line(report))

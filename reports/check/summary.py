@@ -30,7 +30,7 @@ def markdown_summary(report: CheckReport, *, baseline: str = "", current: str = 
         lines.append("|" + "---|" * len(HEADERS))
         lines += ["| " + " | ".join(_escape(c) for c in row) + " |" for row in rows]
         lines.append("")
-    lines += [f"Insufficient: {hint}." for hint in report.hints]
+    lines += [f"{verdict[:1].upper()}{verdict[1:]}: {hint}." for verdict, hint in report.verdict_hints]
     if report.hints:
         lines.append("")
     if report.only_in_baseline:

@@ -17,6 +17,7 @@ from reports.history.table import (
     NUMERICS_HEADERS,
     SERIES_HEADERS,
     change_row,
+    not_gated_line,
     numerics_line,
     numerics_rows,
     series_rows,
@@ -92,6 +93,10 @@ def page_inputs(history: History, *, store: str, command: str) -> PageInputs:
             ("metric", history.metric),
             ("detector", history.detector),
             ("gate", f"a change for the worse among the last {history.window} run(s)" if history.window else "off"),
+            (
+                "target shift",
+                f"{history.target_shift * 100:g}% detected with 95% probability, or the series is not gated",
+            ),
             ("numerics", numerics_line(history)),
         ],
         "changes": _changes_rows(changes["metric"]),
@@ -101,6 +106,7 @@ def page_inputs(history: History, *, store: str, command: str) -> PageInputs:
         "max_plots": MAX_PLOTS,
         "links": _rows(LINK_HEADERS, history.links),
         "too_short": [f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short],
+        "not_gated": not_gated_line(history),
         "command": command,
     }
     return PageInputs(context, plotted)

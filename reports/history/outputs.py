@@ -1,15 +1,16 @@
 """History as summary.md (a CI job summary) and JUnit XML (check's writer, one testcase per series).
 
 JUnit: a series with a new regression or a new numerics failure is a <failure>; a series too short
-to test is <skipped> (listed, never silently passed); every other series passes with its change
-points in <system-out>.
+to test, or too noisy for the gate to detect --target-shift (not gated), is <skipped> with the reason
+(listed, never silently passed; a <failure> with --fail-on-ungated); every other series passes with
+its change points in <system-out>.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from bench.analysis.check.compare import CheckReport, Finding
+from bench.analysis.check.compare import NOT_GATED, CheckReport, Finding
 from bench.analysis.history.analyse import ChangePoint, History, SeriesResult
 from bench.analysis.history.detect import MIN_SERIES_RUNS
 from bench.analysis.history.links import LINK_HEADERS
@@ -20,6 +21,7 @@ from reports.history.table import (
     NUMERICS_HEADERS,
     change_row,
     change_rows,
+    not_gated_line,
     numerics_line,
     numerics_rows,
     verdict_line,
@@ -28,7 +30,7 @@ from reports.history.table import (
 SUITE_NAME = "fsdp-bench history"
 
 
-def _series_findings(result: SeriesResult) -> list[Finding]:
+def _series_findings(result: SeriesResult, fails_ungated: bool = False) -> list[Finding]:
     series = result.series
     label, metric = series.label, series.metric
     findings = []
@@ -52,6 +54,10 @@ def _series_findings(result: SeriesResult) -> list[Finding]:
     if result.too_short:
         note = f"{len(series.runs)} run(s) < {MIN_SERIES_RUNS}: too short to test"
         return [Finding(label, metric, "timing", None, None, None, "insufficient", note, gating=False, hint=note)]
+    if result.not_gated:
+        # A <skipped> case with the reason, or a <failure> when --fail-on-ungated makes it fail the gate.
+        note = f"{len(series.runs)} runs, not gated: {result.power.reason()}"
+        return [Finding(label, metric, "timing", None, None, None, NOT_GATED, note, gating=fails_ungated, hint=note)]
     last = series.runs[-1].value
     note = f"{len(series.runs)} runs, {len(result.changes)} change point(s), none new and worse"
     return [Finding(label, metric, "timing", series.runs[0].value, last, None, "ok", note)]
@@ -59,7 +65,7 @@ def _series_findings(result: SeriesResult) -> list[Finding]:
 
 def check_report(history: History) -> CheckReport:
     """The history in check's report shape (what its JUnit writer takes)."""
-    findings = [f for result in history.results for f in _series_findings(result)]
+    findings = [f for result in history.results for f in _series_findings(result, history.fails_ungated)]
     return CheckReport(findings=findings, matched=len(history.results), thresholds=history.detector)
 
 
@@ -90,6 +96,9 @@ def markdown_summary(history: History, *, store: str = "") -> str:
     if history.too_short:
         names = ", ".join(f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short)
         lines += [f"Too short to test (fewer than {MIN_SERIES_RUNS} runs): {names}.", ""]
+    if history.not_gated:
+        line = not_gated_line(history)
+        lines += [line[:1].upper() + line[1:] + ".", ""]
     if history.links:
         lines += ["Measured links (preflights), oldest first:", ""] + _table(LINK_HEADERS, history.links)
     return "\n".join(lines)

@@ -48,5 +48,8 @@ def reproduce_command(query: HistoryQuery, out: Path) -> str:
         words += [flag, value] if value else []
     if query.window is not None:
         words += ["--fail-on-new-regression", str(query.window)]
+    words += ["--target-shift", f"{query.target_shift * 100:g}%"] + (
+        ["--fail-on-ungated"] if query.fail_on_ungated else []
+    )
     words += ["--no-numerics"] if not query.numerics else ["--loss-rtol", f"{query.loss_rtol:g}"]
     return shlex.join(words)

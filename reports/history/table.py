@@ -12,7 +12,10 @@ from bench.analysis.history.series import EFFICIENCY
 from bench.analysis.stats import CONFIDENCE_PCT
 from reports.check.table import format_value, text_table
 
-SERIES_HEADERS = ("series", "metric", "runs", "first run", "latest run", "latest", "change points", "status")
+SERIES_HEADERS = (
+    "series", "metric", "runs", "first run", "latest run", "latest", "change points", "noise", "detects (95%)",
+    "status",
+)  # fmt: skip
 CHANGE_HEADERS = (
     "first run after", "series", "metric", "before -> after", f"change [{CONFIDENCE_PCT}% CI]", "p", "runs before/after",
     "direction", "environment change",
@@ -34,6 +37,8 @@ def status(result: SeriesResult) -> str:
         return " + ".join(sorted(kinds))
     if result.too_short:
         return f"too short (< {MIN_SERIES_RUNS} runs): not tested"
+    if result.not_gated:
+        return f"not gated: {result.power.reason()}"
     if not result.changes:
         return "no change"
     latest = result.changes[-1]
@@ -53,10 +58,30 @@ def series_rows(history: History) -> list[list[str]]:
                 runs[-1].name,
                 value(result.series.metric, runs[-1].value),
                 str(len(result.changes)),
+                *power_cells(result),
                 status(result),
             ]  # fmt: skip
         )
     return rows
+
+
+def power_cells(result: SeriesResult) -> list[str]:
+    """The series' noise per run and the smallest shift its gate detects with 95 % probability, in
+    percent ("-" where unknown or too short)."""
+    power = result.power
+    if power is None:
+        return ["-", "-"]
+    noise = "-" if power.noise is None else f"{power.noise * 100:.1f}%"
+    detects = "-" if power.detectable is None else f"{power.detectable * 100:.1f}%"
+    return [noise, detects]
+
+
+def not_gated_line(history: History) -> str:
+    """The series the gate cannot vouch for, each with why and what would gate it ("" when none)."""
+    if not history.not_gated:
+        return ""
+    names = "; ".join(f"{r.series.label} ({r.power.reason()})" for r in history.not_gated)
+    return f"not gated at {history.target_shift * 100:g}% (a shift of that size would pass unseen): {names}"
 
 
 def change_row(change: ChangePoint) -> list[str]:
@@ -91,10 +116,14 @@ def verdict_line(history: History) -> str:
         f"{len(history.results)} series ({tested} tested, {len(history.too_short)} too short), "
         f"{len(history.changes)} change point(s), {len(history.numerics_issues)} numerics failure(s)"
     )
+    if history.not_gated:
+        counts += f"; {len(history.not_gated)} series not gated at {history.target_shift * 100:g}%"
     if history.window is None:
         return f"REPORT ({counts})"
     failing = len(history.failing)
-    outcome = f"FAIL: {failing} new regression(s) in the last {history.window} run(s)" if failing else "PASS"
+    outcomes = [f"{failing} new regression(s) in the last {history.window} run(s)"] if failing else []
+    outcomes += [f"{len(history.not_gated)} series not gated (--fail-on-ungated)"] if history.fails_ungated else []
+    outcome = "FAIL: " + ", ".join(outcomes) if outcomes else "PASS"
     return f"{outcome} ({counts})"
 
 
@@ -121,6 +150,8 @@ def console_lines(history: History, store: str) -> list[str]:
     if history.too_short:
         names = ", ".join(f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short)
         lines.append(f"too short to test (fewer than {MIN_SERIES_RUNS} runs): {names}")
+    if history.not_gated:
+        lines.append(not_gated_line(history))
     if history.links:
         lines.append("\nmeasured links (preflights), oldest first:")
         lines.append(text_table(history.links, LINK_HEADERS))

@@ -25,6 +25,7 @@ RANK_CALLS = frozenset({"run_ranks", "run_engine"})  # dist_helpers: ranks witho
 INDIRECT = {
     "test_pytest_plugin_records_tokens_per_s_in_benchmark_json": "a pytest whose fsdp_point fixture runs a point",
     "test_ranks_of_an_abandoned_launch_write_nothing": "LocalLauncher().launch of a prepared launch",
+    "nightly_pipelines": "tests/ci_runner.py runs ci/nightly.sh, whose `fsdp-bench sweep` starts a rank",
 }
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from bench.analysis.check.numerics import LOSS_RTOL, compare_curves, exact_rule
 from bench.analysis.check.points import PointData
+from bench.analysis.check.power import detectable_change
 from bench.analysis.check.thresholds import COUNTERS, METRICS, TIMINGS, Threshold, Thresholds
 from bench.analysis.check.timings import (
     TimingComparison,
@@ -39,8 +40,11 @@ MIN_SAMPLES = 3
 # one run's per-step samples miss run-to-run spread, so two quiet runs of the same code "differ").
 RUNS_HINT = "1 run per side: per-step samples miss run-to-run noise; use sweep.repeats>=2 or fsdp-bench ab"
 
+# A timing whose noise hides a change of its threshold's size (check), or a series whose noise hides
+# the target shift (history): the gate could not have caught it. Fails only where asked to (gating).
+NOT_GATED = "not gated"
 # Verdicts that fail the check when the finding is gating (diverged, non-finite: the numerics guard).
-FAILING = {"regression", "missing", "diverged", "non-finite"}
+FAILING = {"regression", "missing", "diverged", "non-finite", NOT_GATED}
 NO_CURVE_HINT = "no baseline curve (the baseline keeps no loss curves: saved by an older fsdp-bench; save it again)"
 # Statuses of points that did not run (the planner skipped them, or the sweep was interrupted):
 # listed as "not in current results", not failed; failed, timeout and oom points fail.
@@ -93,6 +97,11 @@ class CheckReport:
     def hints(self) -> list[str]:
         """Distinct hints of the findings, in first-seen order (printed once each)."""
         return list(dict.fromkeys(f.hint for f in self.findings if f.hint))
+
+    @property
+    def verdict_hints(self) -> list[tuple[str, str]]:
+        """Distinct (verdict, hint) pairs, in first-seen order: what each hint explains."""
+        return list(dict.fromkeys((f.verdict, f.hint) for f in self.findings if f.hint))
 
 
 def compare(
@@ -262,6 +271,8 @@ def compare_timing(
     if hint:
         verdict, gating = "insufficient", False
         confidence = f"runs={runs_before}/{runs_after} < {min_runs}; {confidence}"
+    else:
+        verdict, gating, hint, confidence = _power(verdict, gating, threshold, base_runs, cur_runs, alpha, confidence)
     return Finding(
         label,
         name,
@@ -274,6 +285,26 @@ def compare_timing(
         gating,
         hint,
     )
+
+
+def _power(
+    verdict: str, gating: bool, threshold: Threshold, base_runs: list, cur_runs: list, alpha: float, confidence: str
+) -> tuple[str, bool, str, str]:
+    """The smallest change these runs detect (bench/analysis/check/power.py) added to the confidence;
+    a pass (`ok`, `noise`) whose runs could not have detected a change of the threshold's size is
+    `not gated`, with the hint to add repeats."""
+    higher = METRICS[threshold.metric].better == "higher"
+    detectable = detectable_change(base_runs, cur_runs, alpha, higher)
+    if detectable is None:
+        return verdict, gating, "", confidence
+    confidence = f"{confidence} detects>={detectable * 100:.1f}%"
+    if verdict not in ("ok", "noise") or detectable * 100 <= threshold.pct:
+        return verdict, gating, "", confidence
+    hint = (
+        f"{threshold.metric}: the runs' noise hides a change of {threshold.pct:g}% (95% detects >= "
+        f"{detectable * 100:.1f}%); more repeats per side, or a quieter machine"
+    )
+    return NOT_GATED, False, hint, confidence
 
 
 def runs_hint(runs_before: int, runs_after: int, min_runs: int) -> str:

@@ -30,7 +30,10 @@ DEFAULT_TIMING_PCT = 5.0
 # Counters are deterministic for a fixed spec and software stack: any worsening is a regression.
 DEFAULT_COUNTER_PCT = 0.0
 
-_SYNTAX = re.compile(r"^\s*(?P<metric>[a-z_.]+)\s*:\s*(?P<sign>[+-]?)\s*(?P<pct>\d+(?:\.\d+)?)\s*%?\s*$")
+# A percentage as thresholds write it: `5%`, `5`, `2.5%` (one pattern for --threshold and --target-shift).
+_PERCENT = r"(?P<pct>\d+(?:\.\d+)?)\s*%?"
+_SYNTAX = re.compile(r"^\s*(?P<metric>[a-z_.]+)\s*:\s*(?P<sign>[+-]?)\s*" + _PERCENT + r"\s*$")
+_PERCENTAGE = re.compile(r"^\s*" + _PERCENT + r"\s*$")
 
 
 class ThresholdError(ValueError):
@@ -65,6 +68,16 @@ class Threshold:
     def __str__(self) -> str:
         sign = {"higher": "-", "lower": "+", "equal": "±"}[self.definition.better]
         return f"{self.metric}:{sign}{self.pct:g}%"
+
+
+def parse_percentage(text: str, flag: str) -> float:
+    """A percentage strictly between 0 and 100 written like a threshold's (`10%` or `10`), as a
+    fraction; ThresholdError naming `flag` otherwise."""
+    match = _PERCENTAGE.match(text)
+    pct = float(match["pct"]) if match else None
+    if pct is None or not 0.0 < pct < 100.0:
+        raise ThresholdError(f"{flag} {text!r}: expected a percentage between 0 and 100, e.g. 10%")
+    return pct / 100.0
 
 
 def parse_threshold(text: str) -> list[Threshold]:

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from bench.analysis.check.numerics import LOSS_RTOL, CurveVerdict, compare_curves, exact_rule
 from bench.analysis.history.detect import MIN_SERIES_RUNS, Detected, detect, detect_each
 from bench.analysis.history.envdiff import env_changes
+from bench.analysis.history.power import DEFAULT_TARGET_SHIFT, Power, series_power
 from bench.analysis.history.series import EFFICIENCY, Run, Series
 from bench.analysis.stats import compare_many
 
@@ -83,10 +84,16 @@ class SeriesResult:
     changes: list[ChangePoint] = field(default_factory=list)
     numerics: list[NumericsIssue] = field(default_factory=list)
     numerics_checked: int = 0  # curves compared (runs with a curve and a predecessor with one)
+    power: Power | None = None  # what the gate can detect (None: too short to test)
 
     @property
     def too_short(self) -> bool:
         return len(self.series.runs) < MIN_SERIES_RUNS
+
+    @property
+    def not_gated(self) -> bool:
+        """Tested, but its noise hides a shift of the target size (or could not be estimated)."""
+        return self.power is not None and not self.power.gated
 
     @property
     def failing(self) -> list[ChangePoint | NumericsIssue]:
@@ -105,6 +112,8 @@ class History:
     detector: str = ""
     # The cluster's measured links over time: bench.analysis.history.links rows of the stored preflights.
     links: list[list[str]] = field(default_factory=list)
+    target_shift: float = DEFAULT_TARGET_SHIFT  # a series that cannot detect this shift is not gated
+    fail_on_ungated: bool = False  # with a gate: such a series fails it too
 
     @property
     def changes(self) -> list[ChangePoint]:
@@ -126,9 +135,19 @@ class History:
         return [item for r in self.results for item in r.failing]
 
     @property
+    def not_gated(self) -> list[SeriesResult]:
+        return [r for r in self.results if r.not_gated]
+
+    @property
+    def fails_ungated(self) -> bool:
+        """Whether the series that cannot be gated fail the gate (--fail-on-ungated) and there are some."""
+        return self.window is not None and self.fail_on_ungated and bool(self.not_gated)
+
+    @property
     def exit_code(self) -> int:
-        """1 when the gate is on and something new failed it, else 0 (bad input is 2, before this)."""
-        return 1 if self.window is not None and self.failing else 0
+        """1 when the gate is on and something new failed it (or, with --fail-on-ungated, a series
+        cannot be gated), else 0 (bad input is 2, before this)."""
+        return 1 if self.window is not None and (self.failing or self.fails_ungated) else 0
 
 
 def analyse_series(
@@ -139,6 +158,7 @@ def analyse_series(
     loss_rtol: float = LOSS_RTOL,
     detector: Callable[[Sequence[float]], list[Detected]] = detect,
     intervals: bool = True,
+    target_shift: float = DEFAULT_TARGET_SHIFT,
 ) -> SeriesResult:
     """Change points (with magnitudes) and numerics issues of one series. For
     scripts/validate_history.py: `detector`, another implementation; `intervals=False`, each change's
@@ -146,6 +166,7 @@ def analyse_series(
     (result,) = _analysed(
         [(series, numerics)], window, loss_rtol, at_once(lambda many: [detector(v) for v in many]), intervals
     )
+    add_power([result], window, target_shift)
     return result
 
 
@@ -257,14 +278,30 @@ def numerics_along(series: Series, first_new: int, rtol: float = LOSS_RTOL) -> t
     return issues, checked
 
 
+def add_power(results: Sequence[SeriesResult], window: int | None, target_shift: float) -> None:
+    """Each tested series' Power (bench.analysis.history.power): its noise within the segments
+    between its change points, and the shift the gate on its last `window` runs detects."""
+    for result in results:
+        if not result.too_short:
+            series = result.series
+            result.power = series_power(
+                series.values, [c.index for c in result.changes], window=window, target=target_shift,
+                higher_is_better=series.higher_is_better,
+            )  # fmt: skip
+
+
 def analyse(
     series: list[Series], *, metric: str, window: int | None = None, numerics: bool = True,
     loss_rtol: float = LOSS_RTOL, detector: str = "", detect_many: DetectEach = DETECT_HERE,
+    target_shift: float = DEFAULT_TARGET_SHIFT, fail_on_ungated: bool = False,
 ) -> History:  # fmt: skip
     """The history of every series, longest first. `detect_many`: where the change points are found
     (`fsdp-bench history` asks its worker pool, which imported the detector meanwhile)."""
     # An efficiency series' runs are its largest node count's records, whose curves that series checks.
     chosen = [(s, numerics and s.metric != EFFICIENCY) for s in series]
     results = _analysed(chosen, window, loss_rtol, detect_many, intervals=True)
+    add_power(results, window, target_shift)
     results.sort(key=lambda r: (-len(r.series.runs), r.series.label))
-    return History(metric, results, window, numerics, detector)
+    return History(
+        metric, results, window, numerics, detector, target_shift=target_shift, fail_on_ungated=fail_on_ungated
+    )

@@ -16,6 +16,7 @@ from bench.analysis.check.numerics import LOSS_RTOL
 from bench.analysis.history.analyse import DETECT_HERE, DetectEach, History, analyse
 from bench.analysis.history.detect import detector_name
 from bench.analysis.history.links import link_rows
+from bench.analysis.history.power import DEFAULT_TARGET_SHIFT
 from bench.analysis.history.series import Series, history_series
 from bench.analysis.records import RecordProblem
 from bench.config.problems import ConfigError
@@ -36,6 +37,8 @@ class HistoryQuery:
     window: int | None = None
     numerics: bool = True
     loss_rtol: float = LOSS_RTOL
+    target_shift: float = DEFAULT_TARGET_SHIFT  # a fraction: 0.1 for --target-shift 10%
+    fail_on_ungated: bool = False
 
 
 @dataclass
@@ -70,6 +73,7 @@ def stored_history(query: HistoryQuery, detect_many: DetectEach = DETECT_HERE) -
     history = analyse(
         select_series(records, query, since), metric=query.metric, window=query.window, numerics=query.numerics,
         loss_rtol=query.loss_rtol, detector=detector_name(), detect_many=detect_many,
+        target_shift=query.target_shift, fail_on_ungated=query.fail_on_ungated,
     )  # fmt: skip
     history.links = link_rows(preflights, since)
     return StoredHistory(history, problems + preflight_problems)

@@ -2,9 +2,10 @@
 change points across the runs of every configuration in the store, and the environment change at each.
 
 Exit 0 (with `--fail-on-new-regression N`: no change for the worse and no numerics failure among the
-last N runs of any series), 1 when the gate fails, 2 on bad input (a missing or empty store, an
-unknown metric, a series filter that matches nothing, a date that does not parse), before anything
-is written.
+last N runs of any series; with `--fail-on-ungated` also no tested series whose noise hides a shift
+of `--target-shift`), 1 when the gate fails, 2 on bad input (a missing or empty store, an unknown
+metric, a series filter that matches nothing, a date that does not parse, a target shift that is not
+a percentage between 0 and 100), before anything is written.
 """
 
 from __future__ import annotations
@@ -43,6 +44,18 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="N",
         help="exit 1 when a change for the worse (or a numerics failure) is among the last N runs of any series",
     )
+    parser.add_argument(
+        "--target-shift",
+        default="10%",
+        metavar="PCT",
+        help="the smallest change the gate must detect (95%% of the time): a series whose noise hides it is listed "
+        "as not gated, with the repeats that would gate it (default 10%%)",
+    )
+    parser.add_argument(
+        "--fail-on-ungated",
+        action="store_true",
+        help="with --fail-on-new-regression: exit 1 also when a tested series is not gated at --target-shift",
+    )
     add_numerics_arguments(parser)
 
 
@@ -61,6 +74,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _history(args: argparse.Namespace) -> int:
+    from bench.analysis.check.thresholds import ThresholdError, parse_percentage
     from bench.analysis.history.analyse import DETECT_HERE
     from bench.analysis.history.build import HistoryQuery, stored_history
     from bench.analysis.history.detect import MIN_RUNS_AFTER
@@ -79,13 +93,20 @@ def _history(args: argparse.Namespace) -> int:
             f"--fail-on-new-regression: must be an integer >= {MIN_RUNS_AFTER} (a change point is reported once "
             f"{MIN_RUNS_AFTER} runs lie after it), got {args.fail_on_new_regression}"
         ])  # fmt: skip
+    try:
+        target_shift = parse_percentage(args.target_shift, "--target-shift")
+    except ThresholdError as exc:
+        raise ConfigError([str(exc)]) from None
+    if args.fail_on_ungated and args.fail_on_new_regression is None:
+        raise ConfigError(["--fail-on-ungated: needs --fail-on-new-regression N (the gate whose power it asks for)"])
     store = Path(args.store)
     create = f"create it with `fsdp-bench store add RESULTS --store {store}`"
     require([numerics_problem(args), input_problem("--store", store, "file", hint=create),
              output_problem("-o/--out", args.out, "folder")])  # fmt: skip
     query = HistoryQuery(
-        store, args.metric, args.since, args.series, args.fail_on_new_regression, not args.no_numerics, args.loss_rtol
-    )
+        store, args.metric, args.since, args.series, args.fail_on_new_regression, not args.no_numerics, args.loss_rtol,
+        target_shift, args.fail_on_ungated,
+    )  # fmt: skip
     # A big store's change points and figures are tasks of a worker pool (bench/analysis/pool.py),
     # started at once: it imports the detector and matplotlib while this process reads the store.
     with worker_pool(("bench.analysis.history.detect", "otava.analysis", *DRAWING_MODULES)) as pool:
