@@ -21,7 +21,7 @@ from pathlib import Path
 from nightly import parse_args, write_nights
 from timing import Prepared, run_benchmark
 
-from bench.analysis.store import ResultStore
+from bench.analysis.store import SQLiteStore
 
 
 def prepare(folder: Path, args: argparse.Namespace) -> Prepared:
@@ -30,7 +30,7 @@ def prepare(folder: Path, args: argparse.Namespace) -> Prepared:
     written = write_nights(results, args.series, args.nights)
 
     def stored_all(run: int) -> None:  # each run's store holds every record
-        stored = ResultStore(folder / f"store{run}.sqlite").count()
+        stored = SQLiteStore(folder / f"store{run}.sqlite").count()
         if stored != written:
             raise SystemExit(f"bench_store: the store holds {stored} records, not {written}")
 

@@ -16,11 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import make_record, sample_sweep  # noqa: E402
 
 from bench.analysis.records import write_record  # noqa: E402
-from bench.analysis.store import ResultStore, content_hash, export, rebuild  # noqa: E402
+from bench.analysis.store import SQLiteStore, content_hash, export, rebuild  # noqa: E402
 
 
 def test_ingest_is_idempotent(tmp_path):
-    store = ResultStore(tmp_path / "s.sqlite")
+    store = SQLiteStore(tmp_path / "s.sqlite")
     first = store.ingest(sample_sweep())
     assert (first.added, first.unchanged) == (8, 0)
     again = store.ingest(sample_sweep())
@@ -35,14 +35,14 @@ def test_content_hash_ignores_key_order_on_disk(tmp_path):
     path = tmp_path / "r" / "result.json"
     path.parent.mkdir()
     path.write_text(json.dumps(dict(reversed(list(data.items())))))
-    store = ResultStore(tmp_path / "s.sqlite")
+    store = SQLiteStore(tmp_path / "s.sqlite")
     store.ingest([record])
     report = store.ingest_paths(path)
     assert (report.added, report.unchanged) == (0, 1)
 
 
 def test_a_remeasured_point_is_kept_beside_the_old_and_latest_wins(tmp_path):
-    store = ResultStore(tmp_path / "s.sqlite")
+    store = SQLiteStore(tmp_path / "s.sqlite")
     old = make_record(tokens_per_s=500.0)
     new = make_record(tokens_per_s=800.0).model_copy(update={"finished_at": "2025-03-01T00:00:00+00:00"})
     assert old.point_id == new.point_id and content_hash(old) != content_hash(new)
@@ -63,7 +63,7 @@ def test_invalid_and_unknown_schema_records_are_reported_and_skipped(tmp_path):
         (results / "unit" / name / "result.json").write_text(json.dumps(data))
     (results / "unit" / "truncated").mkdir()
     (results / "unit" / "truncated" / "result.json").write_text('{"schema_version": 1, "point')
-    store = ResultStore(tmp_path / "s.sqlite")
+    store = SQLiteStore(tmp_path / "s.sqlite")
     report = store.ingest_paths(results)
     assert report.added == 1
     reasons = {p.path.parent.name: p.reason for p in report.problems}
@@ -79,25 +79,25 @@ def test_rebuild_from_json_records(tmp_path):
     for record in sample_sweep():
         write_record(record, results / record.sweep / record.point_id / "result.json")
     db = tmp_path / "s.sqlite"
-    ResultStore(db).ingest([make_record(sweep="stale", nodes=16)])
+    SQLiteStore(db).ingest([make_record(sweep="stale", nodes=16)])
     report = rebuild(db, [results])
     assert (report.added, report.problems) == (8, [])
-    store = ResultStore(db)
+    store = SQLiteStore(db)
     assert store.count() == 8 and store.count(sweep="stale") == 0
 
 
 def test_store_of_another_schema_version_is_refused(tmp_path):
     db = tmp_path / "s.sqlite"
-    ResultStore(db)
+    SQLiteStore(db)
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA user_version = 7")
     with pytest.raises(ValueError, match="schema version 7"):
-        ResultStore(db)
+        SQLiteStore(db)
 
 
 def test_export_csv_and_parquet(tmp_path):
     db = tmp_path / "s.sqlite"
-    ResultStore(db).ingest(sample_sweep())
+    SQLiteStore(db).ingest(sample_sweep())
     frame = pd.read_csv(export(db, tmp_path / "out.csv"))
     assert len(frame) == 8
     two = frame[(frame["strategy"] == "full_shard") & (frame["nodes"] == 2)].iloc[0]
@@ -179,18 +179,19 @@ def test_a_schema_4_store_is_rekeyed_so_its_records_are_not_stored_twice(tmp_pat
     import sqlite3
     from contextlib import closing
 
-    from bench.analysis.store import STORE_SCHEMA_VERSION, schema_version
+    from bench.analysis.store import STORE_SCHEMA_VERSION
+    from bench.analysis.store.sqlite import schema_version
 
     record = make_record()
     path = tmp_path / "r" / "result.json"
     write_record(record, path)
     store_path = tmp_path / "s.sqlite"
-    ResultStore(store_path).ingest([record])
+    SQLiteStore(store_path).ingest([record])
     old = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     with closing(sqlite3.connect(store_path)) as conn, conn:
         conn.execute("UPDATE results SET content_hash = ?", (hashlib.sha256(old.encode()).hexdigest(),))
         conn.execute("PRAGMA user_version = 4")
-    store = ResultStore(store_path)
+    store = SQLiteStore(store_path)
     assert schema_version(store_path) == STORE_SCHEMA_VERSION == 5
     report = store.ingest_paths(path)
     assert (report.added, report.unchanged, store.count()) == (0, 1, 1)
@@ -201,7 +202,7 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
     """An ingest into an empty store from BULK_ROWS rows on builds the indexes after the rows: the
     rows, in rowid order, and the indexes are those of the ingest a batch at a time; a later ingest
     into the filled store goes a batch at a time again."""
-    import bench.analysis.store as store_module
+    import bench.analysis.store.sqlite as store_module
 
     def rows_and_indexes(path):
         conn = sqlite3.connect(path)
@@ -210,7 +211,7 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
         return rows, sorted(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'").fetchall())
 
     records = sample_sweep()
-    ResultStore(tmp_path / "batches.sqlite").ingest(records + records[:3])
+    SQLiteStore(tmp_path / "batches.sqlite").ingest(records + records[:3])
     monkeypatch.setattr(store_module, "BULK_ROWS", 2)
     bulk_inserts = []
     real_bulk_insert = store_module.bulk_insert
@@ -219,7 +220,7 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
         "bulk_insert",
         lambda conn, rows: bulk_inserts.append(real_bulk_insert(conn, rows)) or bulk_inserts[-1],
     )
-    bulk = ResultStore(tmp_path / "bulk.sqlite")
+    bulk = SQLiteStore(tmp_path / "bulk.sqlite")
     first = bulk.ingest(records + records[:3])
     assert (first.added, first.unchanged) == (8, 3)
     batches, built = rows_and_indexes(tmp_path / "batches.sqlite"), rows_and_indexes(tmp_path / "bulk.sqlite")
