@@ -1,4 +1,7 @@
-"""The `ranks` marker stays true: read statically from the test files, without running anything.
+"""The `ranks` and `postgres` markers stay true: read statically from the test files, without running anything.
+
+An e2e test carries `postgres` exactly when it takes the PostgreSQL server fixture (POSTGRES_FIXTURE of
+tests/e2e/test_store_postgres.py), itself or through a fixture or helper of its file.
 
 Every test in tests/distributed starts ranks (through its fixtures or itself) and carries `ranks`.
 An e2e test carries it exactly when it may start ranks: when it, a helper it calls or a fixture it
@@ -20,7 +23,8 @@ RANK_COMMANDS = frozenset({"run", "sweep", "preflight", "ab", "calibrate"})
 # Calls that run `fsdp-bench ARGS` as a process when ARGS' command starts ranks (bench_cli.py; the
 # in-process `fsdp_bench` mode is chosen by the command, so rank commands always get a process).
 CLI_CALLS = frozenset({"fsdp_bench", "run_separately", "start", "start_cli", "installed_cli"})
-RANK_CALLS = frozenset({"run_ranks", "run_engine"})  # dist_helpers: ranks without the CLI
+RANK_CALLS = frozenset({"run_ranks", "run_engine"})
+POSTGRES_FIXTURE = "postgres_server"  # dist_helpers: ranks without the CLI
 # Tests that start ranks where no call in their file shows it.
 INDIRECT = {
     "test_pytest_plugin_records_tokens_per_s_in_benchmark_json": "a pytest whose fsdp_point fixture runs a point",
@@ -79,6 +83,16 @@ class _Module:
                 return True
         return False
 
+    def uses_postgres(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether the test (or fixture) takes the PostgreSQL server, or calls a function of its file that does."""
+        node = self.functions.get(name)
+        if node is None or name in seen:
+            return False
+        seen = seen | {name}
+        params = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+        callees = [_called_name(call) for call in ast.walk(node) if isinstance(call, ast.Call)]
+        return POSTGRES_FIXTURE in params or any(self.uses_postgres(n, seen) for n in [*params, *callees] if n)
+
     def marked(self, name: str, marker: str) -> bool:
         def names(expr: ast.expr) -> set[str]:
             items = expr.elts if isinstance(expr, ast.List | ast.Tuple) else [expr]
@@ -128,6 +142,25 @@ def test_an_e2e_test_carries_ranks_exactly_when_it_may_start_ranks(path):
     unmarked = [t for t in module.tests() if module.starts_ranks(t) and not module.marked(t, "ranks")]
     needless = [t for t in module.tests() if module.marked(t, "ranks") and not module.starts_ranks(t)]
     assert (unmarked, needless) == ([], [])
+
+
+def test_the_postgres_marker_is_declared():
+    import tomllib
+
+    markers = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    assert any(m.startswith("postgres:") for m in markers), markers
+
+
+@pytest.mark.parametrize("path", sorted((TESTS / "e2e").glob("test_*.py")), ids=lambda p: p.name)
+def test_an_e2e_test_carries_postgres_exactly_when_it_takes_the_server(path):
+    module = _Module(path)
+    unmarked = [t for t in module.tests() if module.uses_postgres(t) and not module.marked(t, "postgres")]
+    needless = [t for t in module.tests() if module.marked(t, "postgres") and not module.uses_postgres(t)]
+    assert (unmarked, needless) == ([], [])
+
+
+def test_the_postgres_fixture_is_where_the_rule_looks():
+    assert f"def {POSTGRES_FIXTURE}(" in (TESTS / "e2e" / "test_store_postgres.py").read_text()
 
 
 def test_tests_elsewhere_start_no_ranks():

@@ -85,12 +85,14 @@ _ORDER = {
 _KEYS = {"results": RESULT_KEY, "preflights": PREFLIGHT_KEY}
 
 
-def driver() -> Any:
-    """The psycopg module, or StoreError saying which extra to install."""
+def driver(url: str) -> Any:
+    """The psycopg module, or StoreError naming the store and the extra to install."""
     try:
         import psycopg
     except ImportError:
-        raise StoreError(f"a PostgreSQL store needs the psycopg driver: pip install 'fsdp-bench[{EXTRA}]'") from None
+        raise StoreError(
+            f"{masked(url)}: a PostgreSQL store needs the psycopg driver: pip install 'fsdp-bench[{EXTRA}]'"
+        ) from None
     return psycopg
 
 
@@ -114,7 +116,7 @@ class PostgresStore(Store):
                     STORE.upgrade(conn, version)
                 except VersionError:
                     raise StoreError(
-                        f"store {self.name}: schema version {version}, this fsdp-bench reads up to "
+                        f"{self.name}: schema version {version}, this fsdp-bench reads up to "
                         f"{STORE_SCHEMA_VERSION}; rebuild it from the JSON records "
                         "(fsdp-bench store rebuild RESULTS... --store URL)"
                     ) from None
@@ -134,7 +136,7 @@ class PostgresStore(Store):
     def insert_batches(self, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
         """BATCH_SIZE rows per transaction, in the table's key order within each; a batch that lost a
         deadlock or a serialization race to another writer is run again."""
-        psycopg = driver()
+        psycopg = driver(self.url)
         key = [columns.index(column) for column in _KEYS[table]]
         sql = (
             f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
@@ -165,7 +167,7 @@ class PostgresStore(Store):
             return conn.execute("SELECT COUNT(*) FROM preflights").fetchone()[0]
 
     def rows_in_order(self, table: str, columns: Sequence[str], **where: object) -> list[tuple]:
-        psycopg = driver()
+        psycopg = driver(self.url)
         clause, params = _where(where)
         sql = f"SELECT {', '.join(columns)} FROM {table}{clause} ORDER BY {_ORDER[table]}"
         with self._connect() as conn:
@@ -195,7 +197,7 @@ def drop(url: str) -> None:
 def connect(url: str) -> Iterator[Any]:
     """An autocommit connection (transactions are explicit); the driver's errors as one line
     naming the store (StoreError), a full disk on the server as ENOSPC."""
-    psycopg = driver()
+    psycopg = driver(url)
     conninfo = psycopg.conninfo.conninfo_to_dict(url) if _parses(psycopg, url) else {}
     timeout = {"connect_timeout": CONNECT_TIMEOUT_S}
     if "connect_timeout" in conninfo or "PGCONNECT_TIMEOUT" in os.environ:

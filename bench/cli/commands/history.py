@@ -106,13 +106,15 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _stored_runs(store: str) -> int:
-    """How many runs the store holds (0 where it is not one: stored_history says why)."""
+    """How many runs the store holds (ConfigError where it is not one: a server that cannot be reached
+    is asked once)."""
     from bench.analysis.store import StoreError, open_existing
+    from bench.config.problems import ConfigError
 
     try:
         return open_existing(store).count()
-    except StoreError:
-        return 0
+    except StoreError as exc:
+        raise ConfigError([f"--store: {exc}"]) from None
 
 
 def detect_in(pool):
