@@ -5,8 +5,8 @@ for a team whose clusters and CI runners all write one store.
   INSERT ... ON CONFLICT DO NOTHING), the record's JSON as `text` (not jsonb, which reorders keys and
   drops whitespace: the content hash is of the exact text). A `seq` identity column keeps the
   insertion order, SQLite's rowid, which breaks ties in history's order.
-- Concurrent writers from many hosts: each batch is one transaction, its rows in key order (so two
-  writers wait for each other, never deadlock); the key, enforced by the database, keeps a record
+- Concurrent writers from many hosts: each batch is one transaction, the writers taking turns a batch
+  at a time (an advisory lock: never a deadlock); the key, enforced by the database, keeps a record
   stored once. A reader reads one snapshot (a read-only REPEATABLE READ transaction).
 - Records last: the store's schema version lives in a table of its own (VERSION_TABLE); a newer one
   is refused, a database with other tables but no version is refused as foreign, and `drop` (rebuild)
@@ -30,8 +30,6 @@ from bench.analysis.store.base import Store, StoreError, batches
 from bench.analysis.store.location import masked, scrubbed
 from bench.analysis.store.rows import (
     METRICS,
-    PREFLIGHT_KEY,
-    RESULT_KEY,
     STORE_SCHEMA_VERSION,
     checked_filters,
 )
@@ -44,8 +42,8 @@ VERSION_TABLE = "fsdp_bench_store"
 TABLES = ("results", "preflights", VERSION_TABLE)
 # Serializes creating, migrating and dropping the store between processes (pg_advisory_xact_lock).
 SCHEMA_LOCK = 0x46534450  # "FSDP"
-# A batch that lost a deadlock or serialization race is retried this many times.
-RETRIES = 5
+# Taken by each write transaction: writers take turns a batch at a time (pg_advisory_xact_lock).
+WRITE_LOCK = SCHEMA_LOCK + 1
 
 _TYPES = {"TEXT": "text", "INTEGER": "bigint", "REAL": "double precision"}
 _SCHEMA = f"""
@@ -82,7 +80,6 @@ _ORDER = {
     "results": 'finished_at COLLATE "C" NULLS FIRST, ingested_at COLLATE "C" NULLS FIRST, seq',
     "preflights": 'started_at COLLATE "C" NULLS FIRST, ingested_at COLLATE "C" NULLS FIRST, seq',
 }
-_KEYS = {"results": RESULT_KEY, "preflights": PREFLIGHT_KEY}
 
 
 def driver(url: str) -> Any:
@@ -111,6 +108,7 @@ class PostgresStore(Store):
                     raise StoreError(f"{self.name} holds no store; create it with `fsdp-bench store add`")
                 conn.execute(_SCHEMA)
                 conn.execute(f"INSERT INTO {VERSION_TABLE} VALUES (%s)", (STORE_SCHEMA_VERSION,))
+                _compress_fast(conn, driver(self.url))
             elif version != STORE_SCHEMA_VERSION:
                 try:
                     STORE.upgrade(conn, version)
@@ -134,27 +132,25 @@ class PostgresStore(Store):
             return _version(conn) or 0
 
     def insert_batches(self, table: str, columns: Sequence[str], rows: Sequence[tuple]) -> int:
-        """BATCH_SIZE rows per transaction, in the table's key order within each; a batch that lost a
-        deadlock or a serialization race to another writer is run again."""
-        psycopg = driver(self.url)
-        key = [columns.index(column) for column in _KEYS[table]]
-        sql = (
-            f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join(['%s'] * len(columns))}) "
-            "ON CONFLICT DO NOTHING"
-        )
+        """BATCH_SIZE rows per write transaction, which takes WRITE_LOCK first (writers take turns a batch
+        at a time, as SQLite's BEGIN IMMEDIATE makes them: never a deadlock between two batches that
+        share rows); each batch is copied into a temporary table (COPY: far fewer round trips than a
+        statement per row) and inserted from it in the given order (`seq`: history's tie-break), the
+        rows already stored left out by the key."""
+        names = ", ".join(columns)
         added = 0
         with self._connect() as conn:
             for batch in batches(rows):
-                ordered = sorted(batch, key=lambda row: [row[i] for i in key])
-                for attempt in range(RETRIES + 1):
-                    try:
-                        with conn.transaction(), conn.cursor() as cursor:
-                            cursor.executemany(sql, ordered)
-                            added += cursor.rowcount
-                        break
-                    except (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure):
-                        if attempt == RETRIES:
-                            raise
+                with conn.transaction(), conn.cursor() as cursor:
+                    cursor.execute("SELECT pg_advisory_xact_lock(%s)", (WRITE_LOCK,))
+                    cursor.execute(f"CREATE TEMP TABLE incoming (LIKE {table}) ON COMMIT DROP")
+                    with cursor.copy(f"COPY incoming ({names}, seq) FROM STDIN") as copy:
+                        for order, row in enumerate(batch):
+                            copy.write_row((*row, order))
+                    cursor.execute(
+                        f"INSERT INTO {table} ({names}) SELECT {names} FROM incoming ORDER BY seq ON CONFLICT DO NOTHING"
+                    )
+                    added += cursor.rowcount
         return added
 
     def count(self, **where: object) -> int:
@@ -214,6 +210,19 @@ def connect(url: str) -> Iterator[Any]:
 def _line(exc: Exception, url: str) -> str:
     """The driver's message in one line, the URL's password masked."""
     return scrubbed(" ".join(str(exc).split()), url) or type(exc).__name__
+
+
+def _compress_fast(conn: Any, psycopg: Any) -> None:
+    """The record columns compressed with lz4 where the server has it (PostgreSQL 14 and newer, built
+    with lz4, as Debian's is): `store add` of 10,000 records spent about half its server time
+    compressing them with the default pglz (docs/results/store.md). How a value is stored, not what
+    it is: the text read back is the same. Left at the default where the server says no."""
+    try:
+        with conn.transaction():  # a savepoint: a refusal leaves the store's creation as it is
+            for table in ("results", "preflights"):
+                conn.execute(f"ALTER TABLE {table} ALTER COLUMN record SET COMPRESSION lz4")
+    except psycopg.Error:
+        pass
 
 
 def _parses(psycopg: Any, url: str) -> bool:
