@@ -229,3 +229,78 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
     again = bulk.ingest([make_record(tokens_per_s=123.0), *records])
     assert (again.added, again.unchanged) == (1, 8) and bulk.count() == 9
     assert bulk_inserts == [8, None]  # the table held rows: a batch at a time
+
+
+@pytest.mark.parametrize(
+    "location, shown",
+    [
+        ("postgresql://ci:secret@db.example:5432/bench", "postgresql://ci:***@db.example:5432/bench"),
+        ("postgres://ci:s%40cret@db/bench?sslmode=require", "postgres://ci:***@db/bench?sslmode=require"),
+        ("postgresql://db/bench?user=ci&password=secret&sslmode=verify-full", "postgresql://db/bench?user=ci&password=***&sslmode=verify-full"),
+        ("postgresql://ci@db.example/bench", "postgresql://ci@db.example/bench"),
+        ("results/fsdp-bench.sqlite", "results/fsdp-bench.sqlite"),
+    ],
+)  # fmt: skip
+def test_a_store_is_printed_with_its_password_masked(location, shown):
+    from urllib.parse import unquote
+
+    from bench.analysis.store.location import masked, scrubbed, secrets
+
+    assert masked(location) == shown
+    message = scrubbed(f"failed for {location} ({unquote(location)})", location)
+    assert [s for s in secrets(location) if s in message or unquote(s) in message] == []
+    assert len(secrets(location)) == (shown != location)
+
+
+def test_a_store_location_is_told_apart_by_its_scheme_not_by_a_file():
+    from bench.analysis.store.location import is_url, parsed, scheme_problem
+
+    assert [is_url(x) for x in ("postgresql://h/db", "POSTGRES://h/db", "postgresql:/h/db", "s.sqlite")] == [
+        True, True, False, False,
+    ]  # fmt: skip
+    assert parsed("postgresql://h/db") == "postgresql://h/db" and parsed("a/b.sqlite") == Path("a/b.sqlite")
+    assert scheme_problem("--store", "postgres://h/db") is None and scheme_problem("--store", "s.sqlite") is None
+    assert scheme_problem("--store", "mysql://ci:pw@h/db") == (
+        "--store: mysql://ci:***@h/db: unknown store scheme 'mysql://'; a store is a path (SQLite) or a "
+        "postgresql:// or postgres:// URL"
+    )
+
+
+def test_a_store_url_is_never_taken_as_a_path(tmp_path):
+    """An unknown scheme, a server that refuses the connection (nothing listens on port 1) and a missing
+    driver: one line naming the store with its password masked, exit 2, no folder made of the URL."""
+    results = tmp_path / "results"
+    for record in sample_sweep():
+        write_record(record, results / record.sweep / record.point_id / "result.json")
+    for store, says in (
+        ("mysql://ci:secret@127.0.0.1:1/bench", "unknown store scheme 'mysql://'"),
+        ("postgresql://ci:secret@127.0.0.1:1/bench", "connection failed"),
+    ):
+        for args in (("store", "add", results, "--store", store), ("history", "--store", store)):
+            run = in_process(*args, cwd=tmp_path)
+            masked = store.replace("secret", "***")
+            assert (run.rc, run.stdout) == (2, ""), run.stdout + run.stderr
+            assert run.stderr.startswith(f"error: --store: {masked}: {says}") and "secret" not in run.stderr
+            assert run.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
+def test_a_store_url_without_the_driver_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    run = in_process("store", "stats", "--store", "postgresql://ci:secret@db.example/bench")
+    assert (run.rc, run.stderr) == (
+        2,
+        "error: --store: postgresql://ci:***@db.example/bench: a PostgreSQL store needs the psycopg driver: "
+        "pip install 'fsdp-bench[postgres]'\n",
+    )
+
+
+def test_the_store_falls_back_to_fsdp_bench_store(tmp_path):
+    import os
+
+    for record in sample_sweep():
+        write_record(record, tmp_path / "r" / record.sweep / record.point_id / "result.json")
+    env = {**os.environ, "FSDP_BENCH_STORE": str(tmp_path / "env.sqlite")}
+    run = in_process("store", "add", tmp_path / "r", env=env)
+    assert run.rc == 0 and run.stdout.startswith(f"store {tmp_path / 'env.sqlite'}: 8 added"), run.stderr
+    assert "FSDP_BENCH_STORE" in in_process("history", "--help", env=env).stdout

@@ -139,8 +139,11 @@ def copy(source: str | Path, destination: str | Path) -> CopyReport:
     (created where missing), as they are: idempotent (a row already there is left), in the source's
     order. Verified: every source row's key (its content hash) is in the destination afterwards
     (StoreError naming what is missing otherwise)."""
-    if masked(source) == masked(destination) and str(source) == str(destination):
-        raise StoreError(f"{masked(source)}: source and destination are the same store")
+    same = str(source) == str(destination)
+    if not (same or is_url(source) or is_url(destination)):
+        same = Path(source).resolve() == Path(destination).resolve()
+    if same:
+        raise StoreError(f"{masked(source)}: the source and the destination are the same store")
     src = open_existing(source)
     dst = open_store(destination, create=True)
     counts = []
