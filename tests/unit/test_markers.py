@@ -123,11 +123,12 @@ _CONFTEST_FUNCTIONS = {
 }
 
 
-def test_the_ranks_marker_is_declared():
+@pytest.mark.parametrize("marker", ["ranks", "postgres"])
+def test_the_marker_is_declared(marker):
     import tomllib
 
     markers = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
-    assert any(m.startswith("ranks:") for m in markers), markers
+    assert any(m.startswith(f"{marker}:") for m in markers), markers
 
 
 @pytest.mark.parametrize("path", sorted((TESTS / "distributed").glob("test_*.py")), ids=lambda p: p.name)
@@ -136,26 +137,17 @@ def test_every_distributed_test_carries_ranks(path):
     assert [t for t in module.tests() if not module.marked(t, "ranks")] == []
 
 
+# What each e2e marker means: the tests that must carry it (starting ranks; taking the PostgreSQL server).
+E2E_RULES = {"ranks": "starts_ranks", "postgres": "uses_postgres"}
+
+
+@pytest.mark.parametrize("marker", sorted(E2E_RULES))
 @pytest.mark.parametrize("path", sorted((TESTS / "e2e").glob("test_*.py")), ids=lambda p: p.name)
-def test_an_e2e_test_carries_ranks_exactly_when_it_may_start_ranks(path):
+def test_an_e2e_test_carries_its_marker_exactly_when_the_rule_says(path, marker):
     module = _Module(path)
-    unmarked = [t for t in module.tests() if module.starts_ranks(t) and not module.marked(t, "ranks")]
-    needless = [t for t in module.tests() if module.marked(t, "ranks") and not module.starts_ranks(t)]
-    assert (unmarked, needless) == ([], [])
-
-
-def test_the_postgres_marker_is_declared():
-    import tomllib
-
-    markers = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
-    assert any(m.startswith("postgres:") for m in markers), markers
-
-
-@pytest.mark.parametrize("path", sorted((TESTS / "e2e").glob("test_*.py")), ids=lambda p: p.name)
-def test_an_e2e_test_carries_postgres_exactly_when_it_takes_the_server(path):
-    module = _Module(path)
-    unmarked = [t for t in module.tests() if module.uses_postgres(t) and not module.marked(t, "postgres")]
-    needless = [t for t in module.tests() if module.marked(t, "postgres") and not module.uses_postgres(t)]
+    needs = getattr(module, E2E_RULES[marker])
+    unmarked = [t for t in module.tests() if needs(t) and not module.marked(t, marker)]
+    needless = [t for t in module.tests() if module.marked(t, marker) and not needs(t)]
     assert (unmarked, needless) == ([], [])
 
 

@@ -50,11 +50,15 @@ class Store(ABC):
         returns how many were new."""
 
     @abstractmethod
-    def count(self, **where: object) -> int:
-        """Rows matching column=value filters (e.g. count(status="ok"))."""
+    def count_rows(self, table: str, **where: object) -> int:
+        """The table's rows matching column=value filters."""
 
-    @abstractmethod
-    def count_preflights(self) -> int: ...
+    def count(self, **where: object) -> int:
+        """Results matching column=value filters (e.g. count(status="ok"))."""
+        return self.count_rows("results", **where)
+
+    def count_preflights(self) -> int:
+        return self.count_rows("preflights")
 
     @abstractmethod
     def rows_in_order(self, table: str, columns: Sequence[str], **where: object) -> list[tuple]:

@@ -153,14 +153,10 @@ class PostgresStore(Store):
                     added += cursor.rowcount
         return added
 
-    def count(self, **where: object) -> int:
+    def count_rows(self, table: str, **where: object) -> int:
         clause, params = _where(where)
         with self._connect() as conn:
-            return conn.execute(f"SELECT COUNT(*) FROM results{clause}", params).fetchone()[0]
-
-    def count_preflights(self) -> int:
-        with self._connect() as conn:
-            return conn.execute("SELECT COUNT(*) FROM preflights").fetchone()[0]
+            return conn.execute(f"SELECT COUNT(*) FROM {table}{clause}", params).fetchone()[0]
 
     def rows_in_order(self, table: str, columns: Sequence[str], **where: object) -> list[tuple]:
         psycopg = driver(self.url)

@@ -273,14 +273,10 @@ class SQLiteStore(Store):
                 return added
             return sum(_insert_rows(conn, table, columns, batch) for batch in batches(rows))
 
-    def count(self, **where: object) -> int:
+    def count_rows(self, table: str, **where: object) -> int:
         clause, params = _where(where)
         with self._connect() as conn:
-            return conn.execute(f"SELECT COUNT(*) FROM results{clause}", params).fetchone()[0]
-
-    def count_preflights(self) -> int:
-        with self._connect() as conn:
-            return conn.execute("SELECT COUNT(*) FROM preflights").fetchone()[0]
+            return conn.execute(f"SELECT COUNT(*) FROM {table}{clause}", params).fetchone()[0]
 
     def rows_in_order(self, table: str, columns: Sequence[str], **where: object) -> list[tuple]:
         clause, params = _where(where)
