@@ -198,7 +198,8 @@ def connect(url: str) -> Iterator[Any]:
         with psycopg.connect(url, autocommit=True, **timeout) as conn:
             yield conn
     except psycopg.errors.DiskFull as exc:
-        raise OSError(errno.ENOSPC, _line(exc, url), masked(url)) from None
+        # No file name: the full disk is the server's, whose free space this host cannot see.
+        raise OSError(errno.ENOSPC, f"the database server's disk is full: {masked(url)}: {_line(exc, url)}") from None
     except psycopg.Error as exc:
         raise StoreError(f"{masked(url)}: {_line(exc, url)}") from None
 
