@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import random
+from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -109,12 +110,19 @@ def write_nights(root: Path, series: int = SERIES, nights: int = NIGHTS) -> int:
     return written
 
 
-def parse_args(description: str, argv: list[str] | None, nights: str) -> argparse.Namespace:
+def parse_args(
+    description: str,
+    argv: list[str] | None,
+    nights: str,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> argparse.Namespace:
     """The nightly benchmarks' shared options: the size of the nights (`nights`: what a night is to
-    this benchmark) and the number of timed runs."""
+    this benchmark) and the number of timed runs; `extra` adds a benchmark's own."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--series", type=int, default=SERIES, help="configurations per night")
     parser.add_argument("--nights", type=int, default=NIGHTS, help=nights)
     parser.add_argument("--runs", type=int, default=3)
     add_prepare(parser)
+    if extra is not None:
+        extra(parser)
     return parser.parse_args(argv)

@@ -141,7 +141,7 @@ def render() -> str:
         "   version and a migration step in `bench/schema/migrations` when older records need a value for it.",
         "2. Its producer: where the record is made (`fsdp_core/`, inside the ranks), computed once and stored.",
         "3. One `Metric` in `CATALOGUE`, naming its path and the views that show it. A new store column also needs",
-        "   a store migration (`bench/analysis/store.py` `STORE_MIGRATIONS`).",
+        "   a store migration (`STORE_MIGRATIONS` of `bench/analysis/store/sqlite.py` and `postgres.py`).",
         f"4. `{COMMAND}`.",
     ]
     return "\n".join(lines) + "\n"

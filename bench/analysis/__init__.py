@@ -3,9 +3,9 @@
 Modules: records.py (read result records, with migration), sources.py (a folder, one record or a store),
 folder_listing.py (a results folder's record files listed in one walk), pool.py (worker processes for
 work that splits into independent tasks: concurrent.futures on a forkserver),
-store.py (the SQLite store), stats.py (the one statistics engine), preflight.py (measurements -> the
+stats.py (the one statistics engine), preflight.py (measurements -> the
 preflight record), plan_accuracy.py (predicted next to measured), gc_pause.py (no cyclic GC while a
 large object graph is built and kept). Packages: check/ (regression
-checks), history/ (change points across runs), planner/ (predictions without a GPU), report/ (the
-report's frames and aggregates).
+checks), history/ (change points across runs), store/ (the results store: an SQLite file or a
+PostgreSQL database), planner/ (predictions without a GPU), report/ (the report's frames and aggregates).
 """

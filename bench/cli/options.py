@@ -3,9 +3,19 @@
 from __future__ import annotations
 
 import argparse
+import os
 
-# Where `store add` and `history` keep and find the store by default.
+# Where `store add` and `history` keep and find the store by default (FSDP_BENCH_STORE names another:
+# a path or a postgresql:// URL, bench/analysis/store/location.py).
 DEFAULT_STORE = "results/fsdp-bench.sqlite"
+STORE_ENV = "FSDP_BENCH_STORE"
+# What --store's help says of its default (never the value: FSDP_BENCH_STORE may hold a password).
+STORE_DEFAULT_HELP = f"${STORE_ENV}, else {DEFAULT_STORE}"
+
+
+def default_store() -> str:
+    """The store a command uses when --store names none."""
+    return os.environ.get(STORE_ENV) or DEFAULT_STORE
 
 
 def add_numerics_arguments(parser: argparse.ArgumentParser) -> None:

@@ -15,7 +15,7 @@ calibration; the SQLite store's own tables step the same way) has one registry o
 `n -> n + 1` steps, where the kind is defined. `Versioned.migrate` checks the kind's tag and
 version and applies the steps in turn; a version newer than the code knows (or one never written)
 is reported as such in one line, never misread. The store's rows are records: they are read back
-through the record kind's path (bench/analysis/store.py), in the store's own transactions.
+through the record kind's path (bench/analysis/store/), in the store's own transactions.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from bench_cli import in_process
 from disks import fill, remount_read_only, small_tmpfs
 
 from bench.analysis.records import write_record
-from bench.analysis.store import ResultStore
+from bench.analysis.store import SQLiteStore
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
 from record_factory import make_record, nights  # noqa: E402
@@ -40,7 +40,7 @@ def world(tmp_path, monkeypatch):
     monkeypatch.setenv("FSDP_BENCH_CALIBRATION", str(tmp_path / "calibration.json"))
     results = tmp_path / "results"
     write_record(make_record(), results / "unit" / "p" / "result.json")
-    ResultStore(tmp_path / "store.sqlite")
+    SQLiteStore(tmp_path / "store.sqlite")
     (tmp_path / "plain").write_text("not a folder")
     return tmp_path
 
@@ -180,7 +180,7 @@ def read_only_disk(world):
     """A tmpfs holding a results folder and a store, then remounted read-only."""
     with small_tmpfs(world / "ro", "4m") as disk:
         write_record(make_record(), disk / "results" / "unit" / "p" / "result.json")
-        ResultStore(disk / "store.sqlite").ingest(nights(3))
+        SQLiteStore(disk / "store.sqlite").ingest(nights(3))
         remount_read_only(disk)
         yield disk
 
@@ -221,7 +221,7 @@ def test_store_add_on_a_full_disk_is_exit_1_with_the_storage_line(world):
         write_record(record, results / f"p{i}" / "result.json")
     with small_tmpfs(world / "full", "1m") as disk:
         store = disk / "fsdp-bench.sqlite"
-        ResultStore(store)
+        SQLiteStore(store)
         fill(disk)
         code, err = call(["store", "add", results, "--store", store])
         assert code == 1, err
@@ -231,4 +231,4 @@ def test_store_add_on_a_full_disk_is_exit_1_with_the_storage_line(world):
         assert " free of 1.0 MiB there; " in err
         (disk / "ballast").unlink()  # room again: the same command adds every record
         assert call(["store", "add", results, "--store", store]) == (0, "")
-        assert ResultStore(store).count() == 40
+        assert SQLiteStore(store).count() == 40

@@ -1,4 +1,4 @@
-"""Two processes writing one SQLite results store at once (bench/analysis/store.py): no row lost or
+"""Two processes writing one SQLite results store at once (bench/analysis/store/sqlite.py): no row lost or
 doubled, WAL journal. Real processes, so not in tests/unit."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import make_record  # noqa: E402
 
 from bench.analysis.records import write_record  # noqa: E402
-from bench.analysis.store import ResultStore  # noqa: E402
+from bench.analysis.store import SQLiteStore  # noqa: E402
 
 
 def _write_many(root: Path, count: int, sweep: str) -> None:
@@ -31,9 +31,9 @@ def test_two_processes_ingesting_500_records_each_end_with_1000_rows(tmp_path):
     command = [
         sys.executable,
         "-c",
-        "import sys; from bench.analysis.store import ResultStore; "
-        "from bench.analysis import store; store.BATCH_SIZE = 25; "  # many small transactions: real interleaving
-        "r = ResultStore(sys.argv[1]).ingest_paths(sys.argv[2]); print(r.added, len(r.problems))",
+        "import sys; from bench.analysis.store import SQLiteStore; "
+        "from bench.analysis.store import rows; rows.BATCH_SIZE = 25; "  # many small transactions: real interleaving
+        "r = SQLiteStore(sys.argv[1]).ingest_paths(sys.argv[2]); print(r.added, len(r.problems))",
     ]
     procs = [
         subprocess.Popen([*command, str(db), str(tmp_path / part)], stdout=subprocess.PIPE, text=True)
@@ -42,7 +42,7 @@ def test_two_processes_ingesting_500_records_each_end_with_1000_rows(tmp_path):
     outputs = [proc.communicate(timeout=120)[0].split() for proc in procs]
     assert [proc.returncode for proc in procs] == [0, 0]
     assert outputs == [["500", "0"], ["500", "0"]]
-    store = ResultStore(db)
+    store = SQLiteStore(db)
     assert store.count() == 1000
     assert store.count(sweep="sweep_a") == 500 and store.count(sweep="sweep_b") == 500
     with sqlite3.connect(db) as conn:

@@ -145,10 +145,10 @@ def test_missing_path_is_named(tmp_path):
 
 
 def test_a_store_is_a_side_too(tmp_path):
-    from bench.analysis.store import ResultStore
+    from bench.analysis.store import SQLiteStore
 
     records = [make_record(step_times(0.05, 0.02, 12, seed=r), spec={"nodes": n}) for r, n in ((1, 1), (2, 2))]
-    store = ResultStore(tmp_path / "results.sqlite")
+    store = SQLiteStore(tmp_path / "results.sqlite")
     store.ingest(records)
     side = load_side(tmp_path / "results.sqlite")
     assert side.kind == "results" and side.source.endswith("results.sqlite")

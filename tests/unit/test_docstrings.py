@@ -1,6 +1,6 @@
 """Docstrings say where things are: every package's docstring names each of its modules, and what
 the docstrings name exists: every module a package's docstring lists (`name.py`, `name/`),
-every file a module's docstring points at (`bench/analysis/store.py`), every dotted name
+every file a module's docstring points at (`bench/analysis/store/sqlite.py`), every dotted name
 (`bench.analysis.stats`, `bench.analysis.planner.predict`). Modules move; their descriptions must follow."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SOURCES = sorted([*ROOT.glob("bench/**/*.py"), *ROOT.glob("reports/**/*.py"), *ROOT.glob("fsdp_core/**/*.py")])
 PACKAGES = [p for p in SOURCES if p.name == "__init__.py"]
 
-FILE = re.compile(r"(?<![\w/.<>-])((?:\w+/)*\w+\.py)\b")  # store.py, bench/analysis/store.py
+FILE = re.compile(r"(?<![\w/.<>-])((?:\w+/)*\w+\.py)\b")  # store.py, bench/analysis/store/sqlite.py
 FOLDER = re.compile(r"(?<![\w/.<>-])(\w+)/(?=[\s),.;:]|$)")  # check/, templates/ (a package's own folders)
 DOTTED = re.compile(r"(?<![\w.])((?:bench|reports|fsdp_core)(?:\.\w+)+)")
 

@@ -208,7 +208,8 @@ def test_outputs_show_the_change_newest_first_and_mark_it_in_the_plot(tmp_path):
 
 
 def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
-    from bench.analysis.store import STORE_SCHEMA_VERSION, ResultStore, schema_version
+    from bench.analysis.store import STORE_SCHEMA_VERSION, SQLiteStore
+    from bench.analysis.store.sqlite import schema_version
 
     path = tmp_path / "v1.sqlite"
     record = night(0, 1000.0)
@@ -222,7 +223,7 @@ def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
     conn.execute(insert, (old["point_id"], "h1", old["sweep"], old["started_at"], json.dumps(old)))
     conn.commit()
     conn.close()
-    store = ResultStore(path)
+    store = SQLiteStore(path)
     assert schema_version(path) == STORE_SCHEMA_VERSION == 5
     assert store.count(git_sha="a" * 40) == 1
     read, problems = store.records(latest_only=False)
@@ -234,12 +235,12 @@ def test_an_older_store_is_migrated_in_place_and_stays_readable(tmp_path):
 
 
 def test_a_newer_store_is_refused_with_the_way_out(tmp_path):
-    from bench.analysis.store import ResultStore
+    from bench.analysis.store import SQLiteStore
 
     path = tmp_path / "v9.sqlite"
     sqlite3.connect(path).execute("PRAGMA user_version = 9").connection.close()
     with pytest.raises(ValueError, match="schema version 9, this fsdp-bench reads up to 5; rebuild it"):
-        ResultStore(path)
+        SQLiteStore(path)
 
 
 def test_store_add_command(tmp_path):

@@ -1,4 +1,7 @@
-"""The `ranks` marker stays true: read statically from the test files, without running anything.
+"""The `ranks` and `postgres` markers stay true: read statically from the test files, without running anything.
+
+An e2e test carries `postgres` exactly when it takes the PostgreSQL server fixture (POSTGRES_FIXTURE of
+tests/e2e/test_store_postgres.py), itself or through a fixture or helper of its file.
 
 Every test in tests/distributed starts ranks (through its fixtures or itself) and carries `ranks`.
 An e2e test carries it exactly when it may start ranks: when it, a helper it calls or a fixture it
@@ -20,7 +23,8 @@ RANK_COMMANDS = frozenset({"run", "sweep", "preflight", "ab", "calibrate"})
 # Calls that run `fsdp-bench ARGS` as a process when ARGS' command starts ranks (bench_cli.py; the
 # in-process `fsdp_bench` mode is chosen by the command, so rank commands always get a process).
 CLI_CALLS = frozenset({"fsdp_bench", "run_separately", "start", "start_cli", "installed_cli"})
-RANK_CALLS = frozenset({"run_ranks", "run_engine"})  # dist_helpers: ranks without the CLI
+RANK_CALLS = frozenset({"run_ranks", "run_engine"})
+POSTGRES_FIXTURE = "postgres_server"  # dist_helpers: ranks without the CLI
 # Tests that start ranks where no call in their file shows it.
 INDIRECT = {
     "test_pytest_plugin_records_tokens_per_s_in_benchmark_json": "a pytest whose fsdp_point fixture runs a point",
@@ -80,6 +84,16 @@ class _Module:
                 return True
         return False
 
+    def uses_postgres(self, name: str, seen: frozenset[str] = frozenset()) -> bool:
+        """Whether the test (or fixture) takes the PostgreSQL server, or calls a function of its file that does."""
+        node = self.functions.get(name)
+        if node is None or name in seen:
+            return False
+        seen = seen | {name}
+        params = [a.arg for a in [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]]
+        callees = [_called_name(call) for call in ast.walk(node) if isinstance(call, ast.Call)]
+        return POSTGRES_FIXTURE in params or any(self.uses_postgres(n, seen) for n in [*params, *callees] if n)
+
     def marked(self, name: str, marker: str) -> bool:
         def names(expr: ast.expr) -> set[str]:
             items = expr.elts if isinstance(expr, ast.List | ast.Tuple) else [expr]
@@ -110,11 +124,12 @@ _CONFTEST_FUNCTIONS = {
 }
 
 
-def test_the_ranks_marker_is_declared():
+@pytest.mark.parametrize("marker", ["ranks", "postgres"])
+def test_the_marker_is_declared(marker):
     import tomllib
 
     markers = tomllib.loads((TESTS.parent / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
-    assert any(m.startswith("ranks:") for m in markers), markers
+    assert any(m.startswith(f"{marker}:") for m in markers), markers
 
 
 @pytest.mark.parametrize("path", sorted((TESTS / "distributed").glob("test_*.py")), ids=lambda p: p.name)
@@ -123,12 +138,22 @@ def test_every_distributed_test_carries_ranks(path):
     assert [t for t in module.tests() if not module.marked(t, "ranks")] == []
 
 
+# What each e2e marker means: the tests that must carry it (starting ranks; taking the PostgreSQL server).
+E2E_RULES = {"ranks": "starts_ranks", "postgres": "uses_postgres"}
+
+
+@pytest.mark.parametrize("marker", sorted(E2E_RULES))
 @pytest.mark.parametrize("path", sorted((TESTS / "e2e").glob("test_*.py")), ids=lambda p: p.name)
-def test_an_e2e_test_carries_ranks_exactly_when_it_may_start_ranks(path):
+def test_an_e2e_test_carries_its_marker_exactly_when_the_rule_says(path, marker):
     module = _Module(path)
-    unmarked = [t for t in module.tests() if module.starts_ranks(t) and not module.marked(t, "ranks")]
-    needless = [t for t in module.tests() if module.marked(t, "ranks") and not module.starts_ranks(t)]
+    needs = getattr(module, E2E_RULES[marker])
+    unmarked = [t for t in module.tests() if needs(t) and not module.marked(t, marker)]
+    needless = [t for t in module.tests() if module.marked(t, marker) and not needs(t)]
     assert (unmarked, needless) == ([], [])
+
+
+def test_the_postgres_fixture_is_where_the_rule_looks():
+    assert f"def {POSTGRES_FIXTURE}(" in (TESTS / "e2e" / "test_store_postgres.py").read_text()
 
 
 def test_tests_elsewhere_start_no_ranks():

@@ -20,7 +20,7 @@ from bench.analysis.check.points import record_counters, record_run_values
 from bench.analysis.check.thresholds import COUNTERS, METRICS, STEP_TIMINGS, TIMINGS, parse_threshold
 from bench.analysis.records import load_records
 from bench.analysis.report.frame import COLUMNS, records_to_frame
-from bench.analysis.store import STORE_SCHEMA_VERSION, ResultStore
+from bench.analysis.store import STORE_SCHEMA_VERSION, SQLiteStore
 from bench.schema.metrics import BY_NAME, CATALOGUE, find, get, shown_in
 from bench.schema.record import RunResult
 from reports.console import point_summary
@@ -113,7 +113,7 @@ def test_the_store_keeps_its_metric_columns_of_schema_5(tmp_path):
 
     assert STORE_SCHEMA_VERSION == 5
     assert [m.key for m in shown_in("store")] == ["tokens_per_s", "tokens_per_s_per_device", "mfu", "peak_mem_bytes"]
-    ResultStore(tmp_path / "store.db")
+    SQLiteStore(tmp_path / "store.db")
     with closing(sqlite3.connect(tmp_path / "store.db")) as conn:
         columns = [row[1] for row in conn.execute("PRAGMA table_info(results)")]
     assert [c for c in columns if find(c)] == [m.key for m in shown_in("store")]

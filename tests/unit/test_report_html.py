@@ -285,9 +285,9 @@ def test_cli_report_from_folder_and_exit_codes(tmp_path):
 
 
 def test_cli_report_from_store(tmp_path):
-    from bench.analysis.store import ResultStore
+    from bench.analysis.store import SQLiteStore
 
-    store = ResultStore(tmp_path / "results.sqlite")
+    store = SQLiteStore(tmp_path / "results.sqlite")
     store.ingest(sample_sweep())
     assert in_process("report", tmp_path / "results.sqlite", "-o", tmp_path / "out").rc == 0
     assert len(list(csv.DictReader((tmp_path / "out" / "results.csv").open()))) == 8

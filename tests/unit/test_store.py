@@ -16,11 +16,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "recor
 from record_factory import make_record, sample_sweep  # noqa: E402
 
 from bench.analysis.records import write_record  # noqa: E402
-from bench.analysis.store import ResultStore, content_hash, export, rebuild  # noqa: E402
+from bench.analysis.store import SQLiteStore, content_hash, export, rebuild  # noqa: E402
 
 
 def test_ingest_is_idempotent(tmp_path):
-    store = ResultStore(tmp_path / "s.sqlite")
+    store = SQLiteStore(tmp_path / "s.sqlite")
     first = store.ingest(sample_sweep())
     assert (first.added, first.unchanged) == (8, 0)
     again = store.ingest(sample_sweep())
@@ -35,14 +35,14 @@ def test_content_hash_ignores_key_order_on_disk(tmp_path):
     path = tmp_path / "r" / "result.json"
     path.parent.mkdir()
     path.write_text(json.dumps(dict(reversed(list(data.items())))))
-    store = ResultStore(tmp_path / "s.sqlite")
+    store = SQLiteStore(tmp_path / "s.sqlite")
     store.ingest([record])
     report = store.ingest_paths(path)
     assert (report.added, report.unchanged) == (0, 1)
 
 
 def test_a_remeasured_point_is_kept_beside_the_old_and_latest_wins(tmp_path):
-    store = ResultStore(tmp_path / "s.sqlite")
+    store = SQLiteStore(tmp_path / "s.sqlite")
     old = make_record(tokens_per_s=500.0)
     new = make_record(tokens_per_s=800.0).model_copy(update={"finished_at": "2025-03-01T00:00:00+00:00"})
     assert old.point_id == new.point_id and content_hash(old) != content_hash(new)
@@ -63,7 +63,7 @@ def test_invalid_and_unknown_schema_records_are_reported_and_skipped(tmp_path):
         (results / "unit" / name / "result.json").write_text(json.dumps(data))
     (results / "unit" / "truncated").mkdir()
     (results / "unit" / "truncated" / "result.json").write_text('{"schema_version": 1, "point')
-    store = ResultStore(tmp_path / "s.sqlite")
+    store = SQLiteStore(tmp_path / "s.sqlite")
     report = store.ingest_paths(results)
     assert report.added == 1
     reasons = {p.path.parent.name: p.reason for p in report.problems}
@@ -79,25 +79,25 @@ def test_rebuild_from_json_records(tmp_path):
     for record in sample_sweep():
         write_record(record, results / record.sweep / record.point_id / "result.json")
     db = tmp_path / "s.sqlite"
-    ResultStore(db).ingest([make_record(sweep="stale", nodes=16)])
+    SQLiteStore(db).ingest([make_record(sweep="stale", nodes=16)])
     report = rebuild(db, [results])
     assert (report.added, report.problems) == (8, [])
-    store = ResultStore(db)
+    store = SQLiteStore(db)
     assert store.count() == 8 and store.count(sweep="stale") == 0
 
 
 def test_store_of_another_schema_version_is_refused(tmp_path):
     db = tmp_path / "s.sqlite"
-    ResultStore(db)
+    SQLiteStore(db)
     with sqlite3.connect(db) as conn:
         conn.execute("PRAGMA user_version = 7")
     with pytest.raises(ValueError, match="schema version 7"):
-        ResultStore(db)
+        SQLiteStore(db)
 
 
 def test_export_csv_and_parquet(tmp_path):
     db = tmp_path / "s.sqlite"
-    ResultStore(db).ingest(sample_sweep())
+    SQLiteStore(db).ingest(sample_sweep())
     frame = pd.read_csv(export(db, tmp_path / "out.csv"))
     assert len(frame) == 8
     two = frame[(frame["strategy"] == "full_shard") & (frame["nodes"] == 2)].iloc[0]
@@ -179,18 +179,19 @@ def test_a_schema_4_store_is_rekeyed_so_its_records_are_not_stored_twice(tmp_pat
     import sqlite3
     from contextlib import closing
 
-    from bench.analysis.store import STORE_SCHEMA_VERSION, schema_version
+    from bench.analysis.store import STORE_SCHEMA_VERSION
+    from bench.analysis.store.sqlite import schema_version
 
     record = make_record()
     path = tmp_path / "r" / "result.json"
     write_record(record, path)
     store_path = tmp_path / "s.sqlite"
-    ResultStore(store_path).ingest([record])
+    SQLiteStore(store_path).ingest([record])
     old = json.dumps(record.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
     with closing(sqlite3.connect(store_path)) as conn, conn:
         conn.execute("UPDATE results SET content_hash = ?", (hashlib.sha256(old.encode()).hexdigest(),))
         conn.execute("PRAGMA user_version = 4")
-    store = ResultStore(store_path)
+    store = SQLiteStore(store_path)
     assert schema_version(store_path) == STORE_SCHEMA_VERSION == 5
     report = store.ingest_paths(path)
     assert (report.added, report.unchanged, store.count()) == (0, 1, 1)
@@ -201,7 +202,7 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
     """An ingest into an empty store from BULK_ROWS rows on builds the indexes after the rows: the
     rows, in rowid order, and the indexes are those of the ingest a batch at a time; a later ingest
     into the filled store goes a batch at a time again."""
-    import bench.analysis.store as store_module
+    import bench.analysis.store.sqlite as store_module
 
     def rows_and_indexes(path):
         conn = sqlite3.connect(path)
@@ -210,7 +211,7 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
         return rows, sorted(conn.execute("SELECT name, sql FROM sqlite_master WHERE type = 'index'").fetchall())
 
     records = sample_sweep()
-    ResultStore(tmp_path / "batches.sqlite").ingest(records + records[:3])
+    SQLiteStore(tmp_path / "batches.sqlite").ingest(records + records[:3])
     monkeypatch.setattr(store_module, "BULK_ROWS", 2)
     bulk_inserts = []
     real_bulk_insert = store_module.bulk_insert
@@ -219,7 +220,7 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
         "bulk_insert",
         lambda conn, rows: bulk_inserts.append(real_bulk_insert(conn, rows)) or bulk_inserts[-1],
     )
-    bulk = ResultStore(tmp_path / "bulk.sqlite")
+    bulk = SQLiteStore(tmp_path / "bulk.sqlite")
     first = bulk.ingest(records + records[:3])
     assert (first.added, first.unchanged) == (8, 3)
     batches, built = rows_and_indexes(tmp_path / "batches.sqlite"), rows_and_indexes(tmp_path / "bulk.sqlite")
@@ -228,3 +229,78 @@ def test_a_bulk_ingest_into_an_empty_store_holds_the_same_rows_and_indexes(tmp_p
     again = bulk.ingest([make_record(tokens_per_s=123.0), *records])
     assert (again.added, again.unchanged) == (1, 8) and bulk.count() == 9
     assert bulk_inserts == [8, None]  # the table held rows: a batch at a time
+
+
+@pytest.mark.parametrize(
+    "location, shown",
+    [
+        ("postgresql://ci:secret@db.example:5432/bench", "postgresql://ci:***@db.example:5432/bench"),
+        ("postgres://ci:s%40cret@db/bench?sslmode=require", "postgres://ci:***@db/bench?sslmode=require"),
+        ("postgresql://db/bench?user=ci&password=secret&sslmode=verify-full", "postgresql://db/bench?user=ci&password=***&sslmode=verify-full"),
+        ("postgresql://ci@db.example/bench", "postgresql://ci@db.example/bench"),
+        ("results/fsdp-bench.sqlite", "results/fsdp-bench.sqlite"),
+    ],
+)  # fmt: skip
+def test_a_store_is_printed_with_its_password_masked(location, shown):
+    from urllib.parse import unquote
+
+    from bench.analysis.store.location import masked, scrubbed, secrets
+
+    assert masked(location) == shown
+    message = scrubbed(f"failed for {location} ({unquote(location)})", location)
+    assert [s for s in secrets(location) if s in message or unquote(s) in message] == []
+    assert len(secrets(location)) == (shown != location)
+
+
+def test_a_store_location_is_told_apart_by_its_scheme_not_by_a_file():
+    from bench.analysis.store.location import is_url, parsed, scheme_problem
+
+    assert [is_url(x) for x in ("postgresql://h/db", "POSTGRES://h/db", "postgresql:/h/db", "s.sqlite")] == [
+        True, True, False, False,
+    ]  # fmt: skip
+    assert parsed("postgresql://h/db") == "postgresql://h/db" and parsed("a/b.sqlite") == Path("a/b.sqlite")
+    assert scheme_problem("--store", "postgres://h/db") is None and scheme_problem("--store", "s.sqlite") is None
+    assert scheme_problem("--store", "mysql://ci:pw@h/db") == (
+        "--store: mysql://ci:***@h/db: unknown store scheme 'mysql://'; a store is a path (SQLite) or a "
+        "postgresql:// or postgres:// URL"
+    )
+
+
+def test_a_store_url_is_never_taken_as_a_path(tmp_path):
+    """An unknown scheme, a server that refuses the connection (nothing listens on port 1) and a missing
+    driver: one line naming the store with its password masked, exit 2, no folder made of the URL."""
+    results = tmp_path / "results"
+    for record in sample_sweep():
+        write_record(record, results / record.sweep / record.point_id / "result.json")
+    for store, says in (
+        ("mysql://ci:secret@127.0.0.1:1/bench", "unknown store scheme 'mysql://'"),
+        ("postgresql://ci:secret@127.0.0.1:1/bench", "connection failed"),
+    ):
+        for args in (("store", "add", results, "--store", store), ("history", "--store", store)):
+            run = in_process(*args, cwd=tmp_path)
+            masked = store.replace("secret", "***")
+            assert (run.rc, run.stdout) == (2, ""), run.stdout + run.stderr
+            assert run.stderr.startswith(f"error: --store: {masked}: {says}") and "secret" not in run.stderr
+            assert run.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["results"]
+
+
+def test_a_store_url_without_the_driver_names_the_extra(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    run = in_process("store", "stats", "--store", "postgresql://ci:secret@db.example/bench")
+    assert (run.rc, run.stderr) == (
+        2,
+        "error: --store: postgresql://ci:***@db.example/bench: a PostgreSQL store needs the psycopg driver: "
+        "pip install 'fsdp-bench[postgres]'\n",
+    )
+
+
+def test_the_store_falls_back_to_fsdp_bench_store(tmp_path):
+    import os
+
+    for record in sample_sweep():
+        write_record(record, tmp_path / "r" / record.sweep / record.point_id / "result.json")
+    env = {**os.environ, "FSDP_BENCH_STORE": str(tmp_path / "env.sqlite")}
+    run = in_process("store", "add", tmp_path / "r", env=env)
+    assert run.rc == 0 and run.stdout.startswith(f"store {tmp_path / 'env.sqlite'}: 8 added"), run.stderr
+    assert "FSDP_BENCH_STORE" in in_process("history", "--help", env=env).stdout

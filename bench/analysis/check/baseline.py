@@ -187,19 +187,21 @@ def read_baseline(path: Path) -> BaselineFile:
     return baseline
 
 
-def load_side(path: Path) -> Side:
-    """A results folder (or one result.json), an fsdp-bench SQLite store, or a saved baseline file, as a Side."""
+def load_side(path: Path | str) -> Side:
+    """A results folder (or one result.json), an fsdp-bench store (an SQLite file or a postgresql:// URL),
+    or a saved baseline file, as a Side."""
     from bench.analysis.records import load_records
     from bench.analysis.store import StoreError, is_store, open_existing
 
+    if is_store(path):  # opened only when it holds a store: a foreign SQLite file is left as it is
+        try:
+            store = open_existing(path)
+            return _side_from_records(*store.records(), source=store.name)  # a URL's password masked
+        except StoreError as exc:
+            raise BaselineError(str(exc)) from None
     path = Path(path)
     if not path.exists():
         raise BaselineError(f"{path}: no such file or folder")
-    if is_store(path):  # opened only when it holds a store: a foreign SQLite file is left as it is
-        try:
-            return _side_from_records(*open_existing(path).records(), source=str(path))
-        except StoreError as exc:
-            raise BaselineError(str(exc)) from None
     if path.is_file() and path.name != "result.json":
         try:
             baseline = read_baseline(path)
@@ -249,4 +251,5 @@ class BaselineDraft:
 
 def baseline_draft(results: Path | str) -> BaselineDraft:
     """What `fsdp-bench baseline save RESULTS` would save (BaselineError when RESULTS cannot be read)."""
-    return BaselineDraft(load_side(Path(results)), str(results))
+    side = load_side(results)
+    return BaselineDraft(side, side.source)

@@ -19,6 +19,7 @@ from bench.analysis.history.links import link_rows
 from bench.analysis.history.power import DEFAULT_TARGET_SHIFT
 from bench.analysis.history.series import Series, history_series
 from bench.analysis.records import RecordProblem
+from bench.analysis.store.location import masked
 from bench.config.problems import ConfigError
 
 # How many series names a filter that matches nothing lists.
@@ -30,7 +31,7 @@ class HistoryQuery:
     """What to follow: the store, the metric, runs since when, which series, the gate's window and
     the numerics guard's settings (the history command's flags)."""
 
-    store: Path
+    store: str | Path  # a path or a database URL (bench/analysis/store/location.py)
     metric: str = "tokens_per_s"
     since: str | None = None  # a date or ISO 8601 time, as given (parse_since)
     series: str | None = None
@@ -69,7 +70,7 @@ def stored_history(query: HistoryQuery, detect_many: DetectEach = DETECT_HERE) -
     records, problems = opened.records(latest_only=False)
     preflights, preflight_problems = opened.preflights()
     if not records:
-        raise ConfigError([f"--store: {query.store} holds no readable record; add results with `fsdp-bench store add`"])
+        raise ConfigError([f"--store: {opened.name} holds no readable record; add results with `fsdp-bench store add`"])
     history = analyse(
         select_series(records, query, since), metric=query.metric, window=query.window, numerics=query.numerics,
         loss_rtol=query.loss_rtol, detector=detector_name(), detect_many=detect_many,
@@ -85,7 +86,7 @@ def select_series(records: list, query: HistoryQuery, since: datetime | None) ->
     series = history_series(records, query.metric, since)
     if not series:
         when = f" since {query.since}" if query.since else ""
-        raise ConfigError([f"no ok run{when} in {query.store} measured {query.metric}"])
+        raise ConfigError([f"no ok run{when} in {masked(query.store)} measured {query.metric}"])
     if not query.series:
         return series
     wanted = query.series.lower()

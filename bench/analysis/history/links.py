@@ -1,7 +1,7 @@
 """The cluster's measured links over time: one row per stored preflight, oldest first.
 
 A preflight (bench/analysis/preflight.py) measures a world shape's matmul rate and collectives before the
-points; the store keeps each one (bench/analysis/store.py). Listed beside the change points, a step in a
+points; the store keeps each one (bench/analysis/store/). Listed beside the change points, a step in a
 series can be held against what the links measured then: a node network that measured 400 Gbit/s
 one night and 180 the next explains a slowdown no software change does. The figures are the
 record's own (`measured_links`: Gbit/s as the cluster fields mean them; the matmul median over

@@ -17,9 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from bench.analysis.gc_pause import gc_paused
-    from bench.config.paths import input_problem, output_problem, require
+    from bench.analysis.store.location import records_problem
+    from bench.config.paths import output_problem, require
 
-    require([input_problem("RESULTS", args.results), output_problem("-o/--output", args.output, "file")])
+    require([records_problem("RESULTS", args.results), output_problem("-o/--output", args.output, "file")])
     with gc_paused():  # every record stays alive until the file is written (bench/analysis/gc_pause.py)
         return _save(args)
 

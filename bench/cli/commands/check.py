@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bench.cli.options import add_numerics_arguments, numerics_problem
@@ -63,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def main(args: argparse.Namespace) -> int:
     from bench.analysis.check.gate import CheckRequest
     from bench.analysis.gc_pause import gc_paused
-    from bench.config.paths import input_problem, output_problem, require
+    from bench.analysis.store.location import parsed, records_problem
+    from bench.config.paths import output_problem, require
     from bench.config.problems import ConfigError
 
     if not 0.0 < args.alpha < 1.0:
@@ -72,11 +72,11 @@ def main(args: argparse.Namespace) -> int:
         raise ConfigError([f"--min-runs: must be an integer >= 1, got {args.min_runs}"])
     outputs = {"--junit": args.junit, "--summary": args.summary}
     require(
-        [numerics_problem(args), input_problem("RESULTS", args.results), input_problem("--baseline", args.baseline)]
+        [numerics_problem(args), records_problem("RESULTS", args.results), records_problem("--baseline", args.baseline)]
         + [output_problem(flag, path, "file") for flag, path in outputs.items() if path]
     )
     request = CheckRequest(
-        Path(args.results), Path(args.baseline), args.threshold, allow_env_change=args.allow_env_change,
+        parsed(args.results), parsed(args.baseline), args.threshold, allow_env_change=args.allow_env_change,
         gate_timings=not args.no_gate_timings, alpha=args.alpha, min_runs=args.min_runs,
         numerics=not args.no_numerics, loss_rtol=args.loss_rtol,
     )  # fmt: skip

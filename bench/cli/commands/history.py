@@ -1,4 +1,4 @@
-"""`fsdp-bench history [--store PATH] [--metric M] [--since DATE] [--series FILTER] [-o OUT]`:
+"""`fsdp-bench history [--store STORE] [--metric M] [--since DATE] [--series FILTER] [-o OUT]`:
 change points across the runs of every configuration in the store, and the environment change at each.
 
 Exit 0 (with `--fail-on-new-regression N`: no change for the worse and no numerics failure among the
@@ -12,16 +12,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from bench.analysis.check.thresholds import STEP_TIMINGS as HISTORY_METRICS
-from bench.cli.options import DEFAULT_STORE, add_numerics_arguments, numerics_problem
+from bench.cli.options import STORE_DEFAULT_HELP, add_numerics_arguments, default_store, numerics_problem
 
 HELP = "change points across runs: which upgrade made it slower, and when (exit 1 with a new regression)"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--store", default=DEFAULT_STORE, help=f"the results store (default: {DEFAULT_STORE})")
+    parser.add_argument(
+        "--store", help=f"the results store: a path or a postgresql:// URL (default: {STORE_DEFAULT_HELP})"
+    )
     parser.add_argument(
         "--metric",
         default="tokens_per_s",
@@ -79,7 +82,8 @@ def _history(args: argparse.Namespace) -> int:
     from bench.analysis.history.build import HistoryQuery, stored_history
     from bench.analysis.history.detect import MIN_RUNS_AFTER
     from bench.analysis.pool import warm, worker_pool
-    from bench.config.paths import input_problem, output_problem, require
+    from bench.analysis.store.location import masked, store_problem
+    from bench.config.paths import output_problem, require
     from bench.config.problems import ConfigError, did_you_mean
     from reports.history.draw import DRAWING_MODULES
     from reports.history.page import reproduce_command, write_history
@@ -99,9 +103,9 @@ def _history(args: argparse.Namespace) -> int:
         raise ConfigError([str(exc)]) from None
     if args.fail_on_ungated and args.fail_on_new_regression is None:
         raise ConfigError(["--fail-on-ungated: needs --fail-on-new-regression N (the gate whose power it asks for)"])
-    store = Path(args.store)
-    create = f"create it with `fsdp-bench store add RESULTS --store {store}`"
-    require([numerics_problem(args), input_problem("--store", store, "file", hint=create),
+    store = args.store or default_store()
+    create = f"create it with `fsdp-bench store add RESULTS --store {masked(store)}`"
+    require([numerics_problem(args), store_problem("--store", store, hint=create),
              output_problem("-o/--out", args.out, "folder")])  # fmt: skip
     query = HistoryQuery(
         store, args.metric, args.since, args.series, args.fail_on_new_regression, not args.no_numerics, args.loss_rtol,
@@ -115,21 +119,24 @@ def _history(args: argparse.Namespace) -> int:
         stored = stored_history(query, detect_many=DETECT_HERE if pooled is None else detect_in(pooled))
         for problem in stored.problems:
             print(f"warning: skipped {problem.path}: {problem.reason}", file=sys.stderr)
-        print("\n".join(console_lines(stored.history, str(store))))
-        command = reproduce_command(query, args.out)
-        page = write_history(stored.history, Path(args.out), store=str(store), command=command, pool=pooled)
+        # Printed and written with the URL's password masked (the reproduce command too).
+        print("\n".join(console_lines(stored.history, masked(store))))
+        command = reproduce_command(replace(query, store=masked(store)), args.out)
+        page = write_history(stored.history, Path(args.out), store=masked(store), command=command, pool=pooled)
     print(f"history: wrote {page}")
     return stored.history.exit_code
 
 
-def _stored_runs(store: Path) -> int:
-    """How many runs the store holds (0 where it is not one: stored_history says why)."""
+def _stored_runs(store: str) -> int:
+    """How many runs the store holds (ConfigError where it is not one: a server that cannot be reached
+    is asked once)."""
     from bench.analysis.store import StoreError, open_existing
+    from bench.config.problems import ConfigError
 
     try:
         return open_existing(store).count()
-    except StoreError:
-        return 0
+    except StoreError as exc:
+        raise ConfigError([f"--store: {exc}"]) from None
 
 
 def detect_in(pool):

@@ -1,19 +1,23 @@
-"""`fsdp-bench store {add,rebuild,export,stats} [--store PATH]`: the SQLite results store.
+"""`fsdp-bench store {add,rebuild,copy,export,stats} [--store STORE]`: the results store.
 
-The store (bench/analysis/store.py) is what `fsdp-bench history` reads: every night's results folder, from
-any cluster, added to one file. Adding is idempotent (a record already stored is left as it is);
+The store (bench/analysis/store/) is what `fsdp-bench history` reads: every night's results folder, from
+any cluster, added to one store: an SQLite file (a path, the default) or a PostgreSQL database a team
+shares (a `postgresql://` URL), named by --store or FSDP_BENCH_STORE. Adding is idempotent (a record already stored is left as it is);
 each stored record keeps its run time, git sha and environment. Preflight records found under
 RESULTS (`<sweep>/_preflight/<shape>/preflight.json`) are added beside them, so history can list
 the cluster's measured links over time.
 
 - `add RESULTS...`: ingest every result.json under each RESULTS (folders at any level, or files).
 - `rebuild RESULTS...`: drop the store and index the JSON records again (they are the truth).
+- `copy SRC DST`: every row of one store into another (SQLite to PostgreSQL and back), idempotent,
+  verified by the rows' content hashes.
 - `export OUT`: the latest record per point as a table (`.csv` or `.parquet`, as results.csv).
 - `stats`: how many records and preflights the store holds.
 
-Exit 0, 1 when some records were refused (each named on stderr, the others added) or the disk is
-full or read-only (one line), 2 on bad input (a RESULTS path that does not exist, a --store that
-is not a store), before anything is added.
+A store is printed with its password masked. Exit 0, 1 when some records were refused (each named on
+stderr, the others added) or the disk (the database server's too) is full or read-only (one line), 2 on
+bad input (a RESULTS path that does not exist, a --store that is not a store, an unknown URL scheme,
+a server that cannot be reached or refuses the credentials, no driver), before anything is added.
 """
 
 from __future__ import annotations
@@ -22,9 +26,9 @@ import argparse
 import sys
 from pathlib import Path
 
-from bench.cli.options import DEFAULT_STORE
+from bench.cli.options import STORE_DEFAULT_HELP, default_store
 
-HELP = "the SQLite results store that `history` reads: add (idempotent), rebuild, export, stats"
+HELP = "the results store that `history` reads (SQLite or PostgreSQL): add (idempotent), rebuild, copy, export, stats"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -37,8 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     export.add_argument("out", metavar="OUT", help="the table to write: a .csv or .parquet file")
     stats = sub.add_parser("stats", help="count the stored records and preflights")
     for action, created in ((add, True), (rebuild, True), (export, False), (stats, False)):
-        what = f"the store file (default: {DEFAULT_STORE}{'; created' if created else ''})"
-        action.add_argument("--store", default=DEFAULT_STORE, help=what)
+        what = (
+            f"the store: a path or a postgresql:// URL (default: {STORE_DEFAULT_HELP}{'; created' if created else ''})"
+        )
+        action.add_argument("--store", help=what)
+    copy = sub.add_parser("copy", help="copy every record and preflight of the store SRC into the store DST")
+    copy.add_argument("source", metavar="SRC", help="the store to copy: a path or a postgresql:// URL")
+    copy.add_argument("destination", metavar="DST", help="the store to copy into (created where missing)")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -50,24 +59,29 @@ def main(args: argparse.Namespace) -> int:
 
 def _store(args: argparse.Namespace) -> int:
     from bench.analysis import store
-    from bench.config.paths import input_problem, output_problem, require
+    from bench.analysis.store.location import masked, store_problem
+    from bench.config.paths import input_problem, require
     from bench.config.problems import ConfigError
 
-    path, action = Path(args.store), args.action
+    action = args.action
+    if action == "copy":
+        return _copy(args.source, args.destination)
+    location = args.store or default_store()
+    path = masked(location)  # what is printed
     require(
-        [output_problem("--store", path, "file") if action in ("add", "rebuild") else input_problem("--store", path, "file")]
+        [store_problem("--store", location, create=action in ("add", "rebuild"))]
         + [input_problem("RESULTS", root) for root in getattr(args, "results", [])]
         + [export_problem(args.out, store.EXPORT_FORMATS) if action == "export" else None]
     )  # fmt: skip
     try:
         if action == "export":
-            print(f"store {path}: wrote {store.export(path, args.out)}")
+            print(f"store {path}: wrote {store.export(location, args.out)}")
             return 0
         if action == "stats":
-            counted = store.stats(path)
+            counted = store.stats(location)
             print(f"store {path}: {counted.records} records, {counted.preflights} preflights (schema {counted.schema})")
             return 0
-        report = (store.add if action == "add" else store.rebuild)(path, args.results)
+        report = (store.add if action == "add" else store.rebuild)(location, args.results)
     except store.StoreError as exc:
         raise ConfigError([f"--store: {exc}"]) from None
     for problem in report.problems:
@@ -82,6 +96,25 @@ def _store(args: argparse.Namespace) -> int:
         f"{len(report.problems)} refused; {report.total} records in all{preflights}"
     )
     return 1 if report.problems else 0
+
+
+def _copy(source: str, destination: str) -> int:
+    from bench.analysis import store
+    from bench.analysis.store.location import masked, store_problem
+    from bench.config.paths import require
+    from bench.config.problems import ConfigError
+
+    require([store_problem("SRC", source), store_problem("DST", destination, create=True)])
+    try:
+        copied = store.copy(source, destination)
+    except store.StoreError as exc:
+        raise ConfigError([f"store copy: {exc}"]) from None
+    print(
+        f"store copy {masked(source)} -> {masked(destination)}: {copied.added} added, {copied.unchanged} already "
+        f"stored; preflights: {copied.preflights_added} added, {copied.preflights_unchanged} already stored; "
+        f"{copied.total} records, {copied.preflights_total} preflights in {masked(destination)}"
+    )
+    return 0
 
 
 def export_problem(out: str, formats: tuple[str, ...]) -> str | None:
