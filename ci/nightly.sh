@@ -14,7 +14,8 @@
 #   FSDP_BENCH_HISTORY_ARGS, FSDP_BENCH_CHECK_ARGS   more flags for history and check (default none)
 #
 # Exit 0 when every step passed, 2 on bad input (before anything ran) or a sweep that refused its
-# overrides, else the largest exit code of the steps (1: a point failed, a gate failed).
+# overrides, else the largest exit code of the steps (1: a point failed, a gate failed; 2: a step
+# refused its input, e.g. check with nothing to compare).
 set -uo pipefail
 
 fail_input() {
