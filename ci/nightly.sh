@@ -4,8 +4,8 @@
 # (history), compare with the baseline (check), render the report. docs/ci.md walks through it.
 #
 # Inputs (environment variables), every one checked before anything runs (exit 2, one line):
-#   FSDP_BENCH_STORE      required: the results store that outlives the night (a path on this
-#                         machine's disk or the cluster's shared filesystem)
+#   FSDP_BENCH_STORE      required: the results store that outlives the night (an absolute path on
+#                         this machine's disk or the cluster's shared filesystem, outside the checkout)
 #   FSDP_BENCH_BASELINE   required: a baseline file (`fsdp-bench baseline save`) or results folder
 #   FSDP_BENCH_OVERRIDES  required: what to sweep, e.g. `experiment=nightly` (space-separated overrides)
 #   FSDP_BENCH_REPEATS    runs of each point per night, sweep.repeats (default 3)
@@ -14,7 +14,8 @@
 #   FSDP_BENCH_HISTORY_ARGS, FSDP_BENCH_CHECK_ARGS   more flags for history and check (default none)
 #
 # Exit 0 when every step passed, 2 on bad input (before anything ran) or a sweep that refused its
-# overrides, else the largest exit code of the steps (1: a point failed, a gate failed).
+# overrides, else the largest exit code of the steps (1: a point failed, a gate failed; 2: a step
+# refused its input, e.g. check with nothing to compare).
 set -uo pipefail
 
 fail_input() {
@@ -42,16 +43,20 @@ integer_at_least FSDP_BENCH_NEW_RUNS 2
 [ -e "$FSDP_BENCH_BASELINE" ] || fail_input "FSDP_BENCH_BASELINE: $FSDP_BENCH_BASELINE does not exist"
 case "$FSDP_BENCH_STORE" in
   *://*) ;;  # a database URL: the store command checks it
-  *)
+  /*)
     store_dir=$(dirname -- "$FSDP_BENCH_STORE")
     [ -d "$store_dir" ] || fail_input "FSDP_BENCH_STORE: its folder $store_dir does not exist"
     ;;
+  # A checkout is cleaned between runs (actions/checkout, GitLab's clone): a store inside it would
+  # start every series over each night, silently.
+  *) fail_input "FSDP_BENCH_STORE: must be an absolute path (outside the checkout, which CI cleans) or a database URL, got '$FSDP_BENCH_STORE'" ;;
 esac
 command -v fsdp-bench >/dev/null || fail_input "fsdp-bench: not on PATH; install it (scripts/setup.sh) or put its venv's bin first"
 
 read -r -a overrides <<<"$FSDP_BENCH_OVERRIDES"
 read -r -a history_args <<<"${FSDP_BENCH_HISTORY_ARGS:-}"
 read -r -a check_args <<<"${FSDP_BENCH_CHECK_ARGS:-}"
+# ${a[@]+"${a[@]}"} below: an empty array is "unbound" under set -u before bash 4.4 (RHEL 7's 4.2).
 
 results="$FSDP_BENCH_OUT/results/$(date -u +%Y-%m-%dT%H%M%SZ)"
 logs="$FSDP_BENCH_OUT/logs"
@@ -75,9 +80,9 @@ step sweep fsdp-bench sweep "${overrides[@]}" "sweep.repeats=$FSDP_BENCH_REPEATS
 [ "$worst" -eq 2 ] && exit 2
 step store fsdp-bench store add "$results" --store "$FSDP_BENCH_STORE"
 step history fsdp-bench history --store "$FSDP_BENCH_STORE" --fail-on-new-regression "$FSDP_BENCH_NEW_RUNS" \
-  -o "$FSDP_BENCH_OUT/history" "${history_args[@]}"
+  -o "$FSDP_BENCH_OUT/history" ${history_args[@]+"${history_args[@]}"}
 step check fsdp-bench check "$results" --baseline "$FSDP_BENCH_BASELINE" --junit "$FSDP_BENCH_OUT/check/check.xml" \
-  --summary "$FSDP_BENCH_OUT/check/summary.md" "${check_args[@]}"
+  --summary "$FSDP_BENCH_OUT/check/summary.md" ${check_args[@]+"${check_args[@]}"}
 step report fsdp-bench report "$results" -o "$FSDP_BENCH_OUT/report"
 echo "nightly: exit $worst (results $results, outputs in $FSDP_BENCH_OUT)"
 exit "$worst"

@@ -110,7 +110,7 @@ def _nightly(tmp_path: Path, how: list[str], **inputs: str) -> subprocess.Comple
 
 
 VALID = {
-    "FSDP_BENCH_STORE": "store.sqlite",
+    "FSDP_BENCH_STORE": "TMP/store.sqlite",  # TMP: the test's folder
     "FSDP_BENCH_BASELINE": str(BASELINE),
     "FSDP_BENCH_OVERRIDES": ONE_POINT,
 }
@@ -123,14 +123,19 @@ VALID = {
         ({"FSDP_BENCH_BASELINE": ""}, "error: FSDP_BENCH_BASELINE: not set;"),
         ({"FSDP_BENCH_OVERRIDES": None}, "error: FSDP_BENCH_OVERRIDES: not set;"),
         ({"FSDP_BENCH_BASELINE": "missing.json"}, "error: FSDP_BENCH_BASELINE: missing.json does not exist"),
-        ({"FSDP_BENCH_STORE": "no/such/folder/s.sqlite"}, "error: FSDP_BENCH_STORE: its folder no/such/folder"),
+        ({"FSDP_BENCH_STORE": "TMP/no/such/s.sqlite"}, "error: FSDP_BENCH_STORE: its folder TMP/no/such does not exist"),
+        ({"FSDP_BENCH_STORE": "store.sqlite"}, "error: FSDP_BENCH_STORE: must be an absolute path"),
         ({"FSDP_BENCH_REPEATS": "0"}, "error: FSDP_BENCH_REPEATS: must be an integer >= 1, got '0'"),
         ({"FSDP_BENCH_NEW_RUNS": "x"}, "error: FSDP_BENCH_NEW_RUNS: must be an integer >= 2, got 'x'"),
     ],
-    ids=["store-unset", "baseline-empty", "overrides-unset", "baseline-missing", "store-folder", "repeats", "new-runs"],
-)
+    ids=[
+        "store-unset", "baseline-empty", "overrides-unset", "baseline-missing", "store-folder", "store-relative",
+        "repeats", "new-runs",
+    ],
+)  # fmt: skip
 def test_bad_input_is_one_line_naming_the_variable_and_exit_2(tmp_path, changed, named):
-    inputs = {k: v for k, v in (VALID | changed).items() if v is not None}
+    inputs = {k: v.replace("TMP", str(tmp_path)) for k, v in (VALID | changed).items() if v is not None}
+    named = named.replace("TMP", str(tmp_path))
     proc = _nightly(tmp_path, ["bash", str(NIGHTLY)], **inputs)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr.splitlines() == [proc.stderr.strip()] and proc.stderr.startswith(named), proc.stderr

@@ -100,6 +100,9 @@ def _history(values: list[float], **options):
 
 
 def test_a_noisy_series_is_listed_as_not_gated_on_every_output(tmp_path):
+    """The console, summary.md, history.xml and history.html (its page, without figures)."""
+    from reports.history.draw import render_page
+    from reports.history.inputs import PageInputs, page_inputs
     from reports.history.outputs import markdown_summary, write_history_junit
     from reports.history.table import console_lines, verdict_line
 
@@ -114,6 +117,8 @@ def test_a_noisy_series_is_listed_as_not_gated_on_every_output(tmp_path):
     assert f"not gated at 10% (a shift of that size would pass unseen): {result.series.label} ({reason})" in console
     assert f"not gated: {reason}" in console  # the series table's status
     assert "Not gated at 10%" in markdown_summary(history)
+    page = render_page(PageInputs(page_inputs(history, store="s.sqlite", command="").context, []), [])
+    assert f'<p class="note">Not gated at 10% (a shift of that size would pass unseen): {result.series.label}' in page
     write_history_junit(history, tmp_path / "h.xml")
     case = ET.parse(tmp_path / "h.xml").getroot().find("testsuite/testcase")
     assert case.find("skipped").get("message").startswith("not gated: ") and reason in case.find("skipped").get(

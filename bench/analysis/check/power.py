@@ -6,7 +6,9 @@ one-sided U test to reach `--alpha`; both are set by how much whole runs differ.
 is the pooled standard deviation of the log of each run's median (each run's value, for a run-level
 metric), and the smallest detectable change of log values is a two-sample t-test's:
 (t(1 - min(alpha, 2.5 %)) + t(95 %)) x noise x sqrt(1/runs before + 1/runs after), with the runs'
-degrees of freedom. A closed-form approximation of the rule, not a simulation of it. Where that is
+degrees of freedom. A closed-form approximation of the rule, not a simulation of it: conservative
+with 2-3 runs a side, a little optimistic with 5-10, and blind to the threshold the rule also needs
+the measured change to pass (docs/checks.md, tested against the rule itself). Where that is
 above the threshold, a pass says nothing about a change of the threshold's size: the row is `not
 gated` (docs/checks.md).
 """
