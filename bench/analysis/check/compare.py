@@ -294,11 +294,13 @@ def _power(
     a pass (`ok`, `noise`) whose runs could not have detected a change of the threshold's size is
     `not gated`, with the hint to add repeats."""
     higher = METRICS[threshold.metric].better == "higher"
-    detectable = detectable_change(base_runs, cur_runs, alpha, higher)
+    detectable = detectable_change(base_runs, cur_runs, alpha, higher, threshold.pct / 100)
     if detectable is None:
         return verdict, gating, "", confidence
     confidence = f"{confidence} detects>={detectable * 100:.1f}%"
-    if verdict not in ("ok", "noise") or detectable * 100 <= threshold.pct:
+    # Gated where the noise alone (no threshold) would let a change of the threshold's size through.
+    noise_only = detectable_change(base_runs, cur_runs, alpha, higher)
+    if verdict not in ("ok", "noise") or noise_only * 100 <= threshold.pct:
         return verdict, gating, "", confidence
     hint = (
         f"{threshold.metric}: the runs' noise hides a change of {threshold.pct:g}% (95% detects >= "

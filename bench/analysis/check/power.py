@@ -1,16 +1,16 @@
 """What a timing comparison of `check` can detect: the smallest change its rule calls a regression
-with DETECTION_PROBABILITY, given both sides' runs.
+with DETECTION_PROBABILITY, given both sides' runs and the threshold.
 
-The rule needs the bootstrap interval of the runs to exclude 1 (95 %, so 2.5 % a side) and the
-one-sided U test to reach `--alpha`; both are set by how much whole runs differ. So the runs' noise
-is the pooled standard deviation of the log of each run's median (each run's value, for a run-level
-metric), and the smallest detectable change of log values is a two-sample t-test's:
-(t(1 - min(alpha, 2.5 %)) + t(95 %)) x noise x sqrt(1/runs before + 1/runs after), with the runs'
-degrees of freedom. A closed-form approximation of the rule, not a simulation of it: conservative
-with 2-3 runs a side, a little optimistic with 5-10, and blind to the threshold the rule also needs
-the measured change to pass (docs/checks.md, tested against the rule itself). Where that is
-above the threshold, a pass says nothing about a change of the threshold's size: the row is `not
-gated` (docs/checks.md).
+The rule needs the bootstrap interval of the runs to exclude 1 (95 %, so 2.5 % a side), the
+one-sided U test to reach `--alpha`, and the measured change to pass the threshold. The first two
+are set by how much whole runs differ: the runs' noise is the pooled standard deviation of the log
+of each run's median (each run's value, for a run-level metric), and the standard error of the log
+ratio is noise x sqrt(1/runs before + 1/runs after). The measured log change must clear the larger
+of the threshold and t(1 - min(alpha, 2.5 %)) standard errors, so a true change clears it with
+DETECTION_PROBABILITY once it is t(95 %) standard errors beyond that bar. A closed-form
+approximation of the rule, not a simulation of it (tests/unit/test_check_power.py holds it against
+the rule itself; docs/checks.md says where it is conservative). A pass is `not gated` where the
+noise alone, with no threshold, hides a change of the threshold's size (docs/checks.md).
 """
 
 from __future__ import annotations
@@ -50,15 +50,23 @@ def t_quantile(p: float, df: int) -> float:
 
 
 def detectable_change(
-    before: Sequence[Sequence[float]], after: Sequence[Sequence[float]], alpha: float, higher_is_better: bool
+    before: Sequence[Sequence[float]],
+    after: Sequence[Sequence[float]],
+    alpha: float,
+    higher_is_better: bool,
+    threshold: float = 0.0,
 ) -> float | None:
     """The smallest change (a fraction, the worse way) detected with DETECTION_PROBABILITY by a
-    comparison of these runs (None: fewer than 2 runs a side)."""
+    comparison of these runs against `threshold` (a fraction; None: fewer than 2 runs a side)."""
     noise = runs_noise(before, after)
     if noise is None:
         return None
     df = len(before) + len(after) - 2
-    tail = min(alpha, INTERVAL_TAIL)
-    shift = (t_quantile(1 - tail, df) + t_quantile(DETECTION_PROBABILITY, df)) * noise
-    shift *= math.sqrt(1 / len(before) + 1 / len(after))
+    error = noise * math.sqrt(1 / len(before) + 1 / len(after))
+    if higher_is_better and threshold >= 1.0:
+        return 1.0  # no drop passes a threshold of 100 % or more
+    # The threshold as a log change the worse way: a drop of t for higher-is-better, a rise of t otherwise.
+    bar = -math.log1p(-threshold) if higher_is_better else math.log1p(threshold)
+    significant = t_quantile(1 - min(alpha, INTERVAL_TAIL), df) * error
+    shift = max(bar, significant) + t_quantile(DETECTION_PROBABILITY, df) * error
     return 1.0 - math.exp(-shift) if higher_is_better else math.exp(shift) - 1.0
