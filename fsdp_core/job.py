@@ -23,6 +23,7 @@ import os
 import random
 import signal
 import time
+from dataclasses import asdict
 from pathlib import Path
 
 import psutil
@@ -65,15 +66,21 @@ class JobClock:
         self.attempt = self._agreed_attempt() if self.journal else 0
         launched_at = _float_env(LAUNCHED_AT_ENV)
         process_start = psutil.Process().create_time()
-        first_in_process = "point_start" not in _LAUNCH
-        if first_in_process:
-            _LAUNCH["point_start"] = now
-            _LAUNCH["startup_s"] = now - (launched_at if launched_at is not None else process_start)
+        first_in_process = "started" not in _LAUNCH
+        _LAUNCH["started"] = now
         wall_start = None
         if self.attempt == 0:
             # The launch's first point holds the launch's start-up; a later point starts at its own start.
             wall_start = (launched_at if launched_at is not None else process_start) if first_in_process else now
+            if first_in_process:
+                _LAUNCH["startup_s"] = now - wall_start
+        elif first_in_process:
+            # A restarted process: the launch's start-up is what its first attempt journaled.
+            first = self._earlier_logs(self.rank)[:1]
+            if first and first[0].launch_startup_s is not None:
+                _LAUNCH["startup_s"] = first[0].launch_startup_s
         self.log = AttemptLog(self.attempt, self.rank, 0, wall_start=wall_start)
+        self.log.launch_startup_s = _LAUNCH.get("startup_s")
         self.log.marks.update({PROCESS_START: process_start, POINT_START: now})
         self._last = now
         self._pending: list[tuple[int, torch.Tensor]] = []  # losses not yet journaled
@@ -130,7 +137,7 @@ class JobClock:
     def _kill(self, step: int) -> None:
         note = KillNote(self.attempt, step, self.rank, time.time())
         self.job_dir.mkdir(parents=True, exist_ok=True)
-        write_json_atomic(kill_file(self.job_dir, self.attempt), note.__dict__)
+        write_json_atomic(kill_file(self.job_dir, self.attempt), asdict(note))
         os.kill(os.getpid(), signal.SIGKILL)
 
     def step_done(self, step: int, loss: torch.Tensor) -> None:
@@ -201,7 +208,7 @@ class JobClock:
             time.time(),
             self.spec.train.warmup_steps,
             queued_s=_float_env(QUEUED_S_ENV),
-            launch_startup_s=_LAUNCH.get("startup_s"),
+            launch_startup_s=self.log.launch_startup_s,
         )
 
 

@@ -68,6 +68,12 @@ class JobMetrics(Strict):
         0.0, description="after the last step: the window's close, the measured load, pruning, the record"
     )
     unattributed_s: float = Field(0.0, description="wall_s less every bucket")
+    startup_s: float | None = Field(
+        None, description="program_startup_s + initialization_s + step_startup_s (the catalogue's job_startup_s)"
+    )
+    lost_s: float | None = Field(
+        None, description="wasted_progress_s + recovery_s: what failures cost (the catalogue's job_lost_s)"
+    )
     launch_startup_s: float | None = Field(
         None,
         description="the launch's start-up (launch start to its first point's start): in the first point's "

@@ -56,13 +56,14 @@ class AttemptLog:
     losses: dict[int, float] = field(default_factory=dict)  # step -> this rank's loss
     journaled_at: float | None = None  # when the journal was last written (the end of a save)
     wall_start: float | None = None  # attempt 0: when the whole job's wall starts for this point
+    launch_startup_s: float | None = None  # the launch's start-up, as this attempt's process knew it
 
     def to_json(self) -> dict:
         return {
             "attempt": self.attempt, "rank": self.rank, "start_step": self.start_step, "marks": self.marks,
             "steps": [list(s) for s in self.steps], "saves": {str(k): v for k, v in self.saves.items()},
             "losses": {str(k): v for k, v in self.losses.items()}, "journaled_at": self.journaled_at,
-            "wall_start": self.wall_start,
+            "wall_start": self.wall_start, "launch_startup_s": self.launch_startup_s,
         }  # fmt: skip
 
     @classmethod
@@ -77,6 +78,7 @@ class AttemptLog:
             losses={int(k): float(v) for k, v in (data.get("losses") or {}).items()},
             journaled_at=data.get("journaled_at"),
             wall_start=data.get("wall_start"),
+            launch_startup_s=data.get("launch_startup_s"),
         )
 
 
@@ -166,6 +168,8 @@ def account(
         **buckets,
     )
     job.unattributed_s = wall - job.bucket_sum()
+    job.startup_s = job.program_startup_s + job.initialization_s + job.step_startup_s
+    job.lost_s = job.wasted_progress_s + job.recovery_s
     job.job_goodput = job.productive_s / wall if wall > 0 else None
     return job
 

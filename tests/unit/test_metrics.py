@@ -155,7 +155,7 @@ def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
     record = read_record(path)
     saves = raw["metrics"]["checkpoint"]["saves"]
     expected = statistics.median(s["bytes"] / s["durable_s"] for s in saves)
-    assert record.schema_version == 3 and len(saves) == 3
+    assert record.schema_version == 4 and len(saves) == 3
     assert record.metrics.checkpoint.write_bytes_per_s == pytest.approx(expected)
     assert records_to_frame([record])["ckpt_write_bytes_per_s"].iloc[0] == pytest.approx(expected)
 
