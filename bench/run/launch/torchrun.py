@@ -8,7 +8,7 @@ from __future__ import annotations
 
 # With restarts, each attempt's ranks get a store of their own (rank 0 serves it): by default they share
 # the agent's rendezvous store, whose keys outlive an attempt, and a restarted rank can read a dead
-# peer's address from it (the process group's connect is then refused; pytorch/pytorch#135712).
+# peer's address from it (the process group's connect is then refused).
 RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
 
 
