@@ -110,6 +110,22 @@ class ClusterSpec(Strict):
         80.0, gt=0, description="aggregate write/read bandwidth of the checkpoint storage the nodes share, Gbit/s"
     )
     source: Annotated[str, DESCRIBES] = ""
+    # Failures and prices describe the node type (or a user's contract), not what a point measures:
+    # outside its identity. Null: not modelled / no price.
+    node_mtbf_h: Annotated[float | None, DESCRIBES] = Field(
+        None, gt=0, description="one node's mean time between failures, hours (the planner's failure model); null: none"
+    )
+    restart_s: Annotated[float | None, DESCRIBES] = Field(
+        None,
+        ge=0,
+        description="seconds a restart takes before the restore (rendezvous, start-up, initialization), for the "
+        "planner; null: not counted (a record's metrics.job measures it)",
+    )
+    usd_per_node_hour: Annotated[float | None, DESCRIBES] = Field(
+        None, gt=0, description="price of one node for one hour, US dollars; null: no price"
+    )
+    price_source: Annotated[str | None, DESCRIBES] = Field(None, description="where usd_per_node_hour comes from")
+    price_as_of: Annotated[str | None, DESCRIBES] = Field(None, description="the date usd_per_node_hour was read")
     overrides: Annotated[dict[str, Any], DESCRIBES] = Field(
         default_factory=dict, description="fields set away from the preset when composed"
     )

@@ -52,6 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     parser.add_argument(
+        "--tokens",
+        metavar="N",
+        help="add each point's time (and cost, where the cluster has a price) to train N tokens, goodput at the "
+        "best checkpoint interval included (K, M, B/G, T suffixes: 2T = 2e12)",
+    )
+    parser.add_argument(
         "--best",
         action="store_true",
         help="search strategy x precision x micro-batch x grad_accum x checkpointing x compile and rank "
@@ -98,7 +104,13 @@ def _plan(args: argparse.Namespace) -> int:
             problems = {p for point in points if (p := compatibility_problem(point.spec, preflight))}
             if problems:
                 raise ConfigError(sorted(problems))
+        tokens = tokens_to_train(args.tokens)
         plans = predict_grid([point.spec for point in points], preflight)
+        if tokens is not None:
+            from bench.analysis.planner.failures import to_train
+
+            for plan in plans:
+                plan["to_train"] = to_train(tokens, plan)
         fields = parse_fields(args.fields, plans) if args.fields is not None else None
     except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
         return refused(exc)
@@ -116,6 +128,21 @@ def _plan(args: argparse.Namespace) -> int:
 
         print_plan(plans, args.csv)
     return 0
+
+
+def tokens_to_train(raw: str | None) -> float | None:
+    """`--tokens`'s count, or None without it; ConfigError (one line) for one that does not parse."""
+    if raw is None:
+        return None
+    from bench.config.problems import ConfigError
+    from bench.schema.units import parse_count
+
+    try:
+        return parse_count(raw)
+    except ValueError:
+        raise ConfigError(
+            [f"--tokens: cannot read {raw!r}; allowed: a positive number with an optional suffix K, M, B/G, T (2T)"]
+        ) from None
 
 
 def best(args: argparse.Namespace) -> int:

@@ -1,0 +1,94 @@
+"""The planner's failure model and cost: Young's and Daly's intervals, the goodput at the best one, the
+time and dollars to train N tokens, and their bad input (pure functions and in-process `plan` calls)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from bench_cli import in_process
+
+from bench.analysis.planner.failures import (
+    daly_goodput,
+    daly_interval_s,
+    job_mtbf_s,
+    plan_failures,
+    usd_per_mtoken,
+    young_interval_s,
+)
+from bench.schema.units import parse_count
+
+
+def test_young_and_daly_on_known_values():
+    assert job_mtbf_s(6300, 2048) == pytest.approx(6300 * 3600 / 2048)
+    assert young_interval_s(50.0, 10_000.0) == pytest.approx(1000.0)
+    # Daly: sqrt(2 δ M)(1 + sqrt(δ/2M)/3 + (δ/2M)/9) - δ, with δ/2M = 1/400.
+    assert daly_interval_s(50.0, 10_000.0) == pytest.approx(1000.0 * (1 + 0.05 / 3 + 0.0025 / 9) - 50.0)
+    assert daly_interval_s(500.0, 200.0) == 200.0  # a save longer than 2M: save every MTBF
+    # No failures in sight: the goodput tends to τ / (τ + δ).
+    assert daly_goodput(1000.0, 10.0, 0.0, 1e12) == pytest.approx(1000.0 / 1010.0, rel=1e-6)
+    # The best interval beats its neighbours.
+    best = daly_interval_s(50.0, 10_000.0)
+    assert daly_goodput(best, 50.0, 100.0, 1e4) > max(daly_goodput(t, 50.0, 100.0, 1e4) for t in (best / 2, best * 2))
+
+
+def test_the_plan_section_rounds_the_interval_to_whole_steps_and_counts_the_restart():
+    section = plan_failures(step_time_s=2.0, save_s=50.0, read_s=30.0, restart_s=120.0, node_mtbf_h=100.0, nodes=10)
+    assert section["job_mtbf_h"] == 10.0 and section["restart_s"] == 150.0 and section["restart_counts_startup"]
+    assert section["checkpoint_every"] == round(daly_interval_s(50.0, 36_000.0) / 2.0)
+    assert section["interval_s"] == 2.0 * section["checkpoint_every"]
+    assert section["goodput"] == pytest.approx(daly_goodput(section["interval_s"], 50.0, 150.0, 36_000.0))
+    assert usd_per_mtoken(36.0, 2, 1000.0) == pytest.approx(20.0)  # $72/h over 3.6M tokens/h
+    assert usd_per_mtoken(36.0, 2, 1000.0, goodput=0.5) == pytest.approx(40.0)
+    assert usd_per_mtoken(None, 2, 1000.0) is None
+
+
+def test_counts_parse_with_suffixes_and_nothing_else():
+    assert [parse_count(t) for t in ("2T", "1.5B", "3g", "10M", "7K", "5e11")] == [2e12, 1.5e9, 3e9, 1e7, 7e3, 5e11]
+    for bad in ("", "T", "2X", "-1T", "0", "nan", "inf"):
+        with pytest.raises(ValueError):
+            parse_count(bad)
+
+
+LLAMA_70B = (
+    "model=llama2-70b", "cluster=p5.48xlarge", "nodes=16", "gpus_per_node=8", "precision=bf16",
+    "train.activation_checkpointing=full", "train.micro_batch=1",
+)  # fmt: skip
+
+
+def test_70b_on_16_p5_nodes_at_a_node_mtbf_of_6300_h():
+    rc, out, err, _ = in_process(
+        "plan", *LLAMA_70B, "cluster.node_mtbf_h=6300", "cluster.usd_per_node_hour=50", "--tokens", "2T",
+        "--fields", "tokens_per_s,checkpoint.write_s,failures,cost,to_train",
+    )  # fmt: skip
+    assert rc == 0, err
+    (plan,) = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    failures, cost, train = plan["failures"], plan["cost"], plan["to_train"]
+    assert failures["job_mtbf_h"] == pytest.approx(393.75)
+    assert failures["young_interval_s"] == pytest.approx(math.sqrt(2 * plan["checkpoint.write_s"] * 393.75 * 3600))
+    assert 0.98 < failures["goodput"] < 1.0  # about 1 % to saves and redone work, before restart costs
+    assert not failures["restart_counts_startup"]  # cluster.restart_s unset: the restore alone
+    assert train["hours"] == pytest.approx(2e12 / (plan["tokens_per_s"] * failures["goodput"]) / 3600)
+    assert train["usd"] == pytest.approx(train["hours"] * 50 * 16)
+    assert cost["usd_per_mtoken"] == pytest.approx(50 * 16 / 3600 / (plan["tokens_per_s"] * failures["goodput"]) * 1e6)
+    assert cost["price_source"] is None  # a price given on the command line names no source
+
+
+def test_bad_tokens_and_non_positive_rates_are_one_line_exit_2():
+    rc, _, err, _ = in_process("plan", "model=debug", "--tokens", "2X")
+    assert rc == 2
+    assert err.strip() == (
+        "error: --tokens: cannot read '2X'; allowed: a positive number with an optional suffix K, M, B/G, T (2T)"
+    )
+    for key in ("cluster.node_mtbf_h", "cluster.usd_per_node_hour"):
+        rc, _, err, _ = in_process("plan", "model=debug", f"{key}=0")
+        assert rc == 2 and f"{key}: Input should be greater than 0" in err and "Traceback" not in err
+
+
+def test_a_plan_without_failure_rate_or_price_has_neither_section():
+    rc, out, err, _ = in_process("plan", "model=debug", "--tokens", "1M", "--json")
+    assert rc == 0, err
+    (plan,) = json.loads(out)
+    assert "failures" not in plan and "cost" not in plan
+    assert plan["to_train"]["goodput"] == 1.0 and plan["to_train"]["usd"] is None
