@@ -562,6 +562,15 @@ CATALOGUE: tuple[Metric, ...] = (
         description="steps that ran in an attempt a failure ended and ran again after the restart",
         views=frozenset({"frame", "console"}), display=Display(fmt="d"), group=_JOB, store_type="INTEGER",
     ),
+    # Computed by the report's frame from the record's price (spec.cluster.usd_per_node_hour, a DESCRIBES
+    # fact that may be set after the run) and its throughput (bench.analysis.planner.failures.usd_per_mtoken).
+    Metric(
+        name="usd_per_mtoken", path=None, unit="USD/Mtoken", better="lower", kind="timing", per="run",
+        label="$/Mtoken", ranks="world", repeats="median",
+        description="cluster.usd_per_node_hour x nodes over the tokens of an hour at tokens_per_s, times "
+                    "job_goodput where the record has it; null without a price",
+        views=frozenset({"frame"}), display=Display(fmt=".3g"),
+    ),
     # Computed by the report's aggregation (bench.analysis.stats.scaling_efficiency), not stored in a record.
     Metric(
         name="scaling_efficiency", path=None, unit="fraction", better="higher", kind="timing", per="run",

@@ -92,3 +92,24 @@ def test_a_plan_without_failure_rate_or_price_has_neither_section():
     (plan,) = json.loads(out)
     assert "failures" not in plan and "cost" not in plan
     assert plan["to_train"]["goodput"] == 1.0 and plan["to_train"]["usd"] is None
+
+
+def test_the_reports_frame_prices_each_record_with_its_job_goodput():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+    from record_factory import make_record
+
+    from bench.analysis.report.frame import records_to_frame
+    from bench.schema.job import JobMetrics
+
+    priced = make_record(nodes=2, tokens_per_s=1000.0, **{"cluster.usd_per_node_hour": 36.0})
+    with_job = make_record(nodes=2, tokens_per_s=1000.0, sweep="b", **{"cluster.usd_per_node_hour": 36.0})
+    with_job.metrics.job = JobMetrics(wall_s=10.0, job_goodput=0.5)
+    unpriced = make_record(nodes=2, tokens_per_s=1000.0, sweep="c")
+    assert priced.point_id == unpriced.point_id  # a price describes the node type: not in the id
+    frame = records_to_frame([priced, with_job, unpriced]).set_index("sweep")
+    assert frame.loc["unit", "usd_per_mtoken"] == pytest.approx(20.0)
+    assert frame.loc["b", "usd_per_mtoken"] == pytest.approx(40.0)
+    assert math.isnan(frame.loc["c", "usd_per_mtoken"])
