@@ -186,7 +186,9 @@ def test_the_launch_file_is_typed_and_keeps_its_field_names(tmp_path):
     path = tmp_path / "launch.json"
     launch.write(path)
     data = json.loads(path.read_text())
-    assert list(data) == ["points", "peak_table", "git", "harness", "preflight", "conditions", "owner"]
+    assert list(data) == [
+        "points", "peak_table", "git", "harness", "preflight", "conditions", "owner", "max_failures",
+    ]  # fmt: skip
     assert list(data["points"][0]) == [
         "point_id", "point_dir", "spec", "recipe", "mfu_peak_dtype", "fp8_peak_dtype", "log_dir",
     ]  # fmt: skip
