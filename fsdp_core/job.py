@@ -48,6 +48,7 @@ from bench.schema.job_accounting import (
 )
 from bench.schema.protocol import JOB_DIR, LAUNCHED_AT_ENV, QUEUED_S_ENV
 from bench.schema.spec import RunSpec
+from fsdp_core.lifeline import check_owned
 
 # When this process's first point started, against the launch's start: the launch's start-up, which
 # the first point's record holds and every later point's record repeats (docs/reliability.md).
@@ -118,6 +119,8 @@ class JobClock:
 
     def _mark(self, name: str) -> None:
         self._last = self.log.marks[name] = time.time()
+        if self.journal:  # an attempt may die before its first save: its phases are journaled as they end
+            self._write()
 
     # -- the loop's --
 
@@ -175,6 +178,7 @@ class JobClock:
         self.log.marks[LOOP_END] = self._last
 
     def _write(self) -> None:
+        check_owned()  # as every rank's write: never for a launch another fsdp-bench owns now
         write_json_atomic(attempt_file(self.job_dir, self.attempt, self.rank), self.log.to_json())
 
     # -- after the loop --

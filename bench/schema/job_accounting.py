@@ -130,8 +130,10 @@ def account(
             failed_at = failure_time(previous, kills.get(previous.attempt))
             buckets["recovery_s"] += marks[PROCESS_START] - failed_at
             buckets["program_startup_s"] += marks[POINT_START] - marks[PROCESS_START]
-        buckets["initialization_s"] += marks[INIT_DONE] - marks[POINT_START]
-        buckets["restore_s"] += marks[RESTORE_DONE] - marks[INIT_DONE]
+        # An attempt that failed before a phase ended has no mark for it: the phase ends at the failure.
+        init_done = marks.get(INIT_DONE, last_mark(log))
+        buckets["initialization_s"] += init_done - marks[POINT_START]
+        buckets["restore_s"] += marks.get(RESTORE_DONE, init_done) - init_done
         # The steps whose result survived: all of the last attempt's, those before the step the next
         # attempt resumed at for the others.
         kept_below = logs[index + 1].start_step if log is not last else None
@@ -146,8 +148,7 @@ def account(
             buckets["checkpoint_save_s" if kept else "wasted_progress_s"] += seconds
         if log is not last:
             kill = kills.get(log.attempt)
-            journaled = log.journaled_at if log.journaled_at is not None else marks[RESTORE_DONE]
-            buckets["wasted_progress_s"] += failure_time(log, kill) - journaled
+            buckets["wasted_progress_s"] += failure_time(log, kill) - last_mark(log)
             ran_to = kill.step if kill is not None else max((s for s, _ in log.steps), default=-1) + 1
             redone += max(0, ran_to - kept_below)
     steady = [seconds for seconds, early in surviving if not early] or [seconds for seconds, _ in surviving]
@@ -174,8 +175,13 @@ def account(
     return job
 
 
+def last_mark(log: AttemptLog) -> float:
+    """The last moment an attempt's journal accounts for: its last save, else its last phase's end."""
+    if log.journaled_at is not None:
+        return log.journaled_at
+    return max(log.marks[name] for name in (POINT_START, INIT_DONE, RESTORE_DONE) if name in log.marks)
+
+
 def failure_time(log: AttemptLog, kill: KillNote | None) -> float:
     """When an attempt ended: its injected kill, else (a real loss says nothing) its last journal."""
-    if kill is not None:
-        return kill.at
-    return log.journaled_at if log.journaled_at is not None else log.marks[RESTORE_DONE]
+    return kill.at if kill is not None else last_mark(log)

@@ -240,3 +240,19 @@ def test_the_pytorchjob_restarts_pods_and_agents_and_the_crd_accepts_it(tmp_path
     # The deadline covers every attempt.
     deadline = thrice["spec"]["runPolicy"]["activeDeadlineSeconds"]
     assert math.isclose(deadline, 3 * once["spec"]["runPolicy"]["activeDeadlineSeconds"], abs_tol=3)
+
+
+def test_an_attempt_killed_before_its_first_save_and_one_lost_in_initialization():
+    """Attempt 0 dies at step 3 before any save (its journal: its phases only), attempt 1 is lost during
+    initialization without a note (its journal: its start), attempt 2 starts again at 0 and finishes."""
+    first = attempt(0, 0, range(3), [], t0=0.0, wall_start=0.0)
+    first.steps, first.losses = [], {}  # nothing journaled after the restore
+    kill0 = first.marks[RESTORE_DONE] + 3 * STEP_S + 2.0
+    second = AttemptLog(1, 0, 0, marks={PROCESS_START: kill0 + 1.0, POINT_START: kill0 + 3.0})
+    third = attempt(2, 0, range(4), [3], t0=kill0 + 10.0)
+    job = account([first, second, third], {0: KillNote(0, 3, 1, kill0)}, third.marks[LOOP_END], warmup_steps=1)
+    assert (job.attempts, job.steps_redone) == (3, 3)
+    assert job.wasted_progress_s == pytest.approx(3 * STEP_S + 2.0)  # the three steps, their first one's excess
+    assert job.recovery_s == pytest.approx(1.0 + 7.0)  # attempt 1 ends at its start: the rest is recovery
+    assert job.initialization_s == pytest.approx(3.0 + 0.0 + 3.0)
+    assert abs(job.unattributed_s) < 1e-9
