@@ -256,3 +256,22 @@ def test_an_attempt_killed_before_its_first_save_and_one_lost_in_initialization(
     assert job.recovery_s == pytest.approx(1.0 + 7.0)  # attempt 1 ends at its start: the rest is recovery
     assert job.initialization_s == pytest.approx(3.0 + 0.0 + 3.0)
     assert abs(job.unattributed_s) < 1e-9
+
+
+def test_the_sweeps_overhead_line_splits_the_points_walls():
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+    from record_factory import make_record
+
+    from reports.console import sweep_overhead_line
+
+    logs, kills, end = issue_loop()
+    record = make_record()
+    record.metrics.timed_window_s = 2.0
+    assert sweep_overhead_line([record], [record.point_id], 40.0) == "sweep overhead: 40.0 s wall / 2.0 s timed = 20.0x"
+    record.metrics.job = account(logs, kills, end, warmup_steps=2, launch_startup_s=12.0)
+    assert sweep_overhead_line([record], [record.point_id], 40.0) == (
+        "sweep overhead: 40.0 s wall / 2.0 s timed = 20.0x "
+        "(points: start-up 31.0 s, saves 1.5 s, lost 11.0 s, productive 12.0 s)"
+    )
