@@ -121,6 +121,39 @@ def checkpoint_table(predictions: Sequence[dict[str, Any]]):
     return table
 
 
+def failures_table(predictions: Sequence[dict[str, Any]]):
+    """Per point with a failure model, a price or tokens to train: the job's MTBF, the best checkpoint
+    interval and its goodput, dollars per million tokens (with the price's date and source), and the
+    time and cost to train (bench/analysis/planner/failures.py)."""
+    from rich.table import Table
+
+    table = Table(title="failures and cost", title_justify="left")
+    names = ("point", "job MTBF h", "Young s", "best every", "goodput", "$/Mtoken", "price of", "to train", "cost $")
+    for name in names:
+        table.add_column(name, justify="left" if name in ("point", "price of") else "right")
+    for p in predictions:
+        failures, cost, train = p.get("failures") or {}, p.get("cost") or {}, p.get("to_train") or {}
+        price_of = " ".join(str(v) for v in (cost.get("price_as_of"), cost.get("price_source")) if v)
+        table.add_row(
+            point_label(p["spec"]),
+            f"{failures['job_mtbf_h']:,.1f}" if failures else "-",
+            f"{failures['young_interval_s']:,.0f}" if failures else "-",
+            f"{failures['checkpoint_every']:,} steps" if failures else "-",
+            _pct(failures.get("goodput")) if failures else "-",
+            f"{cost['usd_per_mtoken']:.3g}" if cost.get("usd_per_mtoken") else "no price",
+            price_of or ("given, unsourced" if cost else "-"),
+            _duration(train.get("hours")),
+            f"{train['usd']:,.0f}" if train.get("usd") else "-",
+        )
+    return table
+
+
+def _duration(hours: float | None) -> str:
+    if hours is None:
+        return "-"
+    return f"{hours / 24:,.1f} d" if hours >= 48 else f"{hours:,.3g} h"
+
+
 def assumption_lines(predictions: Sequence[dict[str, Any]]) -> list[str]:
     """One line per distinct set of assumptions (cluster, efficiency, calibration)."""
     seen: dict[str, None] = {}
@@ -209,6 +242,8 @@ def print_plan(plans: Sequence[dict[str, Any]], csv_path: Path | None = None) ->
         console.print(memory_table(plans))
         if any(p["spec"]["train"].get("checkpoint", "none") != "none" for p in plans):
             console.print(checkpoint_table(plans))
+        if any(key in p for p in plans for key in ("failures", "cost", "to_train")):
+            console.print(failures_table(plans))
         if csv_path is not None:
             console.print(f"every point, one row each: {csv_path}", highlight=False)
     for line in assumption_lines(plans):

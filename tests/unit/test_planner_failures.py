@@ -113,3 +113,14 @@ def test_the_reports_frame_prices_each_record_with_its_job_goodput():
     assert frame.loc["unit", "usd_per_mtoken"] == pytest.approx(20.0)
     assert frame.loc["b", "usd_per_mtoken"] == pytest.approx(40.0)
     assert math.isnan(frame.loc["c", "usd_per_mtoken"])
+
+
+def test_the_plan_table_shows_failures_and_cost_and_says_no_price():
+    rc, out, err, _ = in_process(*("plan", *LLAMA_70B, "cluster.node_mtbf_h=6300", "cluster.usd_per_node_hour=50"))
+    assert rc == 0, err
+    assert "failures and cost" in out and "393.8" in out and "given, unsourced" in out
+    rc, out, err, _ = in_process("plan", "model=debug", "--tokens", "1M")
+    assert rc == 0, err
+    assert "no price" in out
+    rc, out, err, _ = in_process("plan", "model=debug")
+    assert rc == 0 and "failures and cost" not in out
