@@ -359,18 +359,23 @@ def search_tables(result, top: int):
     """`plan --best`: the top K configurations, then the next K and why each loses to #1."""
     from rich.table import Table
 
-    from bench.analysis.planner.search import candidate_label, loss_reason
+    from bench.analysis.planner.search import loss_reason
 
     objective, winner = result.objective, result.ranked[0]
     best = winner.value(objective)
+    label = _search_label(result)
+    extra = objective in ("cost", "time_to_train")  # the objective's own value: not among the columns
     ranked = Table(title=f"top {min(top, len(result.ranked))} by predicted {objective}", title_justify="left")
-    for name in ("#", "configuration", "tok/s", "tok/s/dev", "MFU", "mem GiB", "step s", "compute", "exposed comm", "other"):  # fmt: skip
+    names = ("#", "configuration", *((objective,) if extra else ()), "tok/s", "tok/s/dev", "MFU", "mem GiB", "step s",
+             "compute", "exposed comm", "other")  # fmt: skip
+    for name in names:
         ranked.add_column(name, justify="left" if name == "configuration" else "right")
     for i, c in enumerate(result.ranked[:top], 1):
         p = c.prediction
         split = p["step_time_split_s"]
         ranked.add_row(
-            str(i), candidate_label(c), f"{p['tokens_per_s']:,.0f}", f"{p['tokens_per_s_per_device']:,.0f}",
+            str(i), label(c), *((_objective_text(objective, c.value(objective)),) if extra else ()),
+            f"{p['tokens_per_s']:,.0f}", f"{p['tokens_per_s_per_device']:,.0f}",
             _pct(p["mfu"]), f"{p['memory_bytes_per_device']['total'] / GIB:.1f}/{p['device_memory_bytes'] / GIB:.0f}",
             f"{p['step_time_s']:.3f}", f"{split['compute']:.3f}", f"{split['exposed_comm']:.3f}", f"{split['other']:.3f}",
         )  # fmt: skip
@@ -380,16 +385,36 @@ def search_tables(result, top: int):
         losers.add_column(name, justify="left" if name in ("configuration", "main reason") else "right")
     for i, c in enumerate(following, top + 1):
         value = c.value(objective)
-        shown = _pct(value) if objective == "mfu" else f"{value:,.0f}"
-        losers.add_row(str(i), candidate_label(c), shown, f"{value / best - 1:+.1%}", loss_reason(c, winner))
+        shown = _objective_text(objective, value)
+        losers.add_row(str(i), label(c), shown, f"{value / best - 1:+.1%}", loss_reason(c, winner))
     return ranked, losers if following else None
+
+
+def _objective_text(objective: str, value: float) -> str:
+    if objective == "mfu":
+        return _pct(value)
+    if objective == "cost":
+        return f"{value:.3g} $/Mtok"
+    if objective == "time_to_train":
+        return _duration(value)
+    return f"{value:,.0f}"
+
+
+def _search_label(result):
+    """A candidate's label: its searched axes, and its node count where nodes are searched."""
+    from bench.analysis.planner.search import candidate_label
+
+    if "nodes" not in result.axes:
+        return candidate_label
+    return lambda c: f"{c.point.spec.nodes} nodes {candidate_label(c)}"
 
 
 def search_header(result) -> list[str]:
     s = result.setup
     excluded = sum(result.excluded.values())
+    nodes = ",".join(result.axes["nodes"]) if "nodes" in result.axes else s["nodes"]
     lines = [
-        f"fsdp-bench plan --best: {s['model']['name']} on {s['nodes']} x {s['gpus_per_node']} {s['cluster']['name']} "
+        f"fsdp-bench plan --best: {s['model']['name']} on {nodes} x {s['gpus_per_node']} {s['cluster']['name']} "
         f"({s['cluster']['device']['name']}), sequence {s['train']['seq_len']}, ranked by predicted {result.objective}",
         f"searched {result.searched:,} configurations: {len(result.ranked):,} fit, {len(result.not_fitting):,} do not fit, "
         f"{excluded:,} break a launch rule",

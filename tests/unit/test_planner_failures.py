@@ -124,3 +124,58 @@ def test_the_plan_table_shows_failures_and_cost_and_says_no_price():
     assert "no price" in out
     rc, out, err, _ = in_process("plan", "model=debug")
     assert rc == 0 and "failures and cost" not in out
+
+
+# plan --best by cost and time to train: nodes become a searched axis, ranked lowest first.
+SEARCH = (
+    "model=llama2-70b", "cluster=p5.48xlarge", "nodes=8,16,32", "strategy=full_shard", "precision=bf16",
+    "train.micro_batch=1,2", "train.activation_checkpointing=full", "train.compile=false",
+    "cluster.node_mtbf_h=6300", "cluster.usd_per_node_hour=50",
+)  # fmt: skip
+
+
+def best_json(*args) -> dict:
+    rc, out, err, _ = in_process("plan", "--best", *args, "--json")
+    assert rc == 0, err
+    return json.loads(out)
+
+
+def test_the_cheapest_and_the_fastest_search_the_node_counts_lowest_first():
+    cost = best_json(*SEARCH, "--objective", "cost", "--top", "6")
+    assert cost["axes"]["nodes"] == ["8", "16", "32"]
+    values = [c["cost"]["usd_per_mtoken"] for c in cost["top"]]
+    assert values == sorted(values) and len({c["spec"]["nodes"] for c in cost["top"]}) > 1
+    fastest = best_json(*SEARCH, "search.tokens=2T", "--objective", "time_to_train", "--top", "6")
+    hours = [c["to_train"]["hours"] for c in fastest["top"]]
+    assert hours == sorted(hours) and fastest["top"][0]["spec"]["nodes"] == 32  # more nodes, sooner
+    # A budget drops what costs more.
+    budget = fastest["top"][-1]["to_train"]["usd"] * 0.999
+    limited = best_json(*SEARCH, f"search.max_usd={budget}", "--tokens", "2T", "--objective", "time_to_train")
+    assert all(c["to_train"]["usd"] <= budget for c in limited["top"])
+
+
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        (("--objective", "time_to_train"), "error: search.objective: time_to_train needs search.tokens (the tokens "
+                                           "to train, e.g. search.tokens=2T)"),
+        (("cluster.usd_per_node_hour=null", "--objective", "cost"), "error: search.objective: cost needs a price: "
+                                                                     "cluster.usd_per_node_hour is not set for "
+                                                                     "p5.48xlarge; set it"),
+        (("search.tokens=2T", "search.max_hours=1", "--objective", "time_to_train"),
+         "error: search: none of the 6 fitting configurations meets search.max_hours=1 (the fastest takes "),
+        (("search.max_hours=0", "--objective", "time_to_train"), "error: search.max_hours: Input should be greater "
+                                                                  "than 0"),
+        (("search.tokens=2Q", "--objective", "time_to_train"), "error: search.tokens: cannot read '2Q'; allowed: a "
+                                                               "positive number with an optional suffix K, M, B/G, "
+                                                               "T (2T)"),
+    ],
+)  # fmt: skip
+def test_a_search_it_cannot_rank_is_one_line_exit_2(args, line):
+    rc, _, err, _ = in_process("plan", "--best", *SEARCH, *args)
+    assert rc == 2 and err.startswith(line), err
+
+
+def test_nodes_stay_one_setup_for_the_throughput_objectives():
+    rc, _, err, _ = in_process("plan", "--best", *SEARCH)
+    assert rc == 2 and "nodes too with search.objective cost or time_to_train" in err

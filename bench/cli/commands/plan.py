@@ -66,7 +66,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", default="3", metavar="K", help="with --best: how many configurations to show (3)")
     parser.add_argument(
         "--objective",
-        help="with --best: tokens_per_s (default, search.objective), tokens_per_s_per_device or mfu",
+        help="with --best: tokens_per_s (default, search.objective), tokens_per_s_per_device, mfu; cost ($ per million "
+        "tokens: needs cluster.usd_per_node_hour) or time_to_train (needs --tokens), which search nodes=8,16,... too",
     )
 
 
@@ -157,7 +158,10 @@ def best(args: argparse.Namespace) -> int:
             raise ConfigError(["--csv: writes a grid's points; with --best use --json or --fields"])
         top = top_count(args.top)
         preflight = read_preflight(args.preflight) if args.preflight else None
-        result = search(args.overrides, args.objective, preflight)
+        overrides = list(args.overrides)
+        if tokens_to_train(args.tokens) is not None:  # --tokens: search.tokens, checked here for its one line
+            overrides.append(f"search.tokens={args.tokens}")
+        result = search(overrides, args.objective, preflight)
         found = as_json(result, top)
         ranked = [found[key] for key in RANKED]
         fields = parse_fields(args.fields, [c for group in ranked for c in group]) if args.fields is not None else None
