@@ -3,5 +3,5 @@ precision.py, op_sac.py (per-op activation checkpointing), ops.py (op lookup tol
 without some op), data.py, train.py (the timed loop), checkpoint.py (DCP), checkpoint_staging.py
 (async saves' host buffers), metrics.py, comm_counter.py, compile_stats.py, telemetry.py,
 telemetry_readers.py, telemetry_summary.py, preflight.py, lifeline.py (processes that die with their
-parent). Imports bench.schema and nothing else of bench.
+parent), job.py (the whole job's clock, the attempts' journals and the debug kills). Imports bench.schema and nothing else of bench.
 """

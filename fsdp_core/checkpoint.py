@@ -294,17 +294,21 @@ class Checkpointer:
 
     # -- before the loop --
 
-    def start(self) -> int:
-        """The first step to run: after the restored checkpoint, or 0 (a fresh run drops a stale marker)."""
+    def start(self, restarted: bool = False) -> int:
+        """The first step to run: after the restored checkpoint, or 0 (a fresh run drops a stale marker).
+
+        `restarted`: a later attempt at the point after a failure (fsdp_core/job.py): it resumes from the
+        latest complete checkpoint, or starts at 0 where the failure came before the first save."""
         location = _LISTENER.restore_location(self.point_id) if _LISTENER else None
-        if location is None and self.train.resume:
+        if location is None and (self.train.resume or restarted):
             marker = self.agreed_marker()
-            if marker is None:
+            if marker is None and not restarted:
                 raise RuntimeError(
                     f"train.resume: no complete checkpoint in {self.directory} "
                     f"(no '{CHECKPOINT_MARKER}' marker naming a step folder with DCP metadata)"
                 )
-            location = join(self.directory, marker.folder)
+            # A restart that failed before its first save has nothing to resume from: it starts at 0.
+            location = join(self.directory, marker.folder) if marker is not None else None
         if location is None:
             if self.mode != "none" and self.rank == 0:
                 self._prepare_fresh_dir()

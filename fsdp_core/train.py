@@ -33,6 +33,16 @@ from fsdp_core.precision import after_optimizer_step
 from fsdp_core.telemetry import Sampler, prepare_sampler
 
 
+class StepClock(Protocol):
+    """The whole job's clock (fsdp_core/job.py): told when each step starts, ends and its hook is done."""
+
+    def before_step(self, step: int) -> None: ...
+
+    def step_done(self, step: int, loss: torch.Tensor) -> None: ...
+
+    def hook_done(self, step: int) -> None: ...
+
+
 class StepHook(Protocol):
     def after_step(self, step: int) -> None: ...
 
@@ -99,11 +109,13 @@ def run_loop(
     device: torch.device,
     hook: StepHook | None = None,
     start_step: int = 0,
+    clock: StepClock | None = None,
 ) -> LoopResult:
     """Warm-up steps (the last one counted), then timed steps bounded by device syncs.
 
     `start_step` is what the spec cannot say: where a resumed run starts (after its checkpoint's
     step, fsdp_core/checkpoint.py). A resumed run injects no fault: it recovers from the one that fired.
+    The `clock` (the whole job's accounting, and the debug kills) sees every step's start and end.
     """
     train = spec.train
     timer, counter = StepTimer(device), CommCounter(model.parameters())
@@ -113,6 +125,8 @@ def run_loop(
     sampler = telemetry_sampler(spec.telemetry, device, rank)
     skipped = None  # fp16: timed steps the gradient scaler skipped, counted on its device
     for step in range(start_step, train.steps):
+        if clock is not None:
+            clock.before_step(step)
         if start_step == 0:
             inject_fault(spec.debug, step, rank)
         counted = step == train.warmup_steps - 1
@@ -138,8 +152,12 @@ def run_loop(
             # any rank: ShardedGradScaler agrees across ranks); compared on the device, read after the loop.
             skip = (scaler_scale(scaler, device) < scale_before).long()
             skipped = skip if skipped is None else skipped + skip
+        if clock is not None:
+            clock.step_done(step, losses[-1])
         if hook is not None:
             hook.after_step(step)
+        if clock is not None:
+            clock.hook_done(step)
     if hook is not None:
         hook.close()
     synchronize(device)

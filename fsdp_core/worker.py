@@ -29,6 +29,7 @@ import torch.distributed as dist
 from bench.schema.devices import PeakEntry, peak_tflops
 from bench.schema.files import write_json_atomic
 from bench.schema.protocol import (
+    PREFLIGHT_MEASUREMENTS,
     RANKS_PER_HOST_ENV,
     RESULT_FILE,
     STARTED_MARK,
@@ -44,6 +45,7 @@ from bench.schema.protocol import (
 from bench.schema.record import SCHEMA_VERSION, Metrics, RunResult, rank_record_json
 from bench.schema.spec import RunSpec
 from fsdp_core.data import build_source
+from fsdp_core.job import JobClock
 from fsdp_core.lifeline import LaunchAbandoned, bind_to_agent, check_owned, hold, still_owned
 from fsdp_core.metrics import (
     capture_env,
@@ -90,12 +92,13 @@ def init_distributed(device: torch.device, timeout: dt.timedelta, cpu_offload: b
 
 def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
     """Train one point and have rank 0 write its record; leave no compiled state behind."""
-    spec, started, t0 = point.spec, now_iso(), time.perf_counter()
+    spec, started, t0, entered = point.spec, now_iso(), time.perf_counter(), time.time()
     train = spec.train
     point_dir = Path(point.point_dir)
     device = setup_device(spec.device_type, train.threads_per_rank)
     timeout = dt.timedelta(seconds=collective_timeout_s(spec.sweep.point_timeout_s))
     init_distributed(device, timeout, train.cpu_offload)
+    clock = JobClock(spec, point_dir, launch.max_failures, started=entered)
     if dist.get_rank() == 0:
         check_owned()
         point_dir.mkdir(parents=True, exist_ok=True)
@@ -116,8 +119,14 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
 
             directory = checkpoint_location(train, point.point_dir)
             checkpointer = Checkpointer(train, directory, point.point_id, model, optimizer, scaler, timeout, device)
-        start_step = checkpointer.start() if checkpointer else 0
-        loop = run_loop(model, optimizer, scaler, source, spec, device, hook=checkpointer, start_step=start_step)
+        clock.initialized()
+        start_step = checkpointer.start(restarted=clock.attempt > 0) if checkpointer else 0
+        clock.restored(start_step)
+        loop = run_loop(
+            model, optimizer, scaler, source, spec, device, hook=checkpointer, start_step=start_step, clock=clock
+        )
+        clock.loop_ended()
+        loop.losses = clock.full_losses(loop.losses)  # a restarted attempt's record holds every step
         if checkpointer:
             checkpointer.finish()  # after the timed window: the measured load, then old step folders go
         record = assemble_record(point, launch, loop, device, started, time.perf_counter() - t0)
@@ -127,6 +136,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
             record.metrics.compile = compile_stats.summary()
         if dist.get_rank() == 0:
             check_owned()
+            record.metrics.job = clock.section()
             write_json_atomic(point_dir / RESULT_FILE, rank_record_json(record))
         del model, optimizer, scaler
     finally:
@@ -310,9 +320,11 @@ def run_launch(launch: LaunchFile | dict) -> None:
     launch = launch if isinstance(launch, LaunchFile) else LaunchFile.model_validate(launch)
     items = [p.point_dir for p in launch.points] + ([launch.preflight.point_dir] if launch.preflight else [])
     hold(launch.owner, sweep_dir_of(Path(items[0])) / SWEEP_LOCK if items else None)
-    if launch.preflight is not None:
+    if launch.preflight is not None and not (Path(launch.preflight.point_dir) / PREFLIGHT_MEASUREMENTS).exists():
         run_preflight_task(launch.preflight, launch)
     for point in launch.points:
+        if (Path(point.point_dir) / RESULT_FILE).exists():
+            continue  # recorded by this launch before a restart (the parent clears older records first)
         try:
             run_point(point, launch)
         except BaseException as exc:  # noqa: BLE001 - every failure must leave its reason behind

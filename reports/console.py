@@ -113,7 +113,17 @@ def sweep_overhead_line(records, ran, wall_s: float) -> str | None:
     timed = sum(r.metrics.timed_window_s or 0.0 for r in records if r.point_id in ran)
     if timed <= 0:
         return None
-    return f"sweep overhead: {wall_s:.1f} s wall / {timed:.1f} s timed = {wall_s / timed:.1f}x"
+    line = f"sweep overhead: {wall_s:.1f} s wall / {timed:.1f} s timed = {wall_s / timed:.1f}x"
+    jobs = [r.metrics.job for r in records if r.point_id in ran and r.metrics.job is not None]
+    if jobs:  # where the points' own walls went (metrics.job, docs/reliability.md)
+        parts = {
+            "start-up": sum(j.startup_s or 0.0 for j in jobs),
+            "saves": sum(j.checkpoint_save_s for j in jobs),
+            "lost": sum(j.lost_s or 0.0 for j in jobs),
+            "productive": sum(j.productive_s for j in jobs),
+        }
+        line += " (points: " + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in parts.items()) + ")"
+    return line
 
 
 def _efficiencies(records) -> tuple[dict[str, tuple[float, str | None]], str | None]:

@@ -121,6 +121,39 @@ def checkpoint_table(predictions: Sequence[dict[str, Any]]):
     return table
 
 
+def failures_table(predictions: Sequence[dict[str, Any]]):
+    """Per point with a failure model, a price or tokens to train: the job's MTBF, the best checkpoint
+    interval and its goodput, dollars per million tokens (with the price's date and source), and the
+    time and cost to train (bench/analysis/planner/failures.py)."""
+    from rich.table import Table
+
+    table = Table(title="failures and cost", title_justify="left")
+    names = ("point", "job MTBF h", "Young s", "best every", "goodput", "$/Mtoken", "price of", "to train", "cost $")
+    for name in names:
+        table.add_column(name, justify="left" if name in ("point", "price of") else "right")
+    for p in predictions:
+        failures, cost, train = p.get("failures") or {}, p.get("cost") or {}, p.get("to_train") or {}
+        price_of = " ".join(str(v) for v in (cost.get("price_as_of"), cost.get("price_source")) if v)
+        table.add_row(
+            point_label(p["spec"]),
+            f"{failures['job_mtbf_h']:,.1f}" if failures else "-",
+            f"{failures['young_interval_s']:,.0f}" if failures else "-",
+            f"{failures['checkpoint_every']:,} steps" if failures else "-",
+            _pct(failures.get("goodput")) if failures else "-",
+            f"{cost['usd_per_mtoken']:.3g}" if cost.get("usd_per_mtoken") else "no price",
+            price_of or ("given, unsourced" if cost else "-"),
+            _duration(train.get("hours")),
+            f"{train['usd']:,.0f}" if train.get("usd") else "-",
+        )
+    return table
+
+
+def _duration(hours: float | None) -> str:
+    if hours is None:
+        return "-"
+    return f"{hours / 24:,.1f} d" if hours >= 48 else f"{hours:,.3g} h"
+
+
 def assumption_lines(predictions: Sequence[dict[str, Any]]) -> list[str]:
     """One line per distinct set of assumptions (cluster, efficiency, calibration)."""
     seen: dict[str, None] = {}
@@ -209,6 +242,8 @@ def print_plan(plans: Sequence[dict[str, Any]], csv_path: Path | None = None) ->
         console.print(memory_table(plans))
         if any(p["spec"]["train"].get("checkpoint", "none") != "none" for p in plans):
             console.print(checkpoint_table(plans))
+        if any(key in p for p in plans for key in ("failures", "cost", "to_train")):
+            console.print(failures_table(plans))
         if csv_path is not None:
             console.print(f"every point, one row each: {csv_path}", highlight=False)
     for line in assumption_lines(plans):
@@ -324,18 +359,23 @@ def search_tables(result, top: int):
     """`plan --best`: the top K configurations, then the next K and why each loses to #1."""
     from rich.table import Table
 
-    from bench.analysis.planner.search import candidate_label, loss_reason
+    from bench.analysis.planner.search import loss_reason
 
     objective, winner = result.objective, result.ranked[0]
     best = winner.value(objective)
+    label = _search_label(result)
+    extra = objective in ("cost", "time_to_train")  # the objective's own value: not among the columns
     ranked = Table(title=f"top {min(top, len(result.ranked))} by predicted {objective}", title_justify="left")
-    for name in ("#", "configuration", "tok/s", "tok/s/dev", "MFU", "mem GiB", "step s", "compute", "exposed comm", "other"):  # fmt: skip
+    names = ("#", "configuration", *((objective,) if extra else ()), "tok/s", "tok/s/dev", "MFU", "mem GiB", "step s",
+             "compute", "exposed comm", "other")  # fmt: skip
+    for name in names:
         ranked.add_column(name, justify="left" if name == "configuration" else "right")
     for i, c in enumerate(result.ranked[:top], 1):
         p = c.prediction
         split = p["step_time_split_s"]
         ranked.add_row(
-            str(i), candidate_label(c), f"{p['tokens_per_s']:,.0f}", f"{p['tokens_per_s_per_device']:,.0f}",
+            str(i), label(c), *((_objective_text(objective, c.value(objective)),) if extra else ()),
+            f"{p['tokens_per_s']:,.0f}", f"{p['tokens_per_s_per_device']:,.0f}",
             _pct(p["mfu"]), f"{p['memory_bytes_per_device']['total'] / GIB:.1f}/{p['device_memory_bytes'] / GIB:.0f}",
             f"{p['step_time_s']:.3f}", f"{split['compute']:.3f}", f"{split['exposed_comm']:.3f}", f"{split['other']:.3f}",
         )  # fmt: skip
@@ -345,16 +385,36 @@ def search_tables(result, top: int):
         losers.add_column(name, justify="left" if name in ("configuration", "main reason") else "right")
     for i, c in enumerate(following, top + 1):
         value = c.value(objective)
-        shown = _pct(value) if objective == "mfu" else f"{value:,.0f}"
-        losers.add_row(str(i), candidate_label(c), shown, f"{value / best - 1:+.1%}", loss_reason(c, winner))
+        shown = _objective_text(objective, value)
+        losers.add_row(str(i), label(c), shown, f"{value / best - 1:+.1%}", loss_reason(c, winner))
     return ranked, losers if following else None
+
+
+def _objective_text(objective: str, value: float) -> str:
+    if objective == "mfu":
+        return _pct(value)
+    if objective == "cost":
+        return f"{value:.3g} $/Mtok"
+    if objective == "time_to_train":
+        return _duration(value)
+    return f"{value:,.0f}"
+
+
+def _search_label(result):
+    """A candidate's label: its searched axes, and its node count where nodes are searched."""
+    from bench.analysis.planner.search import candidate_label
+
+    if "nodes" not in result.axes:
+        return candidate_label
+    return lambda c: f"{c.point.spec.nodes} nodes {candidate_label(c)}"
 
 
 def search_header(result) -> list[str]:
     s = result.setup
     excluded = sum(result.excluded.values())
+    nodes = ",".join(result.axes["nodes"]) if "nodes" in result.axes else s["nodes"]
     lines = [
-        f"fsdp-bench plan --best: {s['model']['name']} on {s['nodes']} x {s['gpus_per_node']} {s['cluster']['name']} "
+        f"fsdp-bench plan --best: {s['model']['name']} on {nodes} x {s['gpus_per_node']} {s['cluster']['name']} "
         f"({s['cluster']['device']['name']}), sequence {s['train']['seq_len']}, ranked by predicted {result.objective}",
         f"searched {result.searched:,} configurations: {len(result.ranked):,} fit, {len(result.not_fitting):,} do not fit, "
         f"{excluded:,} break a launch rule",

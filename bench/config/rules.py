@@ -61,6 +61,22 @@ def _debug_rule(spec: RunSpec) -> str | None:
     return None
 
 
+def _kill_rule(spec: RunSpec) -> str | None:
+    """Kills that could never fire, or a point that could never resume after one."""
+    knobs, train = spec.debug, spec.train
+    steps = knobs.kill_steps or []
+    if any(b <= a for a, b in zip(steps, steps[1:])) or any(s < 0 for s in steps):
+        return f"debug.kill_steps: must be strictly increasing steps >= 0, got {steps}"
+    if steps and steps[-1] >= train.steps:
+        return f"debug.kill_steps: {steps[-1]} is not a step of this point; allowed: 0..{train.steps - 1}"
+    if knobs.kill_rank is not None and knobs.kill_rank >= spec.world_size:
+        return f"debug.kill_rank: {knobs.kill_rank} is not a rank of this point; allowed: 0..{spec.world_size - 1}"
+    if knobs.kills and train.checkpoint == "none":
+        key = "debug.kill_steps" if steps else "debug.kill_mtbf_s"
+        return f"{key}: a killed point resumes from its latest checkpoint, and train.checkpoint is none; allowed: sync, async"
+    return None
+
+
 def _ac_rule(spec: RunSpec) -> str | None:
     """A checkpointing knob set for a mode it does not tune would silently do nothing."""
     train = spec.train
@@ -86,7 +102,7 @@ def _checkpoint_rule(spec: RunSpec) -> str | None:
     return None
 
 
-LAUNCH_RULES = (_seq_len_rule, _warmup_rule, _device_rule, _debug_rule, _ac_rule, _checkpoint_rule)
+LAUNCH_RULES = (_seq_len_rule, _warmup_rule, _device_rule, _debug_rule, _kill_rule, _ac_rule, _checkpoint_rule)
 
 
 def launch_problems(spec: RunSpec) -> list[str]:

@@ -3,7 +3,9 @@
 A launch carries all pending points of one world shape. If it dies part-way, the point that
 was running gets a failure record (oom, failed, timeout or interrupted, with a one-line
 reason from the failing rank) and the points after it are launched again: one failing point
-never costs the others their results.
+never costs the others their results. With launcher.max_failures = N the launcher itself restarts
+the ranks up to N times inside the launch (they resume the point: fsdp_core/job.py), so a failure
+record means the restarts were spent; it says how many attempts were made (`metrics.job.attempts`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import shutil
 import signal
 from collections.abc import Callable, Iterator
 from dataclasses import asdict
@@ -24,8 +27,11 @@ from bench.run.launch import LaunchOutcome, LaunchRequest
 from bench.run.launch.base import Launcher
 from bench.run.ownership.storage import STORAGE_ERRNOS
 from bench.schema.env import EnvInfo
+from bench.schema.job import JobMetrics
+from bench.schema.job_accounting import attempts_journaled
 from bench.schema.preflight import PreflightResult
 from bench.schema.protocol import (
+    JOB_DIR,
     LAUNCH_FILE,
     LAUNCHES_DIR,
     PREFLIGHT_MEASUREMENTS,
@@ -42,7 +48,7 @@ from bench.schema.protocol import (
     read_errors,
 )
 from bench.schema.recipes import PRECISIONS
-from bench.schema.record import RunResult, model_info, recipe_of
+from bench.schema.record import Metrics, RunResult, model_info, recipe_of
 from bench.schema.spec import RunSpec
 
 # Messages a rank prints when a *peer* died: never the root cause of a failure.
@@ -66,6 +72,7 @@ def launch_file(
     preflight: PreflightTask | None = None,
     conditions: dict | None = None,
     owner: str | None = None,
+    max_failures: int = 0,
 ) -> LaunchFile:
     """What the ranks read: resolved specs with their recipes, every device's peaks, which harness
     launched them, a preflight to run first, what the parent knows of the measurement's conditions,
@@ -87,7 +94,7 @@ def launch_file(
     git = git_info()
     return LaunchFile(
         points=points, peak_table=peak_table(), git=git, harness=harness_version(git), preflight=preflight,
-        conditions=Conditions(**(conditions or {})), owner=owner,
+        conditions=Conditions(**(conditions or {})), owner=owner, max_failures=max_failures,
     )  # fmt: skip
 
 
@@ -97,6 +104,7 @@ def prepare_launch(
     preflight: PreflightTask | None = None,
     conditions: dict | None = None,
     owner: str | None = None,
+    max_failures: int = 0,
 ) -> LaunchRequest:
     """Clear stale files of the points (and the preflight), write the launch file, return the request."""
     dirs = [point_dir(results_dir, spec) for spec in specs]
@@ -105,13 +113,14 @@ def prepare_launch(
         directory.mkdir(parents=True, exist_ok=True)
         for stale in (*(directory / name for name in (*stale_names, *TELEMETRY_SIDECARS)), *error_files(directory)):
             stale.unlink(missing_ok=True)
+        shutil.rmtree(directory / JOB_DIR, ignore_errors=True)  # an earlier launch's attempts
     shape = specs[0] if specs else preflight.spec
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     label = specs[0].point_id if specs else f"preflight-{shape.nodes}x{shape.gpus_per_node}"
     work_dir = Path(results_dir) / shape.sweep.name / LAUNCHES_DIR / f"{stamp}-{label}"
     work_dir.mkdir(parents=True, exist_ok=True)
     path = work_dir / LAUNCH_FILE
-    launch_file(specs, dirs, preflight, conditions, owner).write(path)
+    launch_file(specs, dirs, preflight, conditions, owner, max_failures).write(path)
     preflight_item = (preflight.spec, Path(preflight.point_dir)) if preflight else None
     return LaunchRequest(points=specs, point_dirs=dirs, launch_file=path, work_dir=work_dir, preflight=preflight_item)
 
@@ -139,7 +148,7 @@ def run_group(
     records: dict[str, RunResult] = {}
     pending = list(specs)
     while pending or preflight:
-        request = prepare_launch(pending, results_dir, preflight, conditions, owner)
+        request = prepare_launch(pending, results_dir, preflight, conditions, owner, launcher.max_failures)
         started = dt.datetime.now(dt.timezone.utc)
         outcome = launcher.launch(request)
         if outcome.rendered:
@@ -275,6 +284,10 @@ def _failure(
     env: EnvInfo,
 ) -> RunResult:
     finished = dt.datetime.now(dt.timezone.utc)
+    wall = (finished - started).total_seconds()
+    attempts = attempts_journaled(directory)
+    # Restarts journal each attempt: the failure record says how many were made (no bucket is known).
+    job = JobMetrics(wall_s=wall, attempts=attempts, unattributed_s=wall) if attempts else None
     record = RunResult(
         point_id=spec.point_id,
         sweep=spec.sweep.name,
@@ -282,10 +295,11 @@ def _failure(
         error=reason.splitlines()[0][:500],
         started_at=started.isoformat(timespec="seconds"),
         finished_at=finished.isoformat(timespec="seconds"),
-        wall_s=(finished - started).total_seconds(),
+        wall_s=wall,
         spec=spec,
         recipe=recipe_of(spec),
         model_info=model_info(spec),
+        metrics=Metrics(job=job),
         env=env,
         log_dir=str(outcome.log_files[0].parent) if outcome.log_files else str(directory),
     )

@@ -289,6 +289,7 @@ _REDUCERS = {"median": _median, "count": _count, "last": _last, "sum": _sum}
 _GIB = Display(fmt=".2f", unit="GiB", scale=1 / 2**30)
 _PCT = Display(fmt=".1f", unit="%", scale=100.0)
 _CKPT = "checkpoint"
+_JOB = "job"
 
 CATALOGUE: tuple[Metric, ...] = (
     # Throughput and step time: every timing of a run derives from its timed step times.
@@ -519,6 +520,56 @@ CATALOGUE: tuple[Metric, ...] = (
                     "(it then backs its scale off); null without a scaler",
         views=frozenset({"frame", "console", "gpu"}), display=Display(fmt="d"), title="scaler skips", group="numerics",
         store_type="INTEGER",
+    ),
+    # The whole job: every second of a point over all its attempts (bench/schema/job.py, docs/reliability.md).
+    Metric(
+        name="job_goodput", path="metrics.job.job_goodput", unit="fraction", better="higher", kind="timing",
+        per="run", label="job goodput", ranks="world", repeats="median",
+        description="productive time (the surviving steps less their start-up excess) / the whole job's wall, "
+                    "from the launch's resources running to the record, over every attempt",
+        views=frozenset({"frame", "console"}), display=_PCT, group=_JOB,
+    ),
+    Metric(
+        name="job_wall_s", path="metrics.job.wall_s", unit="s", better="lower", kind="timing", per="run",
+        label="wall", ranks="world", repeats="median",
+        description="the whole job's wall: from the launch's resources running (a later point of a launch: its "
+                    "start) to the record, over every attempt; queueing apart",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".1f", unit="s"), group=_JOB,
+    ),
+    Metric(
+        name="job_startup_s", path="metrics.job.startup_s", unit="s", better="lower", kind="timing", per="run",
+        label="start-up", ranks="world", repeats="median",
+        description="program start-up + initialization + the first steps' excess over the steady-state median "
+                    "step, over every attempt (the launch's first point holds the launch's start-up)",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".1f", unit="s"), group=_JOB,
+    ),
+    Metric(
+        name="job_lost_s", path="metrics.job.lost_s", unit="s", better="lower", kind="timing", per="run",
+        label="lost", ranks="world", repeats="median",
+        description="what failures cost: the progress they undid (wasted_progress_s) and the recovery until the "
+                    "restarted process (recovery_s)",
+        views=frozenset({"frame", "console"}), display=Display(fmt=".1f", unit="s"), group=_JOB,
+    ),
+    Metric(
+        name="job_attempts", path="metrics.job.attempts", unit="attempts", better="lower", kind="counter",
+        per="run", label="attempts", ranks="world", repeats="max",
+        description="attempts at the point: 1 + the restarts after failures (launcher.max_failures)",
+        views=frozenset({"frame", "console"}), display=Display(fmt="d"), group=_JOB, store_type="INTEGER",
+    ),
+    Metric(
+        name="job_steps_redone", path="metrics.job.steps_redone", unit="steps", better="lower", kind="counter",
+        per="run", label="steps redone", ranks="world", repeats="max",
+        description="steps that ran in an attempt a failure ended and ran again after the restart",
+        views=frozenset({"frame", "console"}), display=Display(fmt="d"), group=_JOB, store_type="INTEGER",
+    ),
+    # Computed by the report's frame from the record's price (spec.cluster.usd_per_node_hour, a DESCRIBES
+    # fact that may be set after the run) and its throughput (bench.analysis.planner.failures.usd_per_mtoken).
+    Metric(
+        name="usd_per_mtoken", path=None, unit="USD/Mtoken", better="lower", kind="timing", per="run",
+        label="$/Mtoken", ranks="world", repeats="median",
+        description="cluster.usd_per_node_hour x nodes over the tokens of an hour at tokens_per_s, times "
+                    "job_goodput where the record has it; null without a price",
+        views=frozenset({"frame"}), display=Display(fmt=".3g"),
     ),
     # Computed by the report's aggregation (bench.analysis.stats.scaling_efficiency), not stored in a record.
     Metric(

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from bench.schema.base import Strict
+from bench.schema.units import parse_count
 
 Collective = Literal["all_gather", "reduce_scatter", "all_reduce"]
 
@@ -70,9 +71,12 @@ class SweepOptions(Strict):
     )
 
 
-Objective = Literal["tokens_per_s", "tokens_per_s_per_device", "mfu"]
+Objective = Literal["tokens_per_s", "tokens_per_s_per_device", "mfu", "cost", "time_to_train"]
 
 OBJECTIVES: tuple[str, ...] = Objective.__args__
+# Ranked lowest first (dollars per million tokens, hours to train search.tokens); they make `nodes` a
+# searched axis (`nodes=8,16,32`), the others hold it fixed.
+LOWER_IS_BETTER: tuple[str, ...] = ("cost", "time_to_train")
 
 
 class SearchOptions(Strict):
@@ -82,3 +86,24 @@ class SearchOptions(Strict):
     global_batch: int | None = Field(
         None, ge=1, strict=True, description="sequences per optimizer step held fixed (grad_accum follows); null: free"
     )
+    tokens: float | None = Field(
+        None, description="tokens to train (2T = 2e12; K, M, B/G, T): what time_to_train, max_hours and max_usd count"
+    )
+    max_hours: float | None = Field(
+        None, gt=0, description="a deadline: configurations that train search.tokens later are dropped"
+    )
+    max_usd: float | None = Field(
+        None, gt=0, description="a budget: configurations that cost more for search.tokens are dropped"
+    )
+
+    @field_validator("tokens", mode="before")
+    @classmethod
+    def _count(cls, value: Any) -> Any:
+        if value is None or isinstance(value, bool):
+            return value
+        try:
+            return parse_count(str(value))
+        except ValueError:
+            raise ValueError(
+                f"cannot read {value!r}; allowed: a positive number with an optional suffix K, M, B/G, T (2T)"
+            ) from None

@@ -12,6 +12,7 @@ file is typed: the parent writes a `LaunchFile` of validated `RunSpec`s, `Recipe
     <results>/<sweep>/<point_id>/telemetry.parquet    rank 0, before the record: every rank's sampled series
                                                       (telemetry.csv where pyarrow is missing)
     <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
+    <results>/<sweep>/<point_id>/job/                  every rank: each attempt's journal (fsdp_core/job.py)
     <checkpoint dir>/step-<S>/                        every rank (DCP): the state after step S
     <checkpoint dir>/latest                           rank 0, after a save is durable: the latest complete checkpoint
     <results>/<sweep>/_preflight/<shape>/              a preflight: `started`, errors/ as a point's, and
@@ -39,8 +40,10 @@ from bench.schema.protocol_names import (  # noqa: F401
     CHECKPOINT_SUBDIR,
     DCP_METADATA_FILE,
     ERRORS_DIR,
+    JOB_DIR,
     JOB_FILE,
     LAUNCH_FILE,
+    LAUNCHED_AT_ENV,
     LAUNCHES_DIR,
     NODE_NAME_ENV,
     OWNER_HEARTBEAT_S,
@@ -49,6 +52,7 @@ from bench.schema.protocol_names import (  # noqa: F401
     PREFLIGHT_DIR,
     PREFLIGHT_MEASUREMENTS,
     PREFLIGHT_RECORD,
+    QUEUED_S_ENV,
     RANKS_PER_HOST_ENV,
     RESULT_FILE,
     STARTED_MARK,
@@ -110,6 +114,9 @@ class LaunchFile(Strict):
     # The token of the sweep lock whose holder launched it: ranks write only while the lock still
     # names it (fsdp_core/lifeline.py). None: no owner to check (ranks started without a sweep lock).
     owner: str | None = None
+    # launcher.max_failures: how many times the launcher restarts the ranks after a failure. With
+    # restarts, every rank journals its progress at each save, so that a restart can resume the point.
+    max_failures: int = 0
 
     def write(self, path: Path) -> None:
         write_text_atomic(Path(path), self.model_dump_json(indent=2))

@@ -37,3 +37,12 @@ CHECKPOINT_SUBDIR = "checkpoint"  # the default checkpoint dir: <point_dir>/chec
 CHECKPOINT_MARKER = "latest"
 CHECKPOINT_STEP_PREFIX = "step-"
 DCP_METADATA_FILE = ".metadata"  # DCP writes it last, after every rank's files: a complete step folder has it
+# Whole-job accounting (fsdp_core/job.py): each attempt at a point journals what it did in the point's
+# JOB_DIR (rank R of attempt A: attempt<A>.rank<R>.json; the kill it fired: kill<A>.json), so that a
+# restarted attempt can account for the ones a failure ended and keep the losses of the steps that survived.
+JOB_DIR = "job"
+# The wall-clock time (seconds since the epoch) at which the launch's resources were running: set by
+# the launcher for every rank it starts; the whole job's wall starts here.
+LAUNCHED_AT_ENV = "FSDP_BENCH_LAUNCHED_AT"
+# How long the launch waited in a queue before that moment (seconds), where the launcher knows it.
+QUEUED_S_ENV = "FSDP_BENCH_QUEUED_S"

@@ -9,6 +9,7 @@ from pydantic import ConfigDict, Field
 from bench.schema.base import Status, Strict
 from bench.schema.checkpoint import CheckpointMetrics
 from bench.schema.env import EnvInfo, HostLoad
+from bench.schema.job import JobMetrics
 from bench.schema.model import ModelInfo
 from bench.schema.preflight import PreflightSummary
 from bench.schema.recipes import PRECISIONS, STRATEGIES
@@ -19,7 +20,8 @@ from bench.schema.telemetry import Telemetry
 # (older versions are migrated on read, bench/schema/migrations).
 # 3: derived values stored where the record is made (metrics.checkpoint.write_bytes_per_s):
 #    bench/schema/migrations/v2.py; metrics.scaler_skipped_steps (null in older records: not counted).
-SCHEMA_VERSION = 3
+# 4: metrics.job, the whole job's accounting (optional: absent in older records): bench/schema/migrations/v3.py.
+SCHEMA_VERSION = 4
 
 
 class StepTimeStats(Strict):
@@ -83,6 +85,8 @@ class Metrics(Strict):
     compile: CompileInfo | None = None
     telemetry: Telemetry | None = None
     checkpoint: CheckpointMetrics | None = None
+    # Every second of the point over all its attempts (bench/schema/job.py); null in older records.
+    job: JobMetrics | None = None
     # Each rank's median busy time per step (up to the step's closing synchronisation: on CPU the
     # time before the barrier, so a straggler shows; on GPU CUDA-event time, which includes waits
     # inside collectives) and the slowest of them.
@@ -104,7 +108,7 @@ class Recipe(Strict):
 class RunResult(Strict):
     """One point's record: `RESULTS/<sweep>/<point_id>/result.json` (bench/analysis/records.py reads older versions)."""
 
-    schema_version: Literal[3] = SCHEMA_VERSION
+    schema_version: Literal[4] = SCHEMA_VERSION
     point_id: str
     sweep: str
     status: Status

@@ -110,6 +110,22 @@ class ClusterSpec(Strict):
         80.0, gt=0, description="aggregate write/read bandwidth of the checkpoint storage the nodes share, Gbit/s"
     )
     source: Annotated[str, DESCRIBES] = ""
+    # Failures and prices describe the node type (or a user's contract), not what a point measures:
+    # outside its identity. Null: not modelled / no price.
+    node_mtbf_h: Annotated[float | None, DESCRIBES] = Field(
+        None, gt=0, description="one node's mean time between failures, hours (the planner's failure model); null: none"
+    )
+    restart_s: Annotated[float | None, DESCRIBES] = Field(
+        None,
+        ge=0,
+        description="seconds a restart takes before the restore (rendezvous, start-up, initialization), for the "
+        "planner; null: not counted (a record's metrics.job measures it)",
+    )
+    usd_per_node_hour: Annotated[float | None, DESCRIBES] = Field(
+        None, gt=0, description="price of one node for one hour, US dollars; null: no price"
+    )
+    price_source: Annotated[str | None, DESCRIBES] = Field(None, description="where usd_per_node_hour comes from")
+    price_as_of: Annotated[str | None, DESCRIBES] = Field(None, description="the date usd_per_node_hour was read")
     overrides: Annotated[dict[str, Any], DESCRIBES] = Field(
         default_factory=dict, description="fields set away from the preset when composed"
     )
@@ -269,6 +285,28 @@ class DebugKnobs(Strict):
         description="only this rank is slowed (a straggler), by slow_fraction or, when that is 0, by half its own "
         "step and matmul time",
     )
+    # Repeated, unannounced failures (a lost node): SIGKILL of one rank's own process, no error file, no
+    # clean shutdown. They came after schema version 2: in a point's id only when set.
+    kill_steps: Annotated[list[int] | None, LATER] = Field(
+        None,
+        description="strictly increasing steps; the i-th kills kill_rank in the point's i-th attempt at the start "
+        "of that step, before its forward (needs train.checkpoint and launcher.max_failures >= the kills)",
+    )
+    kill_rank: Annotated[int | None, LATER] = Field(
+        None, ge=0, description="the rank the kills end; null: the last rank"
+    )
+    kill_mtbf_s: Annotated[float | None, LATER] = Field(
+        None,
+        gt=0,
+        description="for demonstrations: kill kill_rank after seconds drawn from an exponential distribution of "
+        "this mean, counted from each attempt's first step, while restarts are left (launcher.max_failures)",
+    )
+    kill_seed: Annotated[int, LATER] = Field(0, description="the seed of kill_mtbf_s's draws")
+
+    @property
+    def kills(self) -> bool:
+        """Whether this point kills one of its ranks on purpose."""
+        return bool(self.kill_steps) or self.kill_mtbf_s is not None
 
 
 class TelemetrySpec(Strict):

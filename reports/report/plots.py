@@ -252,6 +252,29 @@ def memory_figure(points: pd.DataFrame) -> Figure | None:
     return fig
 
 
+def startup_figure(points: pd.DataFrame) -> Figure | None:
+    """Start-up per point (metrics.job: program start-up, initialization and the first steps' excess,
+    over every attempt) vs nodes, one line per strategy and precision in each model's panel."""
+    if "job_startup_s" not in points.columns:
+        return None
+    data = points.loc[points["job_startup_s"].notna(), ["model", "strategy", "precision", "nodes", "job_startup_s"]]
+    if data.empty:
+        return None
+    fig, axes = _panels(sorted(data["model"].unique()))
+    for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
+        for index, ((strategy, precision), line) in enumerate(panel.groupby(["strategy", "precision"], sort=True)):
+            seconds = line.groupby("nodes")["job_startup_s"].median()
+            ax.plot(seconds.index, seconds.to_numpy(), marker=MARKERS[index % len(MARKERS)],
+                    color=PALETTE[index % MAX_SERIES], label=f"{strategy} {precision}",
+                    gid=f"startup:{strategy}:{precision}")  # fmt: skip
+        ax.set_title(model, y=1.0)
+        ax.set_xlabel("nodes")
+        ax.set_ylabel("start-up per point (s)")
+        ax.grid(True, alpha=0.3)
+        legend_outside(ax, [])
+    return fig
+
+
 def _memory_bars(ax, peak: pd.DataFrame, capacity: pd.Series) -> None:
     width = 0.8 / len(peak.columns)
     x = np.arange(len(peak.index))
@@ -330,11 +353,13 @@ FIGURES = {
     "step_times": ("Step-time distributions", lambda points, scaling: step_time_figure(points, scaling)),
     "checkpoint": ("Checkpoint save time vs size and bandwidth vs nodes; hollow and dashed: the planner's",
                    lambda points, scaling: _checkpoint_figure(points)),
+    "startup": ("Start-up per point vs nodes (metrics.job: program start-up, initialization, the first steps' "
+                "excess; a launch's first point holds the launch's)", lambda points, scaling: startup_figure(points)),
 }  # fmt: skip
 # The figures whose builders read only the records' own columns (no series, efficiency or scaling
 # row): with a worker pool they are drawn from the records' frame as soon as it is built, while the
 # report still aggregates (reports/report/render.py).
-RECORD_FIGURES = ("memory", "checkpoint")
+RECORD_FIGURES = ("memory", "checkpoint", "startup")
 # The figures whose builders read only the scaling frame (`points` may be None): with a worker pool
 # they are drawn from it as soon as it is built, while each point still gets its series.
 SCALING_FIGURES = ("throughput", "efficiency", "tokens_per_device", "mfu", "energy")

@@ -60,6 +60,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "slow_rank": {"debug.slow_rank": 0},
     "fail_rank": {"debug.fail_rank": 0, "debug.fail_step": 3},
     "compile_backend": {"train.compile_backend": "aot_eager"},
+    "kills": {"debug.kill_steps": [6, 10], "debug.kill_rank": 0, "debug.kill_mtbf_s": 60.0, "debug.kill_seed": 1},
 }
 
 

@@ -26,6 +26,10 @@ def test_every_spec_field_at_every_depth_declares_one_role():
 def test_the_derived_lists_are_what_the_rules_were():
     assert set(LATER_FIELDS) == {
         ("debug", "slow_rank"),
+        ("debug", "kill_steps"),
+        ("debug", "kill_rank"),
+        ("debug", "kill_mtbf_s"),
+        ("debug", "kill_seed"),
         ("train", "ac_every"),
         ("train", "ac_save_ops"),
         ("train", "checkpoint"),

@@ -310,3 +310,19 @@ def test_value_axes_build_only_the_ticks_in_view_and_draw_the_same_pixels():
     assert all(low <= tick <= high for tick in ax.yaxis.get_majorticklocs())
     assert len(plain_ax.yaxis.get_majorticklocs()) > 4  # the plain locator's decade beyond each end
     assert png == plain_png
+
+
+def test_startup_per_point_grows_with_nodes_one_line_per_configuration():
+    from bench.analysis.report.frame import records_to_frame
+    from bench.schema.job import JobMetrics
+
+    records = [make_record(nodes=n, strategy=s) for n in (1, 2, 4) for s in ("full_shard", "no_shard")]
+    assert plots.startup_figure(records_to_frame(records)) is None  # no record measured its job
+    for record in records:
+        record.metrics.job = JobMetrics(wall_s=60.0, startup_s=10.0 + record.spec.nodes)
+    (ax,) = plots.startup_figure(records_to_frame(records)).axes
+    lines = _lines(ax, "startup:")
+    assert sorted(lines) == ["startup:full_shard:fp32", "startup:no_shard:fp32"]
+    for line in lines.values():
+        np.testing.assert_allclose(line.get_xdata(), [1, 2, 4])
+        np.testing.assert_allclose(line.get_ydata(), [11.0, 12.0, 14.0])

@@ -117,7 +117,7 @@ def test_every_key_sweeps_writes_feeds_a_schema_field_and_every_field_has_its_ke
 
 
 def test_every_launcher_with_options_is_compared():
-    assert set(LAUNCHERS) == {"slurm", "kubeflow", "ray"}
+    assert set(LAUNCHERS) == {"local", "slurm", "kubeflow", "ray"}
     assert sum(1 for r in ROWS if r[0].startswith("launcher/")) >= 52
 
 

@@ -37,6 +37,7 @@ from bench.analysis.planner.calibration import calibrated_cluster, load_cpu_cali
 from bench.analysis.planner.checkpoint import predict_checkpoint
 from bench.analysis.planner.comm import comm_bytes_per_micro_step
 from bench.analysis.planner.compute import compute_rate
+from bench.analysis.planner.failures import plan_failures, usd_per_mtoken
 from bench.analysis.planner.memory import device_memory_bytes, fits, max_micro_batch, memory_breakdown, peak_memory
 from bench.analysis.planner.plan_object import plan_object
 from bench.analysis.planner.step import MicroStep, micro_step, optimizer_seconds, step_time
@@ -180,7 +181,31 @@ def predict(
     train = spec.train
     every = train.checkpoint_every or train.steps - train.warmup_steps
     out["checkpoint"] = predict_checkpoint(workload, out["step_time_s"], train.checkpoint, every)
+    out.update(failures_and_cost(spec, out))
     return out
+
+
+def failures_and_cost(spec, out: dict[str, Any]) -> dict[str, Any]:
+    """With `cluster.node_mtbf_h`, the `failures` section (bench/analysis/planner/failures.py); with
+    `cluster.usd_per_node_hour`, the `cost` section: dollars per million tokens at the planned
+    throughput, goodput at the best interval included where failures are modelled."""
+    cluster, added = spec.cluster, {}
+    goodput = 1.0
+    if cluster.node_mtbf_h is not None:
+        ckpt = out["checkpoint"]
+        save_s = ckpt["blocked_s"] if ckpt["blocked_s"] is not None else ckpt["write_s"]  # none: planned as sync
+        added["failures"] = plan_failures(
+            out["step_time_s"], save_s, ckpt["read_s"], cluster.restart_s, cluster.node_mtbf_h, spec.nodes
+        )
+        goodput = added["failures"]["goodput"] or 1.0
+    if cluster.usd_per_node_hour is not None:
+        added["cost"] = {
+            "usd_per_node_hour": cluster.usd_per_node_hour,
+            "price_source": cluster.price_source,
+            "price_as_of": cluster.price_as_of,
+            "usd_per_mtoken": usd_per_mtoken(cluster.usd_per_node_hour, spec.nodes, out["tokens_per_s"], goodput),
+        }
+    return added
 
 
 def with_scaling_efficiency(

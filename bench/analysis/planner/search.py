@@ -13,7 +13,9 @@ keeps the setup's value, unless constrained, or unless `search.global_batch` fix
 per optimizer step: then it follows from the micro-batch and the world size. Every candidate is
 composed and validated like a grid point (bench.config.compose.load_points); those that break a launch
 rule (fp8 on a CPU, ...) are counted and dropped, the others predicted (with a preflight's measured
-links when given), and those that fit are ranked by `search.objective`.
+links when given), and those that fit are ranked by `search.objective`: the highest tokens/s or MFU
+first, or the lowest cost (dollars per million tokens) or time to train `search.tokens` first; these
+two also search `nodes` (`nodes=8,16,32`) and drop what misses `search.max_hours` or `search.max_usd`.
 
 Each configuration that loses gets its main reason against the winner: it does not fit, or the
 part of its step time per token that grows most (recomputation, communication left exposed,
@@ -28,14 +30,24 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bench.analysis.planner.plan_object import plan_object
+from bench.analysis.planner.plan_object import plan_object, value_at
 from bench.config.compose import Point, compose, grid_items, is_grid_override, load_points, sweep_values
 from bench.config.problems import ConfigError, describe_validation_error
 from bench.config.registry import group_options
 from bench.schema.labels import configuration_label
-from bench.schema.options import OBJECTIVES, SearchOptions
+from bench.schema.options import LOWER_IS_BETTER, OBJECTIVES, SearchOptions
 from bench.schema.spec import CHECKPOINTING
 from bench.schema.units import GIB
+
+# Where an objective's value is in a plan object, where it is not the key of the same name.
+OBJECTIVE_KEYS = {"cost": "cost.usd_per_mtoken", "time_to_train": "to_train.hours"}
+
+
+def better(objective: str):
+    """A sort key: the best value first (lowest for LOWER_IS_BETTER, highest for the others)."""
+    sign = 1.0 if objective in LOWER_IS_BETTER else -1.0
+    return lambda candidate: sign * candidate.value(objective)
+
 
 AXES = (
     "strategy",
@@ -58,7 +70,7 @@ class Candidate:
         return bool(self.prediction["fits"])
 
     def value(self, objective: str) -> float:
-        return float(self.prediction[objective])
+        return float(value_at(self.prediction, OBJECTIVE_KEYS.get(objective, objective)))
 
 
 @dataclass
@@ -78,8 +90,9 @@ class SearchResult:
 
     def beaten_by_misfits(self) -> list[Candidate]:
         """Configurations predicted to beat the winner that do not fit, the nearest to fitting first."""
-        best = self.ranked[0].value(self.objective)
-        beaten = [c for c in self.not_fitting if c.value(self.objective) > best]
+        key = better(self.objective)
+        best = key(self.ranked[0])
+        beaten = [c for c in self.not_fitting if key(c) < best]
         return sorted(beaten, key=lambda c: c.prediction["memory_bytes_per_device"]["total"])
 
 
@@ -98,25 +111,33 @@ def search_options(cfg: dict[str, Any], objective: str | None = None) -> SearchO
         raise ConfigError(describe_validation_error(exc, "search.")) from None
 
 
-def setup_and_axes(overrides: Sequence[str]) -> tuple[list[str], dict[str, list[str]], dict[str, Any]]:
+def setup_and_axes(
+    overrides: Sequence[str], nodes_searched: bool = False
+) -> tuple[list[str], dict[str, list[str]], dict[str, Any]]:
     """(the setup's overrides, the values of each searched axis, the setup's composed config).
 
     Overrides of a searched axis constrain it; any other key must have one value (a search ranks
-    the configurations of one setup). Without `gpus_per_node`, a search uses whole nodes.
+    the configurations of one setup). Without `gpus_per_node`, a search uses whole nodes. With
+    `nodes_searched` (a cost or time-to-train objective), `nodes=8,16` is an axis too (`nodes` in the
+    returned axes; the setup composes the first).
     """
     setup, constrained = [], {}
     for key, item in grid_items(overrides).items():
-        if key in AXES:
+        if key in AXES or (nodes_searched and key == "nodes"):
             constrained[key] = sweep_values(item)
         elif is_grid_override(item):
             raise ConfigError(
                 [
                     f"{key}: a search ranks one setup, and {item} gives several; choose one value "
-                    f"(the searched axes take several: {', '.join(AXES)})"
+                    f"(the searched axes take several: {', '.join(AXES)}"
+                    + ("; nodes too with search.objective cost or time_to_train)" if key == "nodes" else ")")
                 ]  # fmt: skip
             )
         else:
             setup.append(item)
+    nodes = constrained.pop("nodes", None)
+    if nodes:
+        setup.append(f"nodes={nodes[0]}")
     cfg = compose(setup)
     if not any(o.partition("=")[0] == "gpus_per_node" for o in overrides):
         setup.append(f"gpus_per_node={cfg['cluster']['gpus_per_node']}")
@@ -131,7 +152,10 @@ def setup_and_axes(overrides: Sequence[str]) -> tuple[list[str], dict[str, list[
         # The planner models compile's speed-up on GPUs only: on a CPU both values would tie.
         "train.compile": ["false", "true"] if cuda else ["false"],
     }
-    return setup, {axis: constrained.get(axis, defaults[axis]) for axis in AXES}, cfg
+    axes = {axis: constrained.get(axis, defaults[axis]) for axis in AXES}
+    if nodes_searched:
+        axes["nodes"] = nodes or [str(cfg["nodes"])]
+    return setup, axes, cfg
 
 
 def candidate_overrides(
@@ -174,11 +198,16 @@ def search(overrides: Sequence[str], objective: str | None = None, preflight=Non
     """
     from bench.analysis.planner.predict import predict
 
-    setup, axes, cfg = setup_and_axes(overrides)
+    nodes_searched = (objective or _objective_override(overrides)) in LOWER_IS_BETTER
+    setup, axes, cfg = setup_and_axes(overrides, nodes_searched)
     options = search_options(cfg, objective)
     world = int(cfg["nodes"]) * int(cfg["gpus_per_node"])
     ga_constrained = any(o.partition("=")[0] == "train.grad_accum" for o in overrides)
-    grid = candidate_overrides(setup, axes, world, options.global_batch, ga_constrained)
+    grid = []
+    for nodes in axes.get("nodes", [str(cfg["nodes"])]):
+        base = [o for o in setup if o.partition("=")[0] != "nodes"] + [f"nodes={nodes}"] if nodes_searched else setup
+        ranks = _integer("nodes", nodes) * int(cfg["gpus_per_node"])
+        grid += candidate_overrides(base, axes, ranks, options.global_batch, ga_constrained)
     if not grid:
         raise ConfigError(
             [
@@ -195,7 +224,10 @@ def search(overrides: Sequence[str], objective: str | None = None, preflight=Non
     if preflight is not None:
         _check_preflight(points[0], preflight)
     candidates = [Candidate(point, predict(point.spec, preflight)) for point in points]
-    if candidates[0].prediction.get(options.objective) is None:
+    _train_targets(candidates, options, points[0].spec.cluster.name)
+    if options.objective in LOWER_IS_BETTER:
+        pass  # checked with the targets above
+    elif candidates[0].prediction.get(options.objective) is None:
         allowed = ", ".join(o for o in OBJECTIVES if o != options.objective)
         raise ConfigError(
             [
@@ -203,7 +235,7 @@ def search(overrides: Sequence[str], objective: str | None = None, preflight=Non
                 f"{points[0].spec.cluster.name} does not have; allowed here: {allowed}"
             ]  # fmt: skip
         )
-    by_value = sorted(candidates, key=lambda c: -c.value(options.objective))  # stable: enumeration order on ties
+    by_value = sorted(candidates, key=better(options.objective))  # stable: enumeration order on ties
     result = SearchResult(
         objective=options.objective,
         setup=points[0].spec.model_dump(mode="json"),
@@ -212,10 +244,59 @@ def search(overrides: Sequence[str], objective: str | None = None, preflight=Non
         not_fitting=[c for c in by_value if not c.fits],
         excluded=dict(excluded),
     )
+    if result.ranked and (options.max_hours or options.max_usd):
+        meeting = [c for c in result.ranked if _within(c, options)]
+        if not meeting:
+            raise ConfigError([_nothing_meets(result.ranked, options)])
+        result.ranked = meeting
     if not result.ranked:
         lean = min(result.not_fitting, key=lambda c: c.prediction["memory_bytes_per_device"]["total"])
         raise ConfigError([f"search: none of the {len(candidates)} valid configurations fits ({does_not_fit(lean)})"])
     return result
+
+
+def _objective_override(overrides: Sequence[str]) -> str | None:
+    """`search.objective=...` among the overrides (what decides, before composing, whether nodes are searched)."""
+    values = [o.partition("=")[2] for o in overrides if o.partition("=")[0] == "search.objective"]
+    return values[-1] if values else None
+
+
+def _train_targets(candidates: list[Candidate], options: SearchOptions, cluster: str) -> None:
+    """With search.tokens, each candidate's time and cost to train them (`to_train`); one line for an
+    objective or a constraint the search cannot evaluate."""
+    from bench.analysis.planner.failures import to_train
+
+    priced = candidates[0].prediction.get("cost") is not None
+    if (options.objective == "cost" or options.max_usd) and not priced:
+        key = "search.objective: cost" if options.objective == "cost" else "search.max_usd"
+        raise ConfigError([f"{key} needs a price: cluster.usd_per_node_hour is not set for {cluster}; set it"])
+    if options.tokens is None:
+        for key, needs in (("time_to_train", options.objective == "time_to_train"), ("max_hours", options.max_hours),
+                           ("max_usd", options.max_usd)):  # fmt: skip
+            if needs:
+                what = "search.objective: time_to_train" if key == "time_to_train" else f"search.{key}"
+                raise ConfigError([f"{what} needs search.tokens (the tokens to train, e.g. search.tokens=2T)"])
+        return
+    for candidate in candidates:
+        candidate.prediction["to_train"] = to_train(options.tokens, candidate.prediction)
+
+
+def _within(candidate: Candidate, options: SearchOptions) -> bool:
+    train = candidate.prediction["to_train"]
+    return (options.max_hours is None or train["hours"] <= options.max_hours) and (
+        options.max_usd is None or train["usd"] <= options.max_usd
+    )
+
+
+def _nothing_meets(ranked: list[Candidate], options: SearchOptions) -> str:
+    fastest = min(c.prediction["to_train"]["hours"] for c in ranked)
+    limits = [f"search.max_hours={options.max_hours:g}" if options.max_hours else None,
+              f"search.max_usd={options.max_usd:g}" if options.max_usd else None]  # fmt: skip
+    cheapest = min((c.prediction["to_train"]["usd"] for c in ranked if c.prediction["to_train"]["usd"]), default=None)
+    best = f"the fastest takes {fastest:,.1f} h" + (f", the cheapest costs {cheapest:,.0f} USD" if cheapest else "")
+    return (
+        f"search: none of the {len(ranked)} fitting configurations meets {' and '.join(filter(None, limits))} ({best})"
+    )
 
 
 def _problem(line: str) -> str:

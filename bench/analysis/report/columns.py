@@ -13,6 +13,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from bench.analysis.planner.failures import usd_per_mtoken
 from bench.analysis.planner.plan_object import value_at
 from bench.analysis.report.series_keys import PATHS as KEY_PATHS
 from bench.analysis.report.series_keys import scaling_keys
@@ -47,6 +48,18 @@ ENERGY = get("energy_per_token")
 METRIC_COLUMNS = [metric.key for metric in shown_in("frame")]
 
 
+def _usd_per_mtoken(read: PathReader) -> list[float | None]:
+    """Each record's dollars per million tokens (the catalogue's usd_per_mtoken): None without a price."""
+    rows = zip(
+        read("spec.cluster.usd_per_node_hour"),
+        read("spec.nodes"),
+        read("metrics.tokens_per_s"),
+        read("metrics.job.job_goodput"),
+        strict=True,
+    )
+    return [usd_per_mtoken(price, nodes, rate, goodput or 1.0) for price, nodes, rate, goodput in rows]
+
+
 def frame_columns(records: Iterable[RunResult]) -> dict[str, list[Any]]:
     """Every column of the report's frame (frame.py COLUMNS), one value per record, in record order.
 
@@ -57,6 +70,7 @@ def frame_columns(records: Iterable[RunResult]) -> dict[str, list[Any]]:
     read = PathReader(records)
     read.read_all([*_PATHS.values(), *(m.path for m in shown_in("frame") if m.path), *_READ, *KEY_PATHS])
     columns: dict[str, list[Any]] = metric_columns(records, "frame", read)
+    columns["usd_per_mtoken"] = _usd_per_mtoken(read)
     columns.update({column: read(path) for column, path in _PATHS.items()})
     micro, accum, world = columns["micro_batch"], columns["grad_accum"], columns["world_size"]
     columns["per_device_batch"] = [m * a for m, a in zip(micro, accum, strict=True)]

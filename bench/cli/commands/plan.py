@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     parser.add_argument(
+        "--tokens",
+        metavar="N",
+        help="add each point's time (and cost, where the cluster has a price) to train N tokens, goodput at the "
+        "best checkpoint interval included (K, M, B/G, T suffixes: 2T = 2e12)",
+    )
+    parser.add_argument(
         "--best",
         action="store_true",
         help="search strategy x precision x micro-batch x grad_accum x checkpointing x compile and rank "
@@ -61,7 +67,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--top", default="3", metavar="K", help="with --best: how many configurations to show (3)")
     parser.add_argument(
         "--objective",
-        help="with --best: tokens_per_s (default, search.objective), tokens_per_s_per_device or mfu",
+        help="with --best: tokens_per_s (default, search.objective), tokens_per_s_per_device, mfu; cost ($ per million "
+        "tokens: needs cluster.usd_per_node_hour) or time_to_train (needs --tokens), which search nodes=8,16,... too",
     )
 
 
@@ -102,7 +109,13 @@ def _plan(args: argparse.Namespace) -> int:
             problems = {p for point in points if (p := compatibility_problem(point.spec, preflight))}
             if problems:
                 raise ConfigError(sorted(problems))
+        tokens = tokens_to_train(args.tokens)
         plans = predict_grid([point.spec for point in points], preflight)
+        if tokens is not None:
+            from bench.analysis.planner.failures import to_train
+
+            for plan in plans:
+                plan["to_train"] = to_train(tokens, plan)
         fields = parse_fields(args.fields, plans) if args.fields is not None else None
     except ValueError as exc:  # ConfigError too: bad input, and the planner's own refusals
         return refused(exc)
@@ -122,6 +135,21 @@ def _plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def tokens_to_train(raw: str | None) -> float | None:
+    """`--tokens`'s count, or None without it; ConfigError (one line) for one that does not parse."""
+    if raw is None:
+        return None
+    from bench.config.problems import ConfigError
+    from bench.schema.units import parse_count
+
+    try:
+        return parse_count(raw)
+    except ValueError:
+        raise ConfigError(
+            [f"--tokens: cannot read {raw!r}; allowed: a positive number with an optional suffix K, M, B/G, T (2T)"]
+        ) from None
+
+
 def best(args: argparse.Namespace) -> int:
     """`--best`: search, rank, print the top K (exit 2 on an empty space or bad flags)."""
     from bench.analysis.planner.plan_object import parse_fields, pick
@@ -134,7 +162,10 @@ def best(args: argparse.Namespace) -> int:
             raise ConfigError(["--csv: writes a grid's points; with --best use --json or --fields"])
         top = top_count(args.top)
         preflight = read_preflight(args.preflight) if args.preflight else None
-        result = search(args.overrides, args.objective, preflight)
+        overrides = list(args.overrides)
+        if tokens_to_train(args.tokens) is not None:  # --tokens: search.tokens, checked here for its one line
+            overrides.append(f"search.tokens={args.tokens}")
+        result = search(overrides, args.objective, preflight)
         found = as_json(result, top)
         ranked = [found[key] for key in RANKED]
         fields = parse_fields(args.fields, [c for group in ranked for c in group]) if args.fields is not None else None

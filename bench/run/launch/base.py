@@ -99,11 +99,18 @@ class Launcher(ABC):
         """
         results_dir = Path(results_dir or "results")
         problem = output_problem("results_dir", results_dir, "folder")
-        return [problem] if problem else self.point_problems(spec, results_dir)
+        if problem:
+            return [problem]
+        return restart_problems(spec, self.max_failures) + self.point_problems(spec, results_dir)
 
     def point_problems(self, spec: RunSpec, results_dir: Path) -> list[str]:
         """What only this launcher can see before launch (files, devices here)."""
         return []
+
+    @property
+    def max_failures(self) -> int:
+        """launcher.max_failures: restarts after a failure (0 for a launcher without options)."""
+        return getattr(getattr(self, "opts", None), "max_failures", 0)
 
     @abstractmethod
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
@@ -117,6 +124,19 @@ class Launcher(ABC):
 
     def stop_job(self, job_id: str) -> None:
         """Stop a job this launcher submitted (in an earlier process); returns once it has ended."""
+
+
+def restart_problems(spec: RunSpec, max_failures: int) -> list[str]:
+    """launcher.max_failures against the point's kills: a negative count, or kills the restarts cannot
+    outlast (the point could never finish)."""
+    if max_failures < 0:
+        return [f"launcher.max_failures: must be >= 0, got {max_failures}"]
+    kills = len(spec.debug.kill_steps or [])
+    if kills > max_failures:
+        return [f"debug.kill_steps: {kills} kill(s) need launcher.max_failures >= {kills} restarts, got {max_failures}"]
+    if spec.debug.kill_mtbf_s is not None and max_failures == 0:
+        return ["debug.kill_mtbf_s: kills need restarts; allowed: launcher.max_failures >= 1"]
+    return []
 
 
 class PointWatch:

@@ -25,7 +25,7 @@ from pydantic import Field
 from bench.run.launch.base import STARTUP_GRACE_S, LaunchRequest
 from bench.run.launch.cluster_env import communication_env, uses_efa
 from bench.run.launch.options import LauncherOptions
-from bench.run.launch.torchrun import torchrun_args
+from bench.run.launch.torchrun import restart_env, torchrun_args
 from bench.schema.protocol import NODE_NAME_ENV, RANKS_PER_HOST_ENV, results_relative
 
 API_VERSION = "kubeflow.org/v1"
@@ -66,6 +66,7 @@ class KubeflowOptions(LauncherOptions):
     queue_timeout_s: float = 0.0
     startup_grace_s: float = 900.0
     poll_s: float = 10.0
+    max_failures: int = 0  # torchrun restarts (elasticPolicy.maxRestarts) and pod restarts (backoffLimit)
 
 
 def job_name(request: LaunchRequest) -> str:
@@ -115,13 +116,14 @@ def render_pytorchjob(request: LaunchRequest, opts: KubeflowOptions) -> dict:
             "rdzvId": name,
             "minReplicas": nodes,
             "maxReplicas": nodes,
-            "maxRestarts": 0,
+            "maxRestarts": opts.max_failures,
         },
         "runPolicy": run_policy(request, opts),
         "pytorchReplicaSpecs": {
             "Worker": {
                 "replicas": nodes,
-                "restartPolicy": "Never",
+                # With restarts a pod that died (a lost node) is started again and its ranks resume.
+                "restartPolicy": "OnFailure" if opts.max_failures > 0 else "Never",
                 "template": {"metadata": {"labels": labels(request)}, "spec": pod_spec(request, opts)},
             }
         },
@@ -131,9 +133,11 @@ def render_pytorchjob(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 
 
 def run_policy(request: LaunchRequest, opts: KubeflowOptions) -> dict:
-    """No retries (a failed point stays failed); a deadline covering start-up and every point."""
-    deadline = opts.startup_grace_s + sum(t + STARTUP_GRACE_S for t in request.timeouts_s)
-    policy = {"backoffLimit": 0, "cleanPodPolicy": "Running", "activeDeadlineSeconds": int(deadline)}
+    """launcher.max_failures retries (0: a failed point stays failed); a deadline covering start-up and
+    every point, once per attempt."""
+    attempts = 1 + opts.max_failures
+    deadline = attempts * (opts.startup_grace_s + sum(t + STARTUP_GRACE_S for t in request.timeouts_s))
+    policy = {"backoffLimit": opts.max_failures, "cleanPodPolicy": "Running", "activeDeadlineSeconds": int(deadline)}
     if opts.ttl_seconds_after_finished is not None:
         policy["ttlSecondsAfterFinished"] = opts.ttl_seconds_after_finished
     return policy
@@ -158,8 +162,9 @@ def pod_spec(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 def container(request: LaunchRequest, opts: KubeflowOptions) -> dict:
     name = job_name(request)
     launch_file = f"{LAUNCH_MOUNT}/launch.json"
+    endpoint = f"{name}-worker-0:{opts.rdzv_port}"
     command = torchrun_args(
-        opts.python, request.nodes, request.gpus_per_node, f"{name}-worker-0:{opts.rdzv_port}", name, launch_file
+        opts.python, request.nodes, request.gpus_per_node, endpoint, name, launch_file, opts.max_failures
     )
     if opts.results_url:  # mirror the pod's point dirs to the URL while the ranks run, and at the end
         sync = [opts.python, "-m", "bench.run.launch.results_sync", "push", SCRATCH, opts.results_url]
@@ -199,6 +204,7 @@ def environment(request: LaunchRequest, opts: KubeflowOptions) -> list[dict]:
     """FI_* (with EFA), NCCL_* (on GPUs), the node name for the record, then launcher.env."""
     values: dict = {"PYTHONUNBUFFERED": "1", RANKS_PER_HOST_ENV: str(request.gpus_per_node)}
     values.update(communication_env(request.shape, efa=efa_devices(request, opts) > 0))
+    values.update(restart_env(opts.max_failures))
     values.update({str(k): str(v) for k, v in opts.env.items()})
     env = [{"name": key, "value": value} for key, value in values.items()]
     # The Kubernetes node each rank ran on, for the record's env.hostnames (fsdp_core.metrics.node_name).

@@ -17,11 +17,12 @@ import time
 from pathlib import Path
 
 from bench.config.paths import input_problem
-from bench.run.launch.base import Launcher, LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
+from bench.run.launch.base import LaunchOutcome, LaunchRequest, PointWatch, kill_process_group
 from bench.run.launch.checkpoint_dir import checkpoint_problems
+from bench.run.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.run.launch.ports import free_port
-from bench.run.launch.torchrun import torchrun_args
-from bench.schema.protocol import RANKS_PER_HOST_ENV
+from bench.run.launch.torchrun import restart_env, torchrun_args
+from bench.schema.protocol import LAUNCHED_AT_ENV, RANKS_PER_HOST_ENV
 from bench.schema.spec import RunSpec
 from fsdp_core.lifeline import dies_with_this_process
 
@@ -70,10 +71,16 @@ def agent_gpus(nodes: int, gpus_per_node: int, visible: list[str]) -> list[str]:
     return [",".join(visible[i * gpus_per_node : (i + 1) * gpus_per_node]) for i in range(nodes)]
 
 
-def torchrun_command(request: LaunchRequest, port: int, rdzv_id: str) -> list[str]:
+def torchrun_command(request: LaunchRequest, port: int, rdzv_id: str, max_restarts: int = 0) -> list[str]:
     """One agent's argument list (never a shell string: values cannot inject commands)."""
     args = torchrun_args(
-        sys.executable, request.nodes, request.gpus_per_node, f"127.0.0.1:{port}", rdzv_id, str(request.launch_file)
+        sys.executable,
+        request.nodes,
+        request.gpus_per_node,
+        f"127.0.0.1:{port}",
+        rdzv_id,
+        str(request.launch_file),
+        max_restarts,
     )
     at = args.index("-m", 3)  # before the worker module: local-only agent options
     # Advertise loopback: a host without a routable interface must still rendezvous; poll agents often.
@@ -91,8 +98,15 @@ def rank_env(request: LaunchRequest) -> dict[str, str]:
     return env
 
 
-class LocalLauncher(Launcher):
+class LocalOptions(LauncherOptions):
+    """Fields of sweeps/launcher/local.yaml."""
+
+    max_failures: int = 0  # torchrun --max-restarts
+
+
+class LocalLauncher(ConfiguredLauncher):
     name = "local"
+    options_class = LocalOptions
 
     def runs_here(self, spec: RunSpec) -> bool:
         return True
@@ -110,6 +124,8 @@ class LocalLauncher(Launcher):
 
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
         port, env = free_port(), rank_env(request)
+        env.update(restart_env(self.max_failures))
+        env[LAUNCHED_AT_ENV] = repr(time.time())  # the whole job's wall starts as the agents do
         rdzv_id = f"{request.launch_file.parent.name}-{port}"
         logs = [request.work_dir / f"agent{i}.log" for i in range(request.nodes)]
         gpus = agent_gpus(request.nodes, request.gpus_per_node, visible_gpus()) if self._cuda(request) else None
@@ -120,7 +136,7 @@ class LocalLauncher(Launcher):
                 with open(log, "wb") as handle:
                     procs.append(
                         subprocess.Popen(
-                            torchrun_command(request, port, rdzv_id),
+                            torchrun_command(request, port, rdzv_id, self.max_failures),
                             stdout=handle,
                             stderr=subprocess.STDOUT,
                             env=agent_env,

@@ -46,7 +46,7 @@ class RayOptions(LauncherOptions):
     runtime_env: dict = Field(default_factory=dict)
     storage_path: str | None = None
     startup_grace_s: float = 300.0
-    max_failures: int = 0
+    max_failures: int = 0  # Ray Train's FailureConfig(max_failures)
 
 
 class RayLauncher(ConfiguredLauncher):

@@ -27,8 +27,8 @@ from pydantic import Field
 from bench.run.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest, PointWatch, forget_job, note_job
 from bench.run.launch.cluster_env import communication_env, uses_efa
 from bench.run.launch.options import ConfiguredLauncher, LauncherOptions
-from bench.run.launch.torchrun import torchrun_args
-from bench.schema.protocol import RANKS_PER_HOST_ENV
+from bench.run.launch.torchrun import restart_env, torchrun_args
+from bench.schema.protocol import LAUNCHED_AT_ENV, RANKS_PER_HOST_ENV
 
 # Job states after which nothing of the job runs any more (squeue --states=all shows them
 # for MinJobAge seconds, 300 by default; after that the job id is unknown, which means the same).
@@ -73,6 +73,7 @@ class SlurmOptions(LauncherOptions):
     queue_timeout_s: float = 0.0
     startup_grace_s: float = 300.0
     poll_s: float = 2.0
+    max_failures: int = 0  # torchrun restarts in each node's agent; > 0 also --requeue (a lost node)
 
 
 class SlurmLauncher(ConfiguredLauncher):
@@ -228,14 +229,19 @@ def sbatch_command(request: LaunchRequest, opts: SlurmOptions, script: Path) -> 
         cmd += ["--gpus-per-node", str(request.gpus_per_node)]
     if opts.cpus_per_task:
         cmd += ["--cpus-per-task", str(opts.cpus_per_task)]
+    # Said either way, never left to the cluster's JobRequeue default: with restarts, a job that lost a
+    # node is requeued and its ranks resume the interrupted point from its checkpoint; without, a
+    # failed point stays failed rather than running the whole launch file again behind our back.
+    cmd.append("--requeue" if opts.max_failures > 0 else "--no-requeue")
     return cmd + [str(a) for a in opts.extra_sbatch_args] + [str(script.resolve())]
 
 
 def time_limit(request: LaunchRequest, opts: SlurmOptions) -> str | int:
-    """launcher.time_limit, else minutes enough for start-up plus every point's timeout."""
+    """launcher.time_limit, else minutes enough for start-up plus every point's timeout, once per attempt
+    (1 + launcher.max_failures)."""
     if opts.time_limit is not None:
         return opts.time_limit
-    seconds = sum(t + STARTUP_GRACE_S for t in request.timeouts_s) + opts.startup_grace_s
+    seconds = (sum(t + STARTUP_GRACE_S for t in request.timeouts_s) + opts.startup_grace_s) * (1 + opts.max_failures)
     return math.ceil(seconds / 60)
 
 
@@ -244,7 +250,11 @@ def batch_script(request: LaunchRequest, opts: SlurmOptions) -> str:
     ranks_per_host = opts.ranks_per_host or request.gpus_per_node
     threads = request.shape.train.threads_per_rank
     # The same NCCL/EFA settings as the Kubeflow pods (bench/run/launch/cluster_env.py), then launcher.env.
-    env = {**communication_env(request.shape, efa=uses_efa(request.shape)), **opts.env}
+    env = {
+        **communication_env(request.shape, efa=uses_efa(request.shape)),
+        **restart_env(opts.max_failures),
+        **opts.env,
+    }
     exports = "".join(f"export {key}={shlex.quote(str(value))}\n" for key, value in env.items())
     exit_file = shlex.quote(str(request.work_dir.resolve() / "exit_code"))
     return f"""#!/bin/bash
@@ -257,6 +267,8 @@ threads={threads}
 [ "$threads" -gt 0 ] || threads=$(( $(nproc) / ranks_per_host ))
 [ "$threads" -ge 1 ] || threads=1
 export {RANKS_PER_HOST_ENV}=$ranks_per_host OMP_NUM_THREADS=$threads PYTHONUNBUFFERED=1
+# The whole job's wall starts here, as the job runs (its queueing is not in it).
+export {LAUNCHED_AT_ENV}=$(date +%s.%N)
 {exports}{srun_line(request, opts)}
 rc=$?
 echo "$rc" > {exit_file}
@@ -276,7 +288,13 @@ def srun_line(request: LaunchRequest, opts: SlurmOptions) -> str:
     srun += [str(a) for a in opts.extra_srun_args]
     python = opts.python or sys.executable
     agent = torchrun_args(
-        python, request.nodes, request.gpus_per_node, _HEAD, _JOB_ID, str(request.launch_file.resolve())
+        python,
+        request.nodes,
+        request.gpus_per_node,
+        _HEAD,
+        _JOB_ID,
+        str(request.launch_file.resolve()),
+        opts.max_failures,
     )
     line = " ".join(shlex.quote(word) for word in srun + agent)
     # Expanded per job: the allocation's first node, the job id, and the CPUs each node gave the job.

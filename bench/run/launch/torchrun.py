@@ -6,11 +6,32 @@ ranks then run `fsdp_core.worker` on the launch file. An argument list, never a 
 
 from __future__ import annotations
 
+# With restarts, each attempt's ranks get a store of their own (rank 0 serves it): by default they share
+# the agent's rendezvous store, whose keys outlive an attempt, and a restarted rank can read a dead
+# peer's address from it (the process group's connect is then refused).
+RESTART_ENV = {"TORCH_DISABLE_SHARE_RDZV_TCP_STORE": "1"}
+
+
+def restart_env(max_restarts: int) -> dict[str, str]:
+    """The agents' environment for `max_restarts` restarts (empty without)."""
+    return dict(RESTART_ENV) if max_restarts > 0 else {}
+
 
 def torchrun_args(
-    python: str, nodes: int, gpus_per_node: int, endpoint: str, rdzv_id: str, launch_file: str
+    python: str,
+    nodes: int,
+    gpus_per_node: int,
+    endpoint: str,
+    rdzv_id: str,
+    launch_file: str,
+    max_restarts: int = 0,
 ) -> list[str]:
-    """One node's agent: `python -m torch.distributed.run ... -m fsdp_core.worker LAUNCH.json`."""
+    """One node's agent: `python -m torch.distributed.run ... -m fsdp_core.worker LAUNCH.json`.
+
+    `max_restarts` is launcher.max_failures: after a rank fails, the agent stops the others and starts
+    the ranks again (TORCHELASTIC_RESTART_COUNT tells them), up to that many times; the restarted ranks
+    skip the launch's points that have a record and resume the interrupted one from its latest
+    checkpoint (fsdp_core/job.py). 0: a point that fails stays failed."""
     return [
         python,
         "-m",
@@ -25,9 +46,8 @@ def torchrun_args(
         endpoint,
         "--rdzv-id",
         rdzv_id,
-        # A benchmark point that fails must fail: restarting would time a different run.
         "--max-restarts",
-        "0",
+        str(max_restarts),
         "-m",
         "fsdp_core.worker",
         launch_file,
