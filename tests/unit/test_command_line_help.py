@@ -183,6 +183,10 @@ def test_info_names_a_users_folder_and_file(user_dir):
         (["run", "--cfg", "jobs"], "--cfg: 'jobs' has no meaning here; allowed: job"),
         (["run", "--point", "1"], "--point: chooses the point --cfg job prints; give --cfg job with it"),
         (["sweep", "--json"], "--json: prints a dry run's points; give --dry-run with it"),
+        (["run", "--cfg", "job", "nodes=1,2"], "a comma-separated override makes a grid: use `fsdp-bench sweep` "
+         "for grids"),  # as `run nodes=1,2` itself refuses it
+        (["preflight", "--info", "strategy=full_shard,no_shard"], "a comma-separated override makes a grid: use "
+         "`fsdp-bench sweep` for grids"),
     ],
 )  # fmt: skip
 def test_bad_cfg_point_and_json_flags_are_one_line_and_exit_2(argv, line):
