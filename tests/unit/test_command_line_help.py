@@ -89,6 +89,7 @@ def test_commands_that_compose_nothing_keep_their_plain_help():
         ),
         (["plan", "nodez=2"], "nodez: unknown key 'nodez' (did you mean nodes?); allowed at the top level: "),
         (["run", "train.checkpoint=snyc"], "train.checkpoint: got 'snyc' (did you mean sync?); allowed: 'none', "),
+        (["sweep", "sweep.force=ture"], "sweep.force: got 'ture' (did you mean true?); allowed: true, false"),
         (["plan", "launcher=slurn"], "launcher: unknown launcher 'slurn' (did you mean slurm?); allowed: kubeflow, "),
         (["plan", "model=zzz"], "model: unknown model 'zzz'; allowed: debug, "),
     ],
