@@ -45,7 +45,7 @@ def info_lines(grid: Sequence[Sequence[str]]) -> list[str]:
     """The config search path, each group's option in the first point and its file, and the grid."""
     from bench.config.catalog import LISTED_GROUPS
     from bench.config.compose import compose
-    from bench.config.registry import describe_source, option_files, search_dirs
+    from bench.config.registry import is_user_file, option_files, search_dirs
 
     config = compose(list(grid[0]))
     chosen = {group: (config.get(group) or {}).get("name") for group in LISTED_GROUPS if group != "device"}
@@ -56,12 +56,14 @@ def info_lines(grid: Sequence[Sequence[str]]) -> list[str]:
     lines = ["config search path:", *(f"  {folder}" for folder in search_dirs()), "chosen options (first point):"]
     for group, name in chosen.items():
         where = option_files(group).get(str(name)) if name else None
-        lines.append(
-            f"  {describe_source(group, str(name)) if name else group + ': none'}" + (f": {where}" if where else "")
-        )
+        if where is None:
+            lines.append(f"  {group} '{name}'" if name else f"  {group}: none")
+        else:
+            lines.append(f"  {group} '{name}': {where}" + (" (yours)" if is_user_file(where) else ""))
     lines.append(f"grid: {len(grid)} point(s)")
+    plain = "(the experiment as it is)" if chosen["experiment"] else "(the defaults)"
     lines += [
-        f"  {i}: {' '.join(o for o in point if not o.startswith('experiment=')) or '(the defaults)'}"
+        f"  {i}: {' '.join(o for o in point if not o.lstrip('+').startswith('experiment=')) or plain}"
         for i, point in enumerate(grid)
     ]
     return lines

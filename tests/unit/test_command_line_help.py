@@ -170,7 +170,10 @@ def test_info_names_a_users_folder_and_file(user_dir):
     lines = out.splitlines()
     assert rc == 0 and lines[:3] == ["config search path:", f"  {SHIPPED}", f"  {user_dir}"]
     path = user_dir / "model" / "llama3.1-8b.yaml"
-    assert f"  model 'llama3.1-8b' ({path}): {path}" in lines
+    assert f"  model 'llama3.1-8b': {path} (yours)" in lines
+    assert lines[-2:] == ["grid: 1 point(s)", "  0: model=llama3.1-8b"]
+    rc, out, _, _ = in_process("run", "--info", "experiment=cpu_scaling")
+    assert rc == 0 and out.splitlines()[-2:] == ["grid: 1 point(s)", "  0: (the experiment as it is)"]
 
 
 @pytest.mark.parametrize(
