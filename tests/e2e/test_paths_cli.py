@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -219,11 +220,15 @@ def test_a_read_only_disk_is_the_storage_line_and_exit_1_before_anything_runs(re
 def test_a_sweep_tries_each_folder_once_whatever_its_points(world, monkeypatch):
     """results_dir and every point's missing checkpoint folder share one try: that of the existing
     folder they would be created in (one try per point costs a large grid seconds)."""
-    from bench.config import paths
-
     tried = []
-    try_folder = paths._try_folder
-    monkeypatch.setattr(paths, "_try_folder", lambda folder: tried.append(folder) or try_folder(folder))
+    mkstemp = tempfile.mkstemp
+
+    def probe(*args, **kwargs):  # every test write is a mkstemp with the probe's prefix
+        if kwargs.get("prefix") == ".fsdp-bench-probe-":
+            tried.append(Path(kwargs["dir"]))
+        return mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", probe)
     results = world / "new" / "results"
     code, err = call(["sweep", "--dry-run", *POINT, "nodes=1", "strategy=full_shard,no_shard",
                       "train.checkpoint=sync", f"results_dir={results}"])  # fmt: skip
