@@ -15,35 +15,39 @@ from bench.config.problems import ConfigError
 CFG_KINDS = ("job",)
 
 
-def config_lines(overrides: Sequence[str], kind: str, point: int | None) -> list[str]:
-    """The composed, resolved config of the grid's first point (or `point`) as YAML lines."""
-    import yaml
-
-    from bench.config.compose import compose, expand_grid
-
+def check_kind(kind: str) -> None:
+    """ConfigError unless `--cfg` names a kind of config fsdp-bench has (asked before anything is composed)."""
     if kind not in CFG_KINDS:
         why = (
             " (Hydra's own runtime config: fsdp-bench composes without a Hydra job)" if kind in ("hydra", "all") else ""
         )
         raise ConfigError([f"--cfg: '{kind}' has no meaning here{why}; allowed: {', '.join(CFG_KINDS)}"])
-    grid = expand_grid(overrides)
+
+
+def config_lines(grid: Sequence[Sequence[str]], kind: str, point: int | None) -> list[str]:
+    """The composed, resolved config of the grid's first point (or `point`) as YAML lines; `grid`:
+    each point's overrides (bench.config.compose `expand_grid`)."""
+    import yaml
+
+    from bench.config.compose import compose
+
+    check_kind(kind)
     index = 0 if point is None else point
     if not 0 <= index < len(grid):
         raise ConfigError(
             [f"--point: {index} is outside the grid of {len(grid)} point(s); allowed: 0 to {len(grid) - 1}"]
         )
-    config = compose(grid[index])
+    config = compose(list(grid[index]))
     return yaml.safe_dump(config, sort_keys=False, default_flow_style=False).rstrip("\n").splitlines()
 
 
-def info_lines(overrides: Sequence[str]) -> list[str]:
+def info_lines(grid: Sequence[Sequence[str]]) -> list[str]:
     """The config search path, each group's option in the first point and its file, and the grid."""
     from bench.config.catalog import LISTED_GROUPS
-    from bench.config.compose import compose, expand_grid
-    from bench.config.registry import describe_source, option_files, search_dirs
+    from bench.config.compose import compose
+    from bench.config.registry import is_user_file, option_files, search_dirs
 
-    grid = expand_grid(overrides)
-    config = compose(grid[0])
+    config = compose(list(grid[0]))
     chosen = {group: (config.get(group) or {}).get("name") for group in LISTED_GROUPS if group != "device"}
     chosen["device"] = ((config.get("cluster") or {}).get("device") or {}).get("name")
     chosen["experiment"] = next(
@@ -52,12 +56,14 @@ def info_lines(overrides: Sequence[str]) -> list[str]:
     lines = ["config search path:", *(f"  {folder}" for folder in search_dirs()), "chosen options (first point):"]
     for group, name in chosen.items():
         where = option_files(group).get(str(name)) if name else None
-        lines.append(
-            f"  {describe_source(group, str(name)) if name else group + ': none'}" + (f": {where}" if where else "")
-        )
+        if where is None:
+            lines.append(f"  {group} '{name}'" if name else f"  {group}: none")
+        else:
+            lines.append(f"  {group} '{name}': {where}" + (" (yours)" if is_user_file(where) else ""))
     lines.append(f"grid: {len(grid)} point(s)")
+    plain = "(the experiment as it is)" if chosen["experiment"] else "(the defaults)"
     lines += [
-        f"  {i}: {' '.join(o for o in point if not o.startswith('experiment=')) or '(the defaults)'}"
+        f"  {i}: {' '.join(o for o in point if not o.lstrip('+').startswith('experiment=')) or plain}"
         for i, point in enumerate(grid)
     ]
     return lines

@@ -71,20 +71,27 @@ def add_overrides(parser: argparse.ArgumentParser, help: str, *, inspect: bool =
     )
 
 
-def inspected(args: argparse.Namespace, overrides: list[str] | None = None) -> int | None:
+def inspected(args: argparse.Namespace, overrides: list[str] | None = None, *, grid: bool = True) -> int | None:
     """`--cfg job` / `--info` of `overrides` (default: the command line's), printed, exit 0; None
-    when neither was asked (the command goes on)."""
+    when neither was asked (the command goes on). A command of one point (`grid=False`: run,
+    preflight) refuses a grid here as it refuses it when it runs."""
     if getattr(args, "cfg", None) is None and not getattr(args, "info", False):
         if getattr(args, "point", None) is not None:
             from bench.config.problems import ConfigError
 
             raise ConfigError(["--point: chooses the point --cfg job prints; give --cfg job with it"])
         return None
-    from reports.config_view import config_lines, info_lines
+    from bench.config.compose import expand_grid, refuse_grid
+    from reports.config_view import check_kind, config_lines, info_lines
 
-    overrides = args.overrides if overrides is None else overrides
-    lines = info_lines(overrides) if args.info else []
     if args.cfg is not None:
-        lines += config_lines(overrides, args.cfg, args.point)
+        check_kind(args.cfg)  # before anything is composed
+    overrides = args.overrides if overrides is None else overrides
+    if not grid:
+        refuse_grid(overrides)
+    points = expand_grid(overrides) if grid else [overrides]
+    lines = info_lines(points) if args.info else []
+    if args.cfg is not None:
+        lines += config_lines(points, args.cfg, args.point)
     print("\n".join(lines))
     return 0

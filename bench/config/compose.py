@@ -275,10 +275,15 @@ _SWEEP_MARKS = (",", "(")
 
 def load_point(overrides: Sequence[str]) -> Point:
     """Compose and validate a single point (the `run` and single-point `plan` path)."""
-    if any(is_grid_override(o) for o in overrides):
-        raise ConfigError(["a comma-separated override makes a grid: use `fsdp-bench sweep` for grids"])
+    refuse_grid(overrides)
     cfg = compose(overrides)
     return Point(tuple(overrides), cfg, spec_from_config(cfg))
+
+
+def refuse_grid(overrides: Sequence[str]) -> None:
+    """ConfigError for a command line that makes a grid, where a command takes one point (`run`, `preflight`)."""
+    if any(is_grid_override(o) for o in overrides):
+        raise ConfigError(["a comma-separated override makes a grid: use `fsdp-bench sweep` for grids"])
 
 
 def is_grid_override(override: str) -> bool:

@@ -5,7 +5,8 @@ A path a command reads (a results folder, `--baseline`, `--store` for history, `
 be readable. A path a command writes (`results_dir`, `-o/--out`, `train.checkpoint_dir`, a store
 it adds to, `calibrate -o`) may not exist yet (it is created, with its parents), but what exists of
 it must be of the right kind, and its nearest existing folder writable by this user; a folder is
-also tried (`failed_probe`: created, a file written and removed, left as it was). Each problem
+also tried (`failed_probe`: created, a file written and removed, left as it was; once per folder
+in a sweep's checks, `one_try_per_folder`). Each problem
 is one line that names the key (the config key or the flag) and the path; the command exits 2
 (bench.config.problems.ConfigError).
 
@@ -21,7 +22,8 @@ import contextlib
 import errno
 import os
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Literal
 
@@ -71,6 +73,24 @@ def output_problem(key: str, path: str | Path, kind: Literal["file", "folder"], 
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EROFS})
 
 
+# While `one_try_per_folder()` is open: (nearest existing folder, whether it is the folder asked
+# for) -> the answer of its try.
+_TRIED: ContextVar[dict[tuple[Path, bool], str | None] | None] = ContextVar("tried_folders", default=None)
+
+
+@contextlib.contextmanager
+def one_try_per_folder() -> Iterator[None]:
+    """Within it a folder is tried once, however many points ask (a sweep's checks): the points of
+    a grid share `results_dir`, and their own missing folders (the default checkpoint folders) share
+    the try of the existing folder they would be created in. A try is a few file system round trips,
+    milliseconds each on a shared file system; once per point it would cost a large grid seconds."""
+    token = _TRIED.set({})
+    try:
+        yield
+    finally:
+        _TRIED.reset(token)
+
+
 def failed_probe(folder: str | Path) -> str | None:
     """Why writing in `folder` failed when tried, or None: what is missing of it is created, a probe
     file written and removed, and what was created removed again, so the folder is left as it was.
@@ -79,6 +99,17 @@ def failed_probe(folder: str | Path) -> str | None:
     read-only bind mount with permissive bits, a FUSE mount that refuses); trying is the answer a
     run would meet. A disk fault (full, over quota, read-only) is raised as the OSError it is."""
     folder = Path(folder)
+    tried = _TRIED.get()
+    if tried is None:
+        return _try_folder(folder)
+    existing = nearest_existing(folder)
+    key = (existing, existing == folder)
+    if key not in tried:
+        tried[key] = _try_folder(folder)
+    return tried[key]
+
+
+def _try_folder(folder: Path) -> str | None:
     created: list[Path] = []
     try:
         for missing in reversed([folder, *folder.parents]):

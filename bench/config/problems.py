@@ -50,7 +50,7 @@ def describe_validation_error(exc: ValidationError, prefix: str = "") -> list[st
             hint = did_you_mean(err.get("input"), re.findall(r"'([^']*)'", allowed))
             msg = f"got {err.get('input')!r}{hint}; allowed: {allowed}"
         elif err["type"] in ("bool_type", "bool_parsing"):
-            msg = f"got {err.get('input')!r}; allowed: true, false"
+            msg = f"got {err.get('input')!r}{did_you_mean(err.get('input'), ('true', 'false'))}; allowed: true, false"
         elif err["type"] == "missing":
             msg = "missing"
         lines.extend(f"{loc}: {part}" if loc else part for part in msg.splitlines())

@@ -153,7 +153,7 @@ class DryRun:
 def launchable_sweep(overrides: list[str]) -> LaunchableSweep:
     """Compose and validate every point, check each against its launcher (ConfigError lists every
     problem, each point's prefixed with its overrides), before anything launches or is written."""
-    from bench.config.paths import output_problem
+    from bench.config.paths import one_try_per_folder, output_problem
 
     overrides = with_default_experiment(list(overrides))
     autotuned = None
@@ -168,11 +168,12 @@ def launchable_sweep(overrides: list[str]) -> LaunchableSweep:
     for spec in {p.spec.launcher: p.spec for p in points}.values():
         launcher.check_available(spec)
     results_dir = toplevel.results_dir(cfg)
-    if problem := output_problem("results_dir", results_dir, "folder"):  # one line for the whole grid
-        raise ConfigError([problem])
-    problems = [
-        f"[{' '.join(p.overrides)}] {line}" for p in points for line in launcher.check_point(p.spec, results_dir)
-    ]
+    with one_try_per_folder():  # every point asks for the same folders: each is tried once
+        if problem := output_problem("results_dir", results_dir, "folder"):  # one line for the whole grid
+            raise ConfigError([problem])
+        problems = [
+            f"[{' '.join(p.overrides)}] {line}" for p in points for line in launcher.check_point(p.spec, results_dir)
+        ]
     if problems:
         raise ConfigError(problems)
     if len({p.spec.launcher for p in points}) > 1:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -187,6 +188,8 @@ def read_only_disk(world):
 
 READ_ONLY = {  # a command writing on the read-only disk -> the file its one line names
     "run": (["run", *POINT, "results_dir={disk}/new"], "{disk}/new"),
+    "sweep": (["sweep", *POINT, "results_dir={disk}/new"], "{disk}/new"),
+    "sweep --dry-run": (["sweep", "--dry-run", *POINT, "results_dir={disk}/new"], "{disk}/new"),
     "checkpoint": (
         ["run", *POINT, "train.checkpoint=sync", "train.checkpoint_dir={disk}/ckpt", "results_dir={tmp}/r"],
         "{disk}/ckpt",
@@ -212,6 +215,25 @@ def test_a_read_only_disk_is_the_storage_line_and_exit_1_before_anything_runs(re
     assert err.startswith(f"error: cannot write {named.format(disk=read_only_disk)}"), err
     assert ": Read-only file system (EROFS); " in err and err.endswith("make room and run the same command again\n")
     assert files(world) == before  # nothing launched (no launch folder), measured or written elsewhere
+
+
+def test_a_sweep_tries_each_folder_once_whatever_its_points(world, monkeypatch):
+    """results_dir and every point's missing checkpoint folder share one try: that of the existing
+    folder they would be created in (one try per point costs a large grid seconds)."""
+    tried = []
+    mkstemp = tempfile.mkstemp
+
+    def probe(*args, **kwargs):  # every test write is a mkstemp with the probe's prefix
+        if kwargs.get("prefix") == ".fsdp-bench-probe-":
+            tried.append(Path(kwargs["dir"]))
+        return mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", probe)
+    results = world / "new" / "results"
+    code, err = call(["sweep", "--dry-run", *POINT, "nodes=1", "strategy=full_shard,no_shard",
+                      "train.checkpoint=sync", f"results_dir={results}"])  # fmt: skip
+    assert (code, err) == (0, "")
+    assert tried == [results] and not (world / "new").exists()
 
 
 def test_store_add_on_a_full_disk_is_exit_1_with_the_storage_line(world):

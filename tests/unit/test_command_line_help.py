@@ -89,6 +89,7 @@ def test_commands_that_compose_nothing_keep_their_plain_help():
         ),
         (["plan", "nodez=2"], "nodez: unknown key 'nodez' (did you mean nodes?); allowed at the top level: "),
         (["run", "train.checkpoint=snyc"], "train.checkpoint: got 'snyc' (did you mean sync?); allowed: 'none', "),
+        (["sweep", "sweep.force=ture"], "sweep.force: got 'ture' (did you mean true?); allowed: true, false"),
         (["plan", "launcher=slurn"], "launcher: unknown launcher 'slurn' (did you mean slurm?); allowed: kubeflow, "),
         (["plan", "model=zzz"], "model: unknown model 'zzz'; allowed: debug, "),
     ],
@@ -169,7 +170,10 @@ def test_info_names_a_users_folder_and_file(user_dir):
     lines = out.splitlines()
     assert rc == 0 and lines[:3] == ["config search path:", f"  {SHIPPED}", f"  {user_dir}"]
     path = user_dir / "model" / "llama3.1-8b.yaml"
-    assert f"  model 'llama3.1-8b' ({path}): {path}" in lines
+    assert f"  model 'llama3.1-8b': {path} (yours)" in lines
+    assert lines[-2:] == ["grid: 1 point(s)", "  0: model=llama3.1-8b"]
+    rc, out, _, _ = in_process("run", "--info", "experiment=cpu_scaling")
+    assert rc == 0 and out.splitlines()[-2:] == ["grid: 1 point(s)", "  0: (the experiment as it is)"]
 
 
 @pytest.mark.parametrize(
@@ -183,6 +187,10 @@ def test_info_names_a_users_folder_and_file(user_dir):
         (["run", "--cfg", "jobs"], "--cfg: 'jobs' has no meaning here; allowed: job"),
         (["run", "--point", "1"], "--point: chooses the point --cfg job prints; give --cfg job with it"),
         (["sweep", "--json"], "--json: prints a dry run's points; give --dry-run with it"),
+        (["run", "--cfg", "job", "nodes=1,2"], "a comma-separated override makes a grid: use `fsdp-bench sweep` "
+         "for grids"),  # as `run nodes=1,2` itself refuses it
+        (["preflight", "--info", "strategy=full_shard,no_shard"], "a comma-separated override makes a grid: use "
+         "`fsdp-bench sweep` for grids"),
     ],
 )  # fmt: skip
 def test_bad_cfg_point_and_json_flags_are_one_line_and_exit_2(argv, line):

@@ -22,7 +22,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    if (done := inspected(args)) is not None:  # --cfg job / --info
+    if (done := inspected(args, grid=False)) is not None:  # --cfg job / --info of its one point
         return done
     from bench.config.compose import preflight_settings
     from bench.run.point import launchable_point
