@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from bench.schema.base import Status, Strict
+from bench.schema.breakdown import StepBreakdown
 from bench.schema.checkpoint import CheckpointMetrics
 from bench.schema.env import EnvInfo, HostLoad
 from bench.schema.model import ModelInfo
@@ -19,7 +20,9 @@ from bench.schema.telemetry import Telemetry
 # (older versions are migrated on read, bench/schema/migrations).
 # 3: derived values stored where the record is made (metrics.checkpoint.write_bytes_per_s):
 #    bench/schema/migrations/v2.py; metrics.scaler_skipped_steps (null in older records: not counted).
-SCHEMA_VERSION = 3
+# 4: metrics.step_breakdown, the profiled steps' split (null in older records: not profiled);
+#    bench/schema/migrations/v3.py.
+SCHEMA_VERSION = 4
 
 
 class StepTimeStats(Strict):
@@ -83,6 +86,8 @@ class Metrics(Strict):
     compile: CompileInfo | None = None
     telemetry: Telemetry | None = None
     checkpoint: CheckpointMetrics | None = None
+    # profile.enabled: the profiled steps' split into compute, exposed communication and idle.
+    step_breakdown: StepBreakdown | None = None
     # Each rank's median busy time per step (up to the step's closing synchronisation: on CPU the
     # time before the barrier, so a straggler shows; on GPU CUDA-event time, which includes waits
     # inside collectives) and the slowest of them.
@@ -104,7 +109,7 @@ class Recipe(Strict):
 class RunResult(Strict):
     """One point's record: `RESULTS/<sweep>/<point_id>/result.json` (bench/analysis/records.py reads older versions)."""
 
-    schema_version: Literal[3] = SCHEMA_VERSION
+    schema_version: Literal[4] = SCHEMA_VERSION
     point_id: str
     sweep: str
     status: Status
@@ -136,7 +141,7 @@ def model_info(spec: RunSpec) -> ModelInfo:
 def rank_record_json(record: RunResult) -> dict[str, Any]:
     """The record as rank 0 writes it (fsdp_core/worker.py): the fields it filled, so a section it never
     measured is absent rather than null (no `metrics.telemetry` with telemetry.enabled=false, no
-    `metrics.checkpoint` without checkpoints, a CPU point's `peak_mem_bytes` without the GPU views), as
+    `metrics.checkpoint` without checkpoints, no `metrics.step_breakdown` without profiling, a CPU point's `peak_mem_bytes` without the GPU views), as
     records have always been written. Reading fills the defaults back in: both read the same. The
     version is always written, also where the constructor left it at its default."""
     return {"schema_version": record.schema_version, **record.model_dump(mode="json", exclude_unset=True)}

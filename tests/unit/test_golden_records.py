@@ -58,6 +58,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "ac_selective_op_every_3": {"train.activation_checkpointing": "selective_op", "train.ac_every": 3},
     "slow_fraction": {"debug.slow_fraction": 0.5},
     "slow_rank": {"debug.slow_rank": 0},
+    "comm_delay": {"debug.comm_delay_ms": 20.0},
+    "extra_matmuls": {"debug.extra_matmuls": 4},
+    "profile_on": {"profile.enabled": True, "profile.steps": 2, "profile.max_mib": 8.0},
     "fail_rank": {"debug.fail_rank": 0, "debug.fail_step": 3},
     "compile_backend": {"train.compile_backend": "aot_eager"},
 }

@@ -22,7 +22,7 @@ from bench.analysis.records import load_records
 from bench.analysis.report.frame import COLUMNS, records_to_frame
 from bench.analysis.store import STORE_SCHEMA_VERSION, ResultStore
 from bench.schema.metrics import BY_NAME, CATALOGUE, find, get, shown_in
-from bench.schema.record import RunResult
+from bench.schema.record import SCHEMA_VERSION, RunResult
 from reports.console import point_summary
 from reports.report.flag_rules import flag_rules
 from reports.report.html import TEMPLATES
@@ -143,7 +143,7 @@ def test_a_checkpoint_bandwidth_leaves_zero_duration_saves_out_everywhere(teleme
 
 def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
     """The real version-2 record of tests/fixtures/records/v2_checkpoint (three saves that took time)
-    reads as version 3 with the write bandwidth the ranks now store, by the same rule."""
+    reads as today's version with the write bandwidth the ranks now store, by the same rule."""
     import json
     import statistics
 
@@ -155,7 +155,7 @@ def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
     record = read_record(path)
     saves = raw["metrics"]["checkpoint"]["saves"]
     expected = statistics.median(s["bytes"] / s["durable_s"] for s in saves)
-    assert record.schema_version == 3 and len(saves) == 3
+    assert record.schema_version == SCHEMA_VERSION and len(saves) == 3
     assert record.metrics.checkpoint.write_bytes_per_s == pytest.approx(expected)
     assert records_to_frame([record])["ckpt_write_bytes_per_s"].iloc[0] == pytest.approx(expected)
 
@@ -163,13 +163,17 @@ def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
 def test_a_version_3_record_stores_its_derived_values_and_every_view_shows_them():
     """The real version-3 record of tests/fixtures/records/v3 (fp16, three sync saves): the ranks stored
     the write bandwidth by the one rule and the scaler's skipped steps; the frame, the console and
-    check read them as stored."""
+    check read them as stored. Migrated to version 4, it has no step breakdown."""
+    import json
     import statistics
 
     from bench.analysis.check.points import points_from_records
 
+    (path,) = (FIXTURES / "v3").rglob("result.json")
+    assert json.loads(path.read_text())["schema_version"] == 3
     (record,), problems = load_records(FIXTURES / "v3")
-    assert not problems and record.schema_version == 3 and record.spec.precision == "fp16"
+    assert not problems and record.schema_version == SCHEMA_VERSION and record.spec.precision == "fp16"
+    assert record.metrics.step_breakdown is None  # version 3 never profiled
     saves = record.metrics.checkpoint.saves
     assert len(saves) == 3 and all(s.durable_s > 0 for s in saves)
     stored = record.metrics.checkpoint.write_bytes_per_s

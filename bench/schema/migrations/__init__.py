@@ -9,7 +9,8 @@ of a version newer than this code is reported as such, never misread. Preflight 
 their own version (1) and share the renames (they carry a spec).
 
 Modules: v1.py (version 1 -> 2, resolving names against version 1's own tables, v1_registry.json),
-v2.py (version 2 -> 3, the derived values version 3 stores), ac_split.py (a stored `selective` ->
+v2.py (version 2 -> 3, the derived values version 3 stores), v3.py (version 3 -> 4: the profiled
+steps' split, null before), ac_split.py (a stored `selective` ->
 `selective_layer`).
 """
 
@@ -19,6 +20,7 @@ from bench.schema.files import Versioned
 from bench.schema.migrations.ac_split import record_selective_split, spec_selective_split
 from bench.schema.migrations.v1 import record_v1_to_v2, spec_v1_to_v2
 from bench.schema.migrations.v2 import record_v2_to_v3
+from bench.schema.migrations.v3 import record_v3_to_v4
 from bench.schema.preflight import PREFLIGHT_KIND, PREFLIGHT_SCHEMA_VERSION, PreflightResult
 from bench.schema.record import SCHEMA_VERSION, RunResult
 
@@ -26,7 +28,7 @@ from bench.schema.record import SCHEMA_VERSION, RunResult
 RECORD = Versioned(
     "record",
     current=SCHEMA_VERSION,
-    steps={1: record_v1_to_v2, 2: record_v2_to_v3},
+    steps={1: record_v1_to_v2, 2: record_v2_to_v3, 3: record_v3_to_v4},
     unversioned=1,
     renames=(record_selective_split,),
     model=RunResult,
