@@ -121,6 +121,7 @@ POINT_MODULES = {
     "torch._inductor.compile_fx": "train.compile",
     "torchao.float8": "precision=fp8",
     "pynvml": "telemetry's NVML readers",
+    "torch.distributed.fsdp._fully_shard._fsdp_collectives": "debug.comm_delay_ms (FSDP2's default collectives)",
 }
 EVERY_POINT = "fsdp_core.worker"
 # Names a point calls in these modules (an old or new release may lack one).
@@ -129,6 +130,7 @@ POINT_NAMES = {
     "torch.distributed.checkpoint": ("async_save", "save", "load", "FileSystemWriter"),
     "torch._dynamo": ("lookup_backend",),
     "torch.nn.functional": ("scaled_mm", "ScalingType"),
+    "torch.distributed.fsdp._fully_shard._fsdp_collectives": ("DefaultAllGather", "DefaultReduceScatter"),
 }
 # What triton compiles for its launcher: a CPython extension (train.compile on CUDA).
 C_PROBE = """#include <Python.h>

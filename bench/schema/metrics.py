@@ -33,9 +33,10 @@ Kind = Literal["timing", "counter"]
 Per = Literal["step", "run"]
 # How the record holds the value over ranks: the slowest (step time: each step is as slow as its
 # slowest rank), the largest rank's (peak memory), the mean over devices and samples, the sum over
-# devices or hosts, the whole world's (tokens/s), one rank's count that every rank shares, or the
-# slowest rank's time of a collective operation (a checkpoint save).
-RankPool = Literal["max", "mean", "sum", "world", "per rank", "slowest rank"]
+# devices or hosts, the whole world's (tokens/s), one rank's count that every rank shares, the
+# slowest rank's time of a collective operation (a checkpoint save), or the median over ranks (the
+# profiled steps' split: each rank's median step).
+RankPool = Literal["max", "mean", "median", "sum", "world", "per rank", "slowest rank"]
 # How repeats of a point (sweep.repeats) pool: the pooled median of every run's timed steps (the
 # statistics engine's center), the median of the runs' values, the largest, or they must be equal.
 RepeatPool = Literal["pooled median", "median", "max", "equal"]
@@ -289,6 +290,7 @@ _REDUCERS = {"median": _median, "count": _count, "last": _last, "sum": _sum}
 _GIB = Display(fmt=".2f", unit="GiB", scale=1 / 2**30)
 _PCT = Display(fmt=".1f", unit="%", scale=100.0)
 _CKPT = "checkpoint"
+_SPLIT = "step split"
 
 CATALOGUE: tuple[Metric, ...] = (
     # Throughput and step time: every timing of a run derives from its timed step times.
@@ -519,6 +521,38 @@ CATALOGUE: tuple[Metric, ...] = (
                     "(it then backs its scale off); null without a scaler",
         views=frozenset({"frame", "console", "gpu"}), display=Display(fmt="d"), title="scaler skips", group="numerics",
         store_type="INTEGER",
+    ),
+    # The profiled steps' split (profile.enabled; docs/engine.md "Profiled steps"): one value per run,
+    # each the median over ranks of the rank's median over its profiled steps.
+    Metric(
+        name="compute_s", path="metrics.step_breakdown.compute_s", unit="s", better="lower", kind="timing",
+        per="run", label="compute", ranks="median", repeats="median",
+        description="a profiled step's compute: the training thread's ops outside FSDP's ranges and the c10d calls "
+                    "(CPU), the non-NCCL kernels (CUDA)",
+        views=frozenset({"frame", "check", "console"}), display=Display(fmt=".1f", unit="ms", scale=1e3),
+        group=_SPLIT,
+    ),
+    Metric(
+        name="exposed_comm_s", path="metrics.step_breakdown.exposed_comm_s", unit="s", better="lower", kind="timing",
+        per="run", label="exposed comm", ranks="median", repeats="median",
+        description="a profiled step's communication while no compute runs (gloo spans, NCCL kernels; a late "
+                    "peer's wait included)",
+        views=frozenset({"frame", "check", "console"}), display=Display(fmt=".1f", unit="ms", scale=1e3),
+        group=_SPLIT,
+    ),
+    Metric(
+        name="exposed_comm_share", path="metrics.step_breakdown.exposed_comm_share", unit="fraction", better="lower",
+        kind="timing", per="run", label="exposed share", ranks="median", repeats="median",
+        description="exposed_comm_s / the profiled step's time",
+        views=frozenset({"frame", "check", "console"}), display=_PCT, group=_SPLIT,
+    ),
+    Metric(
+        name="idle_s", path="metrics.step_breakdown.idle_s", unit="s", better="lower", kind="timing", per="run",
+        label="idle", ranks="median", repeats="median",
+        description="a profiled step less compute and exposed communication: FSDP's bookkeeping, the step timer's "
+                    "barriers (the wait for the slowest rank), the rest",
+        views=frozenset({"frame", "check", "console"}), display=Display(fmt=".1f", unit="ms", scale=1e3),
+        group=_SPLIT,
     ),
     # Computed by the report's aggregation (bench.analysis.stats.scaling_efficiency), not stored in a record.
     Metric(

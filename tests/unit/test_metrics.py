@@ -68,7 +68,10 @@ def test_each_name_finds_one_metric_and_the_flags_are_read_by_name():
 
 def test_check_and_history_list_the_catalogues_metrics_in_its_order():
     assert list(METRICS) == [m.name for m in shown_in("check")]
-    assert TIMINGS == ("tokens_per_s", "step_time_s", "mfu", "energy_per_token", "utilization")
+    assert TIMINGS == (
+        "tokens_per_s", "step_time_s", "mfu", "energy_per_token", "utilization",
+        "compute_s", "exposed_comm_s", "exposed_comm_share", "idle_s",
+    )  # fmt: skip
     assert COUNTERS == (
         "comm_bytes_per_step.all_gather", "comm_bytes_per_step.reduce_scatter", "comm_bytes_per_step.all_reduce",
         "params", "flops_per_token", "peak_mem_bytes",
