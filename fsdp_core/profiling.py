@@ -2,9 +2,9 @@
 trace saved beside the record and split into compute, communication and idle (fsdp_core/step_split.py).
 
 The profiler's schedule runs one untraced warm-up step, then `profile.steps` traced ones. Each step
-is the harness's own range (`step_split.STEP_RANGE`, a record_function around the step timer's start
-and stop, so its barriers are in it), not the profiler's `ProfilerStep#N`, which also holds the
-profiler's bookkeeping between steps. CPU activity always, CUDA activity on a GPU; shapes and stacks
+is the harness's own range (`step_split.STEP_RANGE`, a record_function from the step timer's start to
+its stop: the time the timer measures, its closing barrier in it, the opening one before it, as in the
+timer), not the profiler's `ProfilerStep#N`, which also holds the profiler's bookkeeping between steps. CPU activity always, CUDA activity on a GPU; shapes and stacks
 off (they multiply the trace's size). The trace is exported as JSON (torch's Chrome trace), read back
 here to split it, cut at a whole step when it is larger than `profile.max_mib`, and written gzipped
 (`trace_rank<R>.json.gz`, which Perfetto and Holistic Trace Analysis open) only while this rank's
@@ -60,10 +60,10 @@ def profile_steps(
     plan = schedule(wait=0, warmup=1, active=profile_spec.steps, repeat=1)
     with profile(activities=activities, schedule=plan, record_shapes=False, with_stack=False) as prof:
         for index in range(1 + profile_spec.steps):
+            timer.start()  # CPU: the opening barrier, before the timer's own time starts
             with record_function(STEP_RANGE):
-                timer.start()
                 run_step(index, timer)
-                timer.stop()
+                timer.stop()  # CPU: the closing barrier, the wait for the slowest rank
             prof.step()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="fsdp-bench-trace-") as tmp:

@@ -4,8 +4,8 @@ on the trace they just exported, the unit tests on committed traces.
 
 Definitions, per step (docs/engine.md, "Profiled steps"):
 
-- *step*: the harness's own range, `STEP_RANGE` (a record_function around the step timer's start and
-  stop, so its two CPU barriers are in it); its thread is the training thread;
+- *step*: the harness's own range, `STEP_RANGE` (a record_function from the step timer's start to its
+  stop: the time the timer measures, its closing CPU barrier in it); its thread is the training thread;
 - *compute* (CPU): the union of the training thread's `aten::*` ops outside FSDP's `FSDP::*` ranges
   and the `c10d::*` calls. Not every `cpu_op`: autograd's wrappers hold FSDP's post-backward hook and
   whatever a hook waits for (a late peer's collective would count as compute);
@@ -18,7 +18,7 @@ Definitions, per step (docs/engine.md, "Profiled steps"):
 - *overlapped*: communication while compute runs; *exposed*: the rest of it;
 - *idle*: step - compute - exposed, with two parts named on CPU: `fsdp_s`, FSDP's own bookkeeping
   (time in `FSDP::*` ranges with neither compute nor a collective running) and `barrier_s`, the step
-  timer's barriers (`c10d::barrier`/`gloo:barrier`: the wait for the slowest rank).
+  timer's closing barrier (`c10d::barrier`/`gloo:barrier`: the wait for the slowest rank).
 
 So compute + exposed + idle = step by construction. On CUDA a step's time is its kernels' span on the
 device (the kernels its CPU range launched, matched by correlation id), FSDP's bookkeeping and the
