@@ -150,3 +150,16 @@ def test_a_version_4_record_carries_its_split_and_every_view_reads_it():
     assert get("idle_s").value(record) == b.idle_s and get("compute_s").value(record) == b.compute_s
     line = next(line for line in point_summary(record).splitlines() if "step split:" in line)
     assert f"exposed share {100 * b.exposed_comm_share:.1f}%" in line and "over 3 profiled steps" in line
+
+
+def test_a_new_launch_of_the_point_deletes_its_old_traces_with_the_old_record(tmp_path):
+    from bench.config.compose import spec_from_fields
+    from bench.run.execute import prepare_launch
+
+    spec = spec_from_fields(model="debug", gpus_per_node=2, **{"sweep.name": "unit", "profile.enabled": True})
+    point = tmp_path / "unit" / spec.point_id
+    point.mkdir(parents=True)
+    for name in ("result.json", "trace_rank0.json.gz", "trace_rank1.json.gz", "notes.txt"):
+        (point / name).write_text("old")
+    prepare_launch([spec], tmp_path)
+    assert sorted(p.name for p in point.iterdir()) == ["notes.txt"]
