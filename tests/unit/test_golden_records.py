@@ -120,7 +120,7 @@ def golden_and_now() -> tuple[dict[str, Any], dict[str, Any]]:
 def test_every_fixture_record_is_pinned(golden_and_now):
     golden, now = golden_and_now
     assert sorted(golden["records"]) == RECORD_PATHS  # a new fixture record is pinned too
-    assert len(RECORD_PATHS) == 29
+    assert len(RECORD_PATHS) == 31
 
 
 @pytest.mark.parametrize("path", RECORD_PATHS)

@@ -163,3 +163,35 @@ def test_a_new_launch_of_the_point_deletes_its_old_traces_with_the_old_record(tm
         (point / name).write_text("old")
     prepare_launch([spec], tmp_path)
     assert sorted(p.name for p in point.iterdir()) == ["notes.txt"]
+
+
+def test_the_report_shows_where_the_step_went_beside_the_prediction(tmp_path):
+    """The real profiled, planned 1-2 node series of tests/fixtures/records/v4_split: summary.md has a
+    line per point (measured split by collective and idle part, the planner's beside it), and the
+    figure stacks each node count's parts with the ideal step dashed."""
+    from bench.analysis.report.aggregate import build_cells, build_scaling
+    from bench.analysis.report.frame import records_to_frame
+    from reports.report.build import write_report
+    from reports.report.plots import where_efficiency_went_figure
+
+    (one, two), problems = load_records(FIXTURES / "records" / "v4_split")
+    assert not problems
+    write_report([one, two], tmp_path / "report")
+    summary = (tmp_path / "report" / "summary.md").read_text()
+    assert "## Where the step went (profiled points)" in summary
+    b = max((one, two), key=lambda r: r.spec.nodes).metrics.step_breakdown
+    share = b.exposed_comm_s_by_kind["all_gather"] / b.step_s
+    section = summary.split("## Where the step went (profiled points)")[1]
+    line = next(line for line in section.splitlines() if line.startswith("| split | ") and "| 2 |" in line)
+    assert f"(all_gather {100 * share:.0f} %, reduce_scatter" in line and "idle " in line and "(FSDP " in line
+    assert "exposed comm + interference" in line  # the planner's split: the sweep planned
+    assert (tmp_path / "report" / "where_efficiency_went.png").stat().st_size > 0
+    scaling = build_scaling(build_cells(records_to_frame([one, two])))
+    fig = where_efficiency_went_figure(scaling)
+    (ax,) = fig.axes
+    gids = {patch.get_gid() for patch in ax.patches}
+    assert {"split:compute", "split:exposed all_gather", "split:exposed reduce_scatter", "split:idle: FSDP",
+            "split:predicted: compute", "split:predicted: exposed comm + interference"} <= gids  # fmt: skip
+    (ideal,) = [line for line in ax.get_lines() if line.get_gid() == "ideal:step"]
+    base = min((one, two), key=lambda r: r.spec.nodes).metrics.step_breakdown.step_s
+    assert list(ideal.get_ydata()) == pytest.approx([base * 1e3] * 2)  # weak scaling: the baseline's step
