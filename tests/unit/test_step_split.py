@@ -195,3 +195,16 @@ def test_the_report_shows_where_the_step_went_beside_the_prediction(tmp_path):
     (ideal,) = [line for line in ax.get_lines() if line.get_gid() == "ideal:step"]
     base = min((one, two), key=lambda r: r.spec.nodes).metrics.step_breakdown.step_s
     assert list(ideal.get_ydata()) == pytest.approx([base * 1e3] * 2)  # weak scaling: the baseline's step
+
+
+def test_plan_accuracy_puts_the_measured_split_beside_the_predicted_one():
+    from bench.analysis.plan_accuracy import compare_records, markdown
+
+    records, _ = load_records(FIXTURES / "records" / "v4_split")
+    rows = compare_records(records)
+    two = next(r for r in rows if r["point"].startswith("debug 2x1"))
+    b = two["measured_split"]
+    assert b is not None and 0 < two["predicted_exposed_share"] < 1
+    line = next(line for line in markdown(rows).splitlines() if line.startswith("| debug 2x1"))
+    assert f"{b.compute_s:.3f} / {b.exposed_comm_s:.3f} / {b.idle_s:.3f}" in line
+    assert f"/ {100 * b.exposed_comm_share:.0f}% |" in line
