@@ -85,7 +85,9 @@ def test_a_profiled_point_is_diagnosed_from_its_measured_exposed_share():
     assert likely_cause(1.0, 0.4, measured_share=0.05) == (
         f"{COMPUTE_CAUSE} (measured: exposed communication 5 % of the profiled step)"
     )
-    assert likely_cause(None, None, measured_share=0.31).startswith(COMM_CAUSE + " (measured: exposed communication 31 %")
+    assert likely_cause(None, None, measured_share=0.31).startswith(
+        COMM_CAUSE + " (measured: exposed communication 31 %"
+    )
     assert "likely cause: " + COMM_CAUSE + " (measured" in diagnose(0.6, 0.95, 1.0, 0.01, measured_share=0.5)
 
 
