@@ -292,6 +292,18 @@ _PCT = Display(fmt=".1f", unit="%", scale=100.0)
 _CKPT = "checkpoint"
 _SPLIT = "step split"
 
+
+def _split_metric(name: str, label: str, description: str, unit: str = "s", display: Display | None = None) -> Metric:
+    """A part of the profiled steps' split (metrics.step_breakdown): one value per run, lower is better,
+    shown on the console's "step split" line, in the frame and by check."""
+    return Metric(
+        name=name, path=f"metrics.step_breakdown.{name}", unit=unit, better="lower", kind="timing", per="run",
+        label=label, ranks="median", repeats="median", description=description,
+        views=frozenset({"frame", "check", "console"}), display=display or Display(fmt=".1f", unit="ms", scale=1e3),
+        group=_SPLIT,
+    )  # fmt: skip
+
+
 CATALOGUE: tuple[Metric, ...] = (
     # Throughput and step time: every timing of a run derives from its timed step times.
     Metric(
@@ -524,36 +536,14 @@ CATALOGUE: tuple[Metric, ...] = (
     ),
     # The profiled steps' split (profile.enabled; docs/engine.md "Profiled steps"): one value per run,
     # each the median over ranks of the rank's median over its profiled steps.
-    Metric(
-        name="compute_s", path="metrics.step_breakdown.compute_s", unit="s", better="lower", kind="timing",
-        per="run", label="compute", ranks="median", repeats="median",
-        description="a profiled step's compute: the training thread's ops outside FSDP's ranges and the c10d calls "
-                    "(CPU), the non-NCCL kernels (CUDA)",
-        views=frozenset({"frame", "check", "console"}), display=Display(fmt=".1f", unit="ms", scale=1e3),
-        group=_SPLIT,
-    ),
-    Metric(
-        name="exposed_comm_s", path="metrics.step_breakdown.exposed_comm_s", unit="s", better="lower", kind="timing",
-        per="run", label="exposed comm", ranks="median", repeats="median",
-        description="a profiled step's communication while no compute runs (gloo spans, NCCL kernels; a late "
-                    "peer's wait included)",
-        views=frozenset({"frame", "check", "console"}), display=Display(fmt=".1f", unit="ms", scale=1e3),
-        group=_SPLIT,
-    ),
-    Metric(
-        name="exposed_comm_share", path="metrics.step_breakdown.exposed_comm_share", unit="fraction", better="lower",
-        kind="timing", per="run", label="exposed share", ranks="median", repeats="median",
-        description="exposed_comm_s / the profiled step's time",
-        views=frozenset({"frame", "check", "console"}), display=_PCT, group=_SPLIT,
-    ),
-    Metric(
-        name="idle_s", path="metrics.step_breakdown.idle_s", unit="s", better="lower", kind="timing", per="run",
-        label="idle", ranks="median", repeats="median",
-        description="a profiled step less compute and exposed communication: FSDP's bookkeeping, the step timer's "
-                    "barriers (the wait for the slowest rank), the rest",
-        views=frozenset({"frame", "check", "console"}), display=Display(fmt=".1f", unit="ms", scale=1e3),
-        group=_SPLIT,
-    ),
+    _split_metric("compute_s", "compute", "a profiled step's compute: the training thread's ops outside FSDP's "
+                  "ranges and the c10d calls (CPU), the non-NCCL kernels (CUDA)"),
+    _split_metric("exposed_comm_s", "exposed comm", "a profiled step's communication while no compute runs (gloo "
+                  "spans, NCCL kernels; a late peer's wait included)"),
+    _split_metric("exposed_comm_share", "exposed share", "exposed_comm_s / the profiled step's time", unit="fraction",
+                  display=_PCT),
+    _split_metric("idle_s", "idle", "a profiled step less compute and exposed communication: FSDP's bookkeeping, "
+                  "the step timer's closing barrier (the wait for the slowest rank), the rest"),
     # Computed by the report's aggregation (bench.analysis.stats.scaling_efficiency), not stored in a record.
     Metric(
         name="scaling_efficiency", path=None, unit="fraction", better="higher", kind="timing", per="run",
