@@ -51,10 +51,14 @@ class RankProfile:
 
 
 def profile_steps(
-    run_step: Callable[[int, StepTimer], None], profile_spec: ProfileSpec, device: torch.device, rank: int, out: Path
+    run_step: Callable[[int, StepTimer], None],
+    profile_spec: ProfileSpec,
+    device: torch.device,
+    rank: int,
+    out: Path | None,
 ) -> RankProfile:
     """Run 1 + profile.steps steps under the profiler (`run_step(index, timer)` trains one, between the
-    timer's start and stop); the trace goes to `out`/trace_rank<rank>.json.gz."""
+    timer's start and stop); the trace goes to `out`/trace_rank<rank>.json.gz (`out` None: split, not kept)."""
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if device.type == "cuda" else [])
     timer = StepTimer(device)
     plan = schedule(wait=0, warmup=1, active=profile_spec.steps, repeat=1)
@@ -80,7 +84,7 @@ def profile_steps(
             f"rank {rank}: trace cut to its first {kept} step(s), over profile.max_mib={profile_spec.max_mib:g}"
         )
     written, gzip_bytes = None, 0
-    if still_owned():
+    if out is not None and still_owned():
         out.mkdir(parents=True, exist_ok=True)
         with atomic_path(out / trace_file_name(rank)) as partial:
             with gzip.open(partial, "wb", compresslevel=6) as handle:

@@ -162,7 +162,7 @@ def run_loop(
             train_step(model, optimizer, scaler, source, spec, train.steps + index, device)
             _slow_down(spec.debug, step_timer, rank)
 
-        profiled = profile_steps(profiled_step, spec.profile, device, rank, trace_dir or Path.cwd())
+        profiled = profile_steps(profiled_step, spec.profile, device, rank, trace_dir)
     return LoopResult(
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
