@@ -88,7 +88,7 @@ def _step_split(record: RunResult) -> list[str]:
              if value is not None]  # fmt: skip
     parts += [f"idle in {' and '.join(named)}"] if named else []
     traces = f"traces {b.traces[0]}" + (f" .. {b.traces[-1]}" if len(b.traces) > 1 else "") if b.traces else "no traces"
-    return [*parts, f"over {b.steps} profiled steps, {traces}"]
+    return [*parts, f"over {b.steps} profiled step{'s' if b.steps != 1 else ''}, {traces}"]
 
 
 _EXTRAS: dict[str, Callable[[RunResult], list[str]]] = {
