@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from bench.analysis.report.columns import breakdown_values
 from reports.report import formatting as fmt
 from reports.report.labels import config_label
 from reports.report.table import Table
@@ -69,6 +70,17 @@ def predicted_line(row: dict) -> str:
     rest = float(step) - float(row["pred_compute_s"]) - comm
     return f"compute {_pct(_share(row['pred_compute_s'], step))}, exposed comm + interference " \
            f"{_pct(_share(comm, step))}, other {_pct(_share(rest, step))}"  # fmt: skip
+
+
+def record_lines(records) -> list[str]:
+    """The sweep's console lines after its table: each profiled point's split, as the report shows it."""
+    lines = []
+    for record in records:
+        b = record.metrics.step_breakdown
+        if b is not None and b.step_s:
+            parts = {"compute_s": b.compute_s, "exposed_comm_s": b.exposed_comm_s, "idle_s": b.idle_s}
+            lines.append(f"  {record.point_id}  {measured_line({**breakdown_values(record), **parts})}")
+    return ["where the step went (profiled steps, shares of the step):", *lines] if lines else []
 
 
 def profiled(points: pd.DataFrame) -> pd.DataFrame:

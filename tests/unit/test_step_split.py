@@ -208,3 +208,15 @@ def test_plan_accuracy_puts_the_measured_split_beside_the_predicted_one():
     line = next(line for line in markdown(rows).splitlines() if line.startswith("| debug 2x1"))
     assert f"{b.compute_s:.3f} / {b.exposed_comm_s:.3f} / {b.idle_s:.3f}" in line
     assert f"/ {100 * b.exposed_comm_share:.0f}% |" in line
+
+
+def test_the_sweep_prints_each_profiled_points_split_after_its_table():
+    from reports.report.breakdown import record_lines
+
+    records, _ = load_records(FIXTURES / "records" / "v4_split")
+    lines = record_lines(records)
+    assert lines[0] == "where the step went (profiled steps, shares of the step):" and len(lines) == 3
+    two = max(records, key=lambda r: r.spec.nodes)
+    (line,) = [line for line in lines if two.point_id in line]
+    assert f"exposed comm {100 * two.metrics.step_breakdown.exposed_comm_share:.0f} % (all_gather" in line
+    assert record_lines(load_records(FIXTURES / "records" / "v3")[0]) == []  # never profiled: nothing printed

@@ -88,7 +88,10 @@ def frame_columns(records: Iterable[RunResult]) -> dict[str, list[Any]]:
         [_preflight(r) if summary is not None else {} for r, summary in zip(records, read("preflight"), strict=True)],
         [_host_load(r) if loads else {} for r, loads in zip(records, read("metrics.host_load"), strict=True)],
         [_telemetry(r) if t is not None else {} for r, t in zip(records, read("metrics.telemetry"), strict=True)],
-        [_breakdown(r) if b is not None else {} for r, b in zip(records, read("metrics.step_breakdown"), strict=True)],
+        [
+            breakdown_values(r) if b is not None else {}
+            for r, b in zip(records, read("metrics.step_breakdown"), strict=True)
+        ],
     ):
         columns.update(_spread(sections, _SECTION_COLUMNS))
     for column in _SECTION_COLUMNS:
@@ -191,7 +194,8 @@ BREAKDOWN_COLUMNS = ["split_step_s", "split_fsdp_s", "split_barrier_s",
                      *(f"split_exposed_{kind}_s" for kind in ("all_gather", "reduce_scatter", "all_reduce"))]  # fmt: skip
 
 
-def _breakdown(record: RunResult) -> dict[str, Any]:
+def breakdown_values(record: RunResult) -> dict[str, Any]:
+    """A record's BREAKDOWN_COLUMNS (empty without a profiled split)."""
     b = record.metrics.step_breakdown
     if b is None:
         return {}
