@@ -3,5 +3,7 @@ precision.py, op_sac.py (per-op activation checkpointing), ops.py (op lookup tol
 without some op), data.py, train.py (the timed loop), checkpoint.py (DCP), checkpoint_staging.py
 (async saves' host buffers), metrics.py, comm_counter.py, compile_stats.py, telemetry.py,
 telemetry_readers.py, telemetry_summary.py, preflight.py, lifeline.py (processes that die with their
-parent), job.py (the whole job's clock, the attempts' journals and the debug kills). Imports bench.schema and nothing else of bench.
+parent), job.py (the whole job's clock, the attempts' journals and the debug kills), profiling.py (profiled
+steps and their traces), step_split.py (a trace -> compute, communication and idle; torch-free),
+debug_knobs.py (the in-step slow-down knobs). Imports bench.schema and nothing else of bench.
 """

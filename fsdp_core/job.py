@@ -37,6 +37,8 @@ from bench.schema.job_accounting import (
     LOOP_END,
     POINT_START,
     PROCESS_START,
+    PROFILE_END,
+    PROFILE_START,
     RESTORE_DONE,
     AttemptLog,
     KillNote,
@@ -172,6 +174,10 @@ class JobClock:
             now = time.time()
         self.log.saves[step] = now - self._last
         self._last = now
+
+    def profiled(self, started: float, ended: float) -> None:
+        """The profiled steps ran from `started` to `ended` (time.time()): their own bucket, after the loop."""
+        self.log.marks[PROFILE_START], self.log.marks[PROFILE_END] = started, ended
 
     def loop_ended(self) -> None:
         """The steps are over: what follows the last step's hook (the window's close included) is finalization."""

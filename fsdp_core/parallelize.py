@@ -24,6 +24,7 @@ from torch.distributed.tensor import DTensor, distribute_tensor
 from bench.schema import recipes
 from bench.schema.ac_modes import DEFAULT_AC_EVERY, NONE, SELECTIVE_OP, checkpointed_indices
 from bench.schema.spec import RunSpec
+from fsdp_core.debug_knobs import apply_debug_knobs
 from fsdp_core.model import Transformer, init_parameter_, parameter_generator
 from fsdp_core.precision import apply_fp8, mixed_precision_policy
 
@@ -116,7 +117,8 @@ def apply_fsdp(model: Transformer, mesh: DeviceMesh, spec: RunSpec) -> None:
 
 
 def parallelize_llama(model: Transformer, spec: RunSpec, mesh: DeviceMesh) -> Transformer:
-    """Apply fp8, AC, compile and FSDP in the documented order; the model stays on meta."""
+    """Apply fp8, AC, compile and FSDP in the documented order, then the in-step debug knobs
+    (fsdp_core/debug_knobs.py); the model stays on meta."""
     train = spec.train
     if recipes.precision(spec.precision).fp8_linears:
         apply_fp8(model)
@@ -124,6 +126,7 @@ def parallelize_llama(model: Transformer, spec: RunSpec, mesh: DeviceMesh) -> Tr
     if train.compile:
         apply_compile(model, train.compile_backend)
     apply_fsdp(model, mesh, spec)
+    apply_debug_knobs(model, spec.debug)
     return model
 
 

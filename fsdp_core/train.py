@@ -8,6 +8,9 @@ Telemetry (fsdp_core/telemetry.py) is set up before the loop, sampled by a backg
 the opening of the timed window to its closing sync, and never touches the device stream.
 A `StepHook` (fsdp_core/checkpoint.py's Checkpointer) runs after each step, outside the step's
 time but inside the timed window, and closes before the window does.
+With profile.enabled, profiled steps (fsdp_core/profiling.py) follow the timed window and its memory
+snapshot, so nothing measured is ever profiled: the same slow-down knobs, no fault injection, no step
+hook, and their losses stay out of `losses` (the numerics guard's curves).
 
 The loop reads the point's validated spec (bench.schema.spec.RunSpec): `train` for the steps and the
 batch, `debug` for the fault and slow-down knobs, `telemetry` for sampling.
@@ -18,6 +21,7 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 import torch
@@ -26,21 +30,25 @@ import torch.nn.functional as F
 
 from bench.schema.record import CommBytes
 from bench.schema.spec import DebugKnobs, RunSpec, TelemetrySpec
-from fsdp_core.comm_counter import CommCounter
+from fsdp_core.comm_counter import KINDS, CommCounter
 from fsdp_core.data import local_batch
 from fsdp_core.metrics import StepTimer, memory_snapshot, node_name, reset_peak_memory, synchronize
 from fsdp_core.precision import after_optimizer_step
+from fsdp_core.profiling import RankProfile, profile_steps
 from fsdp_core.telemetry import Sampler, prepare_sampler
 
 
 class StepClock(Protocol):
-    """The whole job's clock (fsdp_core/job.py): told when each step starts, ends and its hook is done."""
+    """The whole job's clock (fsdp_core/job.py): told when each step starts, ends and its hook is done,
+    and when the profiled steps ran."""
 
     def before_step(self, step: int) -> None: ...
 
     def step_done(self, step: int, loss: torch.Tensor) -> None: ...
 
     def hook_done(self, step: int) -> None: ...
+
+    def profiled(self, started: float, ended: float) -> None: ...
 
 
 class StepHook(Protocol):
@@ -63,6 +71,8 @@ class LoopResult:
     # into the record as they are): a new loop metric needs its schema field and catalogue entry, not
     # the worker.
     metrics: dict[str, Any] = field(default_factory=dict)
+    comm_calls: dict[str, int] = field(default_factory=dict)  # collectives per kind on the counted step
+    profile: RankProfile | None = None  # profile.enabled: this rank's profiled steps
 
 
 def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
@@ -110,12 +120,14 @@ def run_loop(
     hook: StepHook | None = None,
     start_step: int = 0,
     clock: StepClock | None = None,
+    trace_dir: Path | None = None,
 ) -> LoopResult:
     """Warm-up steps (the last one counted), then timed steps bounded by device syncs.
 
     `start_step` is what the spec cannot say: where a resumed run starts (after its checkpoint's
     step, fsdp_core/checkpoint.py). A resumed run injects no fault: it recovers from the one that fired.
     The `clock` (the whole job's accounting, and the debug kills) sees every step's start and end.
+    `trace_dir`: where profiled steps (profile.enabled) leave this rank's trace: the point's folder.
     """
     train = spec.train
     timer, counter = StepTimer(device), CommCounter(model.parameters())
@@ -163,16 +175,30 @@ def run_loop(
     synchronize(device)
     window = time.perf_counter() - window_start if window_start is not None else 0.0
     telemetry = sampler.stop() if sampler is not None and window_start is not None else None
+    memory = memory_snapshot(device, counts_at_start)
+    profiled = None
+    if spec.profile.enabled:
+
+        def profiled_step(index: int, step_timer: StepTimer) -> None:
+            train_step(model, optimizer, scaler, source, spec, train.steps + index, device)
+            _slow_down(spec.debug, step_timer, rank)
+
+        profile_start = time.time()
+        profiled = profile_steps(profiled_step, spec.profile, device, rank, trace_dir)
+        if clock is not None:
+            clock.profiled(profile_start, time.time())
     return LoopResult(
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
         comm_bytes=CommBytes(**counter.snapshot()) if start_step < train.warmup_steps else None,  # the counted step ran
         timed_window_s=window,
-        memory=memory_snapshot(device, counts_at_start),
+        memory=memory,
         telemetry=telemetry,
         busy_s=timer.busy_s(),
         load=(load_before, os.getloadavg()[0]),
         metrics={} if scaler is None else {"scaler_skipped_steps": int(skipped) if skipped is not None else 0},
+        comm_calls={kind: int(counter.calls.get(kind, 0)) for kind in KINDS},
+        profile=profiled,
     )
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
+from bench.schema.breakdown import StepBreakdown, breakdown_of
 from bench.schema.devices import PeakEntry, peak_tflops
 from bench.schema.files import write_json_atomic
 from bench.schema.protocol import (
@@ -59,6 +60,8 @@ from fsdp_core.model import build_model
 from fsdp_core.parallelize import materialize, parallelize_llama, point_mesh, set_collective_timeout
 from fsdp_core.precision import build_grad_scaler, check_precision_supported
 from fsdp_core.preflight import run_preflight
+from fsdp_core.profiling import RankProfile
+from fsdp_core.step_split import rank_medians
 from fsdp_core.telemetry import gather_telemetry
 from fsdp_core.train import LoopResult, run_loop
 
@@ -123,7 +126,16 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         start_step = checkpointer.start(restarted=clock.attempt > 0) if checkpointer else 0
         clock.restored(start_step)
         loop = run_loop(
-            model, optimizer, scaler, source, spec, device, hook=checkpointer, start_step=start_step, clock=clock
+            model,
+            optimizer,
+            scaler,
+            source,
+            spec,
+            device,
+            hook=checkpointer,
+            start_step=start_step,
+            clock=clock,
+            trace_dir=point_dir,
         )
         clock.loop_ended()
         loop.losses = clock.full_losses(loop.losses)  # a restarted attempt's record holds every step
@@ -219,6 +231,9 @@ def assemble_record(
         )
     else:
         notes["telemetry"] = "not sampled (telemetry.enabled=false)"
+    if loop.profile is not None:
+        metrics.step_breakdown, profile_notes = gather_breakdown(loop.profile, spec.profile.steps)
+        notes.update(profile_notes)
     if loop.comm_bytes is None:
         notes["comm_bytes_per_step"] = "counted on the last warm-up step: needs train.warmup_steps >= 1"
     return RunResult(
@@ -238,6 +253,26 @@ def assemble_record(
         notes=notes,
         log_dir=point.log_dir,
     )
+
+
+def gather_breakdown(profile: RankProfile, steps: int) -> tuple[StepBreakdown, dict[str, str]]:
+    """The record's `metrics.step_breakdown` from every rank's profiled steps (a collective: every
+    rank calls it), and its notes (a trace cut at a step, one not written)."""
+    mine = {
+        **rank_medians(profile.split),
+        "device": profile.split.get("device"),
+        "missing": profile.split.get("missing") or {},
+        "timer_step_s": statistics.median(profile.timer_steps_s) if profile.timer_steps_s else None,
+        "export_s": profile.export_s,
+        "trace": profile.trace,
+        "trace_bytes": profile.trace_bytes,
+        "gzip_bytes": profile.gzip_bytes,
+        "notes": profile.notes,
+    }
+    everyone: list = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, mine)
+    notes = [note for rank in everyone for note in rank["notes"]]
+    return breakdown_of(everyone, steps), {"step_breakdown": "; ".join(notes)} if notes else {}
 
 
 def throughput_metrics(

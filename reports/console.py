@@ -74,11 +74,29 @@ def _checkpoint(record: RunResult) -> list[str]:
     return [f"{ckpt.mode} every {ckpt.every} steps"] if ckpt is not None and ckpt.saves else []
 
 
+def _step_split(record: RunResult) -> list[str]:
+    """The split's detail beside its metrics: exposed communication by collective, idle's named parts,
+    the profiled steps and their traces."""
+    b = record.metrics.step_breakdown
+    if b is None:
+        return []
+    parts = []
+    if b.step_s:
+        kinds = ", ".join(f"{kind} {value / b.step_s:.1%}" for kind, value in b.exposed_comm_s_by_kind.items() if value)
+        parts += [f"exposed by collective: {kinds}"] if kinds else []
+    named = [f"{label} {value * 1e3:.1f} ms" for label, value in (("FSDP", b.fsdp_s), ("barrier", b.barrier_s))
+             if value is not None]  # fmt: skip
+    parts += [f"idle in {' and '.join(named)}"] if named else []
+    traces = f"traces {b.traces[0]}" + (f" .. {b.traces[-1]}" if len(b.traces) > 1 else "") if b.traces else "no traces"
+    return [*parts, f"over {b.steps} profiled step{'s' if b.steps != 1 else ''}, {traces}"]
+
+
 _EXTRAS: dict[str, Callable[[RunResult], list[str]]] = {
     "step time": _step_count,
     "compute": _mfu_note,
     "telemetry": _telemetry,
     "checkpoint": _checkpoint,
+    "step split": _step_split,
 }
 
 

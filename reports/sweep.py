@@ -9,6 +9,7 @@ from pathlib import Path
 
 from reports.console import sweep_overhead_line, sweep_table
 from reports.plan import autotune_lines
+from reports.report.breakdown import record_lines as breakdown_lines
 
 
 def heading_lines(sweep) -> list[str]:
@@ -24,13 +25,15 @@ def ranked_lines(line: str, ranked) -> list[str]:
 
 
 def outcome_lines(outcome) -> list[str]:
-    """Points the ledger skipped, job files rendered instead of run, and the table of every record."""
+    """Points the ledger skipped, job files rendered instead of run, the table of every record and
+    the profiled points' split."""
     lines = [f"  skipped {decision.spec.point_id}: {decision.reason}" for decision in outcome.skipped]
     if outcome.rendered:
         lines.append(f"{len(outcome.rendered)} job file(s) rendered, nothing ran (launcher.apply=false):")
         lines += [f"  {path}" for path in outcome.rendered]
     if outcome.records:
         lines.append(sweep_table(outcome.records))
+        lines += breakdown_lines(outcome.records)
     return lines
 
 

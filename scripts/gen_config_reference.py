@@ -4,7 +4,7 @@
     python scripts/gen_config_reference.py --check  # exit 1 if docs/configuration.md is stale
 
 Sources, so the reference cannot drift from the code:
-- the top level, `train.*`, `sweep.name`/`sweep.point_timeout_s`, `debug.*`, `telemetry.*`, `model.*`, `cluster.*`
+- the top level, `train.*`, `sweep.name`/`sweep.point_timeout_s`, `debug.*`, `telemetry.*`, `profile.*`, `model.*`, `cluster.*`
   and the device fields: bench.schema (type, constraints, default, description);
 - the other `sweep.*` keys, and defaults the user gets: sweeps/config.yaml (values and comments);
 - each launcher's options: sweeps/launcher/<name>.yaml (keys, values, end-of-line comments), typed
@@ -491,7 +491,7 @@ def render() -> str:
     """The whole of docs/configuration.md."""
     from bench.schema.model import ModelSpec
     from bench.schema.options import PreflightSettings, SearchOptions
-    from bench.schema.spec import DebugKnobs, DeviceSpec, TelemetrySpec, TrainSpec
+    from bench.schema.spec import DebugKnobs, DeviceSpec, ProfileSpec, TelemetrySpec, TrainSpec
 
     config_path = SWEEPS / "config.yaml"
     config = _load(config_path)
@@ -558,6 +558,16 @@ def render() -> str:
             "[telemetry.md](telemetry.md)). It observes and never changes a point: not part of its id.",
             TelemetrySpec,
             "telemetry.",
+            defaults,
+            comments,
+        ),
+        *schema_section(
+            "profile.*",
+            "torch.profiler traces of a few steps after the timed window, and each step split into compute, "
+            "exposed communication and idle (bench.schema.spec.ProfileSpec; [engine.md](engine.md#profiled-steps)). "
+            "It observes and never changes a point: not part of its id.",
+            ProfileSpec,
+            "profile.",
             defaults,
             comments,
         ),

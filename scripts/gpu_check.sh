@@ -66,9 +66,11 @@ SITE=/tmp/fsdp-bench-site
 # clock (the outer timeout less STARTUP_S) must hold a cold start's first dynamo import, cuBLAS/NCCL
 # set-up and two async saves into freshly pinned memory: 30 s of point timeout, not less. Points b and d have 3 warm-up steps
 # so that compilation stays out of the timed steps, and 42 timed steps, so that the faster fp8 one
-# still times about 2 s. After a real run, set these from the logs' "exit N after S s" lines.
+# still times about 2 s. a also profiles 3 steps after its timed ones (profile.enabled: a real CUDA trace
+# split, checked by gpu_check_table.py's breakdown_lines). After a real run, set these from the logs'
+# "exit N after S s" lines.
 POINTS=(
-  "a-debug-bf16|55|model=debug precision=bf16 train.checkpoint=async train.checkpoint_every=3"
+  "a-debug-bf16|55|model=debug precision=bf16 train.checkpoint=async train.checkpoint_every=3 profile.enabled=true"
   "b-tinyllama-bf16-compile|115|model=tinyllama-1.1b precision=bf16 train.compile=true train.seq_len=2048 train.micro_batch=2 train.warmup_steps=3 train.steps=45"
   "c-llama2-7b-bf16-ac|80|model=llama2-7b precision=bf16 train.activation_checkpointing=full train.seq_len=4096 train.micro_batch=1 train.steps=7"
   "d-tinyllama-fp8-compile|115|model=tinyllama-1.1b precision=fp8 train.compile=true train.seq_len=2048 train.micro_batch=2 train.warmup_steps=3 train.steps=45"

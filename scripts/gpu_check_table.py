@@ -121,6 +121,7 @@ POINT_MODULES = {
     "torch._inductor.compile_fx": "train.compile",
     "torchao.float8": "precision=fp8",
     "pynvml": "telemetry's NVML readers",
+    "torch.distributed.fsdp._fully_shard._fsdp_collectives": "debug.comm_delay_ms (FSDP2's default collectives)",
 }
 EVERY_POINT = "fsdp_core.worker"
 # Names a point calls in these modules (an old or new release may lack one).
@@ -129,6 +130,7 @@ POINT_NAMES = {
     "torch.distributed.checkpoint": ("async_save", "save", "load", "FileSystemWriter"),
     "torch._dynamo": ("lookup_backend",),
     "torch.nn.functional": ("scaled_mm", "ScalingType"),
+    "torch.distributed.fsdp._fully_shard._fsdp_collectives": ("DefaultAllGather", "DefaultReduceScatter"),
 }
 # What triton compiles for its launcher: a CPython extension (train.compile on CUDA).
 C_PROBE = """#include <Python.h>
@@ -436,6 +438,34 @@ def comm_lines(shown: list[tuple[str, dict]]) -> list[str]:
     return lines
 
 
+def breakdown_lines(shown: list[tuple[str, dict]]) -> list[str]:
+    """The profiled point's split of its real CUDA trace: it must add up to the step, match the CUDA-event
+    step times of the same steps within 5 % and (one GPU, full_shard) hold no communication; with the
+    trace's size and export time per step."""
+    lines = []
+    for label, record in shown:
+        b = get(record, "metrics", "step_breakdown")
+        if not b:
+            continue
+        steps, step, timer = b.get("steps") or 1, b.get("step_s"), b.get("timer_step_s")
+        parts = [b.get("compute_s"), b.get("exposed_comm_s"), b.get("idle_s")]
+        sums = None not in (step, *parts) and abs(sum(parts) - step) <= 0.05 * step
+        matches = None not in (step, timer) and abs(step - timer) <= 0.05 * timer
+        silent = not b.get("comm_s") and not b.get("calls_per_step")
+        raw, packed = b.get("trace_bytes_per_rank") or [0], b.get("trace_gzip_bytes_per_rank") or [0]
+        lines += [
+            f"Profiled steps of {label} ({b.get('device')}, {steps} steps): step {_num(step, '.4f')} s against "
+            f"the CUDA events' {_num(timer, '.4f')} s; compute {_num(b.get('compute_s'), '.4f')}, exposed comm "
+            f"{_num(b.get('exposed_comm_s'), '.4f')}, idle {_num(b.get('idle_s'), '.4f')} s; trace "
+            f"{max(raw) / steps / 1e6:.2f} MB raw / {max(packed) / steps / 1e6:.3f} MB gzipped per rank and step, "
+            f"export {_num(b.get('export_s'), '.3f')} s",
+            f"{'ok' if sums and matches and silent else 'UNEXPECTED'}: the parts add up to the step "
+            f"({'yes' if sums else 'no'}), the step matches the CUDA events within 5 % ({'yes' if matches else 'no'}), "
+            f"no communication on one GPU ({'yes' if silent else 'no'})",
+        ]
+    return lines
+
+
 def table(results: Path, plan_path: Path | None, outcomes_path: Path | None, out: Path | None) -> int:
     by_id, notes = load(results)
     plan = read_tsv(plan_path) if plan_path and plan_path.exists() else None
@@ -446,6 +476,7 @@ def table(results: Path, plan_path: Path | None, outcomes_path: Path | None, out
     lines = [f"GPU check: {results}", ""]
     lines += markdown(rows, COLUMNS) if rows else ["(no records and no plan: nothing ran)"]
     lines += ["", *comm_lines(shown)]
+    lines += ["", *profiled] if (profiled := breakdown_lines(shown)) else []
     lines += ["", *notes] if notes else []
     text = "\n".join(lines) + "\n"
     print(text, end="")

@@ -3,8 +3,11 @@
     python -m bench.analysis.plan_accuracy RESULTS     # a markdown table and the median absolute error
 
 For reports and for docs/results/planner.md's validation table: per point, predicted and measured
-tokens/s per device, their relative error, the predicted step-time split and whether the
-counted communication bytes equal the planner's.
+tokens/s per device, their relative error, the predicted step-time split beside the measured one
+(profile.enabled: the profiled steps' compute / exposed communication / idle, metrics.step_breakdown)
+and whether the counted communication bytes equal the planner's. The predicted exposed share that
+compares with the measured one is exposed communication plus the overlapped communication the
+planner charges back as interference (on CPU all of it: every collective is synchronous there).
 """
 
 from __future__ import annotations
@@ -40,6 +43,11 @@ def compare_records(records, preflights=()) -> list[dict[str, Any]]:
                 "measured": measured,
                 "error": predicted["tokens_per_s_per_device"] / measured - 1,
                 "split": predicted["step_time_split_s"],
+                "predicted_exposed_share": (
+                    predicted["step_time_split_s"]["exposed_comm"] + predicted["other_detail_s"]["comm_interference"]
+                )
+                / predicted["step_time_s"],
+                "measured_split": record.metrics.step_breakdown,
                 "comm_equal": counted is not None and counted.model_dump() == predicted["comm_bytes_per_step"],
                 "memory_predicted": predicted["memory_bytes_per_device"]["total"],
                 "memory_measured": memory,
@@ -87,15 +95,21 @@ def efficiency_flag(prediction: dict[str, Any], measured_efficiency: float | Non
 def markdown(rows: list[dict[str, Any]]) -> str:
     lines = [
         "| point | predicted tok/s/device | measured | error | predicted compute / exposed comm / other (s) "
+        "| measured compute / exposed comm / idle (s) | exposed share predicted / measured "
         "| comm bytes equal | memory predicted / measured (GiB) |",
-        "|---|---:|---:|---:|---|---|---|",
+        "|---|---:|---:|---:|---|---|---|---|---|",
     ]
     for r in rows:
         split = " / ".join(f"{r['split'][k]:.3f}" for k in ("compute", "exposed_comm", "other"))
+        b = r["measured_split"]
+        measured_split = "-" if b is None else " / ".join(f"{v:.3f}" for v in (b.compute_s, b.exposed_comm_s, b.idle_s))
+        measured_share = "-" if b is None or b.exposed_comm_share is None else f"{100 * b.exposed_comm_share:.0f}%"
+        shares = f"{100 * r['predicted_exposed_share']:.0f}% / {measured_share}"
         measured_gib = "-" if r["memory_measured"] is None else f"{r['memory_measured'] / 2**30:.2f} {r['memory_kind']}"
         lines.append(
             f"| {r['point']} | {r['predicted']:,.0f} | {r['measured']:,.0f} | {100 * r['error']:+.1f}% | "
-            f"{split} | {'yes' if r['comm_equal'] else 'no'} | {r['memory_predicted'] / 2**30:.2f} / {measured_gib} |"
+            f"{split} | {measured_split} | {shares} | {'yes' if r['comm_equal'] else 'no'} | "
+            f"{r['memory_predicted'] / 2**30:.2f} / {measured_gib} |"
         )
     if rows:
         lines.append(f"\nmedian absolute error: {100 * statistics.median(abs(r['error']) for r in rows):.1f}%")

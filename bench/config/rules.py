@@ -50,7 +50,8 @@ def _device_rule(spec: RunSpec) -> str | None:
 
 
 def _debug_rule(spec: RunSpec) -> str | None:
-    """A fault aimed at a rank or step this point does not have would silently never fire."""
+    """A fault aimed at a rank or step this point does not have would silently never fire; a late rank
+    with no peer to wait for it delays nothing but itself."""
     knobs = spec.debug
     if knobs.fail_rank is not None and knobs.fail_rank >= spec.world_size:
         return f"debug.fail_rank: {knobs.fail_rank} is not a rank of this point; allowed: 0..{spec.world_size - 1}"
@@ -58,6 +59,8 @@ def _debug_rule(spec: RunSpec) -> str | None:
         return f"debug.fail_step: {knobs.fail_step} is not a step of this point; allowed: 0..{spec.train.steps - 1}"
     if knobs.slow_rank is not None and knobs.slow_rank >= spec.world_size:
         return f"debug.slow_rank: {knobs.slow_rank} is not a rank of this point; allowed: 0..{spec.world_size - 1}"
+    if knobs.comm_delay_ms > 0 and spec.world_size == 1:
+        return "debug.comm_delay_ms: needs a world size above 1 (no peer waits for a late rank); allowed: 0"
     return None
 
 

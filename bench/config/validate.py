@@ -33,7 +33,7 @@ from bench.config.registry import REGISTRY_GROUPS, describe_source, option_files
 from bench.config.rules import launch_problems
 from bench.schema.ac_modes import ALIAS_NOTE, resolve_user_mode
 from bench.schema.model import ModelSpec
-from bench.schema.spec import ClusterSpec, DebugKnobs, RunSpec, TelemetrySpec, TrainSpec
+from bench.schema.spec import ClusterSpec, DebugKnobs, ProfileSpec, RunSpec, TelemetrySpec, TrainSpec
 
 # The sections a grid's points share, with the model each is validated as.
 SECTIONS = {
@@ -42,6 +42,7 @@ SECTIONS = {
     "train": TrainSpec,
     "debug": DebugKnobs,
     "telemetry": TelemetrySpec,
+    "profile": ProfileSpec,
 }
 
 

@@ -46,6 +46,7 @@ from bench.schema.protocol import (
     error_files,
     point_dir,
     read_errors,
+    trace_files,
 )
 from bench.schema.recipes import PRECISIONS
 from bench.schema.record import Metrics, RunResult, model_info, recipe_of
@@ -111,7 +112,8 @@ def prepare_launch(
     stale_names = (RESULT_FILE, STARTED_MARK, PREFLIGHT_MEASUREMENTS, PREFLIGHT_RECORD)
     for directory in [*dirs, *([Path(preflight.point_dir)] if preflight else [])]:
         directory.mkdir(parents=True, exist_ok=True)
-        for stale in (*(directory / name for name in (*stale_names, *TELEMETRY_SIDECARS)), *error_files(directory)):
+        stale_files = (*(directory / name for name in (*stale_names, *TELEMETRY_SIDECARS)), *error_files(directory))
+        for stale in (*stale_files, *trace_files(directory)):
             stale.unlink(missing_ok=True)
         shutil.rmtree(directory / JOB_DIR, ignore_errors=True)  # an earlier launch's attempts
     shape = specs[0] if specs else preflight.spec

@@ -13,7 +13,7 @@ from pydantic import Field
 from bench.schema.base import Strict
 
 # The buckets that add up to the wall with `unattributed_s`, in the order of a point's life. The
-# profiled steps' bucket (`profiling_s`) is listed: null until the profiler feeds it.
+# profiled steps' bucket (`profiling_s`) is null when the point profiled none.
 BUCKETS: tuple[str, ...] = (
     "program_startup_s",
     "initialization_s",

@@ -24,9 +24,10 @@ from pathlib import Path
 from bench.schema.job import BUCKETS, JobMetrics
 from bench.schema.protocol_names import JOB_DIR
 
-# Marks of an attempt (seconds since the epoch, rank 0's clock).
-PROCESS_START, POINT_START, INIT_DONE, RESTORE_DONE, LOOP_END = (
-    "process_start", "point_start", "init_done", "restore_done", "loop_end",
+# Marks of an attempt (seconds since the epoch, rank 0's clock). The profiled steps (profile.enabled)
+# run after the loop's end, so their span is carved out of finalization.
+PROCESS_START, POINT_START, INIT_DONE, RESTORE_DONE, LOOP_END, PROFILE_START, PROFILE_END = (
+    "process_start", "point_start", "init_done", "restore_done", "loop_end", "profile_start", "profile_end",
 )  # fmt: skip
 
 
@@ -157,8 +158,9 @@ def account(
         excess = max(0.0, seconds - median) if early else 0.0
         buckets["step_startup_s"] += excess
         buckets["productive_s"] += seconds - excess
-    buckets["finalization_s"] = end - last.marks[LOOP_END]
-    buckets["profiling_s"] = None  # the profiled steps' bucket: none measured here
+    profiled = PROFILE_START in last.marks and PROFILE_END in last.marks
+    buckets["profiling_s"] = last.marks[PROFILE_END] - last.marks[PROFILE_START] if profiled else None
+    buckets["finalization_s"] = end - last.marks[LOOP_END] - (buckets["profiling_s"] or 0.0)
     wall = end - wall_start
     job = JobMetrics(
         wall_s=wall,

@@ -33,9 +33,10 @@ Kind = Literal["timing", "counter"]
 Per = Literal["step", "run"]
 # How the record holds the value over ranks: the slowest (step time: each step is as slow as its
 # slowest rank), the largest rank's (peak memory), the mean over devices and samples, the sum over
-# devices or hosts, the whole world's (tokens/s), one rank's count that every rank shares, or the
-# slowest rank's time of a collective operation (a checkpoint save).
-RankPool = Literal["max", "mean", "sum", "world", "per rank", "slowest rank"]
+# devices or hosts, the whole world's (tokens/s), one rank's count that every rank shares, the
+# slowest rank's time of a collective operation (a checkpoint save), or the median over ranks (the
+# profiled steps' split: each rank's median step).
+RankPool = Literal["max", "mean", "median", "sum", "world", "per rank", "slowest rank"]
 # How repeats of a point (sweep.repeats) pool: the pooled median of every run's timed steps (the
 # statistics engine's center), the median of the runs' values, the largest, or they must be equal.
 RepeatPool = Literal["pooled median", "median", "max", "equal"]
@@ -290,6 +291,19 @@ _GIB = Display(fmt=".2f", unit="GiB", scale=1 / 2**30)
 _PCT = Display(fmt=".1f", unit="%", scale=100.0)
 _CKPT = "checkpoint"
 _JOB = "job"
+_SPLIT = "step split"
+
+
+def _split_metric(name: str, label: str, description: str, unit: str = "s", display: Display | None = None) -> Metric:
+    """A part of the profiled steps' split (metrics.step_breakdown): one value per run, lower is better,
+    shown on the console's "step split" line, in the frame and by check."""
+    return Metric(
+        name=name, path=f"metrics.step_breakdown.{name}", unit=unit, better="lower", kind="timing", per="run",
+        label=label, ranks="median", repeats="median", description=description,
+        views=frozenset({"frame", "check", "console"}), display=display or Display(fmt=".1f", unit="ms", scale=1e3),
+        group=_SPLIT,
+    )  # fmt: skip
+
 
 CATALOGUE: tuple[Metric, ...] = (
     # Throughput and step time: every timing of a run derives from its timed step times.
@@ -571,6 +585,16 @@ CATALOGUE: tuple[Metric, ...] = (
                     "job_goodput where the record has it; null without a price",
         views=frozenset({"frame"}), display=Display(fmt=".3g"),
     ),
+    # The profiled steps' split (profile.enabled; docs/engine.md "Profiled steps"): one value per run,
+    # each the median over ranks of the rank's median over its profiled steps.
+    _split_metric("compute_s", "compute", "a profiled step's compute: the training thread's ops outside FSDP's "
+                  "ranges and the c10d calls (CPU), the non-NCCL kernels (CUDA)"),
+    _split_metric("exposed_comm_s", "exposed comm", "a profiled step's communication while no compute runs (gloo "
+                  "spans, NCCL kernels; a late peer's wait included)"),
+    _split_metric("exposed_comm_share", "exposed share", "exposed_comm_s / the profiled step's time", unit="fraction",
+                  display=_PCT),
+    _split_metric("idle_s", "idle", "a profiled step less compute and exposed communication: FSDP's bookkeeping, "
+                  "the step timer's closing barrier (the wait for the slowest rank), the rest"),
     # Computed by the report's aggregation (bench.analysis.stats.scaling_efficiency), not stored in a record.
     Metric(
         name="scaling_efficiency", path=None, unit="fraction", better="higher", kind="timing", per="run",

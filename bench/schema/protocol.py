@@ -11,6 +11,8 @@ file is typed: the parent writes a `LaunchFile` of validated `RunSpec`s, `Recipe
     <results>/<sweep>/<point_id>/result.json          rank 0 (or the parent, for a failure): the record
     <results>/<sweep>/<point_id>/telemetry.parquet    rank 0, before the record: every rank's sampled series
                                                       (telemetry.csv where pyarrow is missing)
+    <results>/<sweep>/<point_id>/trace_rank<R>.json.gz  rank R, profile.enabled: its profiler trace of the
+                                                      profiled steps (gzipped Chrome-trace JSON)
     <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
     <results>/<sweep>/<point_id>/job/                  every rank: each attempt's journal (fsdp_core/job.py)
     <checkpoint dir>/step-<S>/                        every rank (DCP): the state after step S
@@ -60,6 +62,9 @@ from bench.schema.protocol_names import (  # noqa: F401
     TELEMETRY_CSV,
     TELEMETRY_PARQUET,
     TELEMETRY_SIDECARS,
+    TRACE_GLOB,
+    TRACE_PREFIX,
+    TRACE_SUFFIX,
 )
 from bench.schema.record import Recipe
 from bench.schema.spec import RunSpec, TrainSpec
@@ -174,6 +179,16 @@ def error_file(point_dir: Path, rank: int) -> Path:
 def error_files(point_dir: Path) -> list[Path]:
     """Every rank's error file of a point, in rank order."""
     return sorted((Path(point_dir) / ERRORS_DIR).glob("rank*.json"), key=lambda p: int(p.stem[4:]))
+
+
+def trace_file_name(rank: int) -> str:
+    """Rank `rank`'s profiler trace beside the record."""
+    return f"{TRACE_PREFIX}{rank}{TRACE_SUFFIX}"
+
+
+def trace_files(point_dir: Path) -> list[Path]:
+    """Every rank's profiler trace of a point."""
+    return sorted(Path(point_dir).glob(TRACE_GLOB))
 
 
 def read_errors(point_dir: Path) -> list[RankError]:

@@ -21,6 +21,12 @@ ERRORS_DIR = "errors"
 TELEMETRY_PARQUET = "telemetry.parquet"
 TELEMETRY_CSV = "telemetry.csv"  # where pyarrow is not installed
 TELEMETRY_SIDECARS = (TELEMETRY_PARQUET, TELEMETRY_CSV)
+# Each rank's profiler trace of the profiled steps (profile.enabled, fsdp_core/profiling.py), gzipped
+# Chrome-trace JSON that Perfetto and Holistic Trace Analysis open: trace_rank<R>.json.gz, named in
+# the record's metrics.step_breakdown.traces.
+TRACE_PREFIX = "trace_rank"
+TRACE_SUFFIX = ".json.gz"
+TRACE_GLOB = f"{TRACE_PREFIX}*{TRACE_SUFFIX}"
 PREFLIGHT_DIR = "_preflight"
 PREFLIGHT_MEASUREMENTS = "measurements.json"
 PREFLIGHT_RECORD = "preflight.json"

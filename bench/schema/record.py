@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import ConfigDict, Field
 
 from bench.schema.base import Status, Strict
+from bench.schema.breakdown import StepBreakdown
 from bench.schema.checkpoint import CheckpointMetrics
 from bench.schema.env import EnvInfo, HostLoad
 from bench.schema.job import JobMetrics
@@ -20,7 +21,8 @@ from bench.schema.telemetry import Telemetry
 # (older versions are migrated on read, bench/schema/migrations).
 # 3: derived values stored where the record is made (metrics.checkpoint.write_bytes_per_s):
 #    bench/schema/migrations/v2.py; metrics.scaler_skipped_steps (null in older records: not counted).
-# 4: metrics.job, the whole job's accounting (optional: absent in older records): bench/schema/migrations/v3.py.
+# 4: metrics.job, the whole job's accounting, and metrics.step_breakdown, the profiled steps' split (both
+#    optional: null in older records); bench/schema/migrations/v3.py.
 SCHEMA_VERSION = 4
 
 
@@ -87,6 +89,8 @@ class Metrics(Strict):
     checkpoint: CheckpointMetrics | None = None
     # Every second of the point over all its attempts (bench/schema/job.py); null in older records.
     job: JobMetrics | None = None
+    # profile.enabled: the profiled steps' split into compute, exposed communication and idle.
+    step_breakdown: StepBreakdown | None = None
     # Each rank's median busy time per step (up to the step's closing synchronisation: on CPU the
     # time before the barrier, so a straggler shows; on GPU CUDA-event time, which includes waits
     # inside collectives) and the slowest of them.
@@ -140,7 +144,7 @@ def model_info(spec: RunSpec) -> ModelInfo:
 def rank_record_json(record: RunResult) -> dict[str, Any]:
     """The record as rank 0 writes it (fsdp_core/worker.py): the fields it filled, so a section it never
     measured is absent rather than null (no `metrics.telemetry` with telemetry.enabled=false, no
-    `metrics.checkpoint` without checkpoints, a CPU point's `peak_mem_bytes` without the GPU views), as
+    `metrics.checkpoint` without checkpoints, no `metrics.step_breakdown` without profiling, a CPU point's `peak_mem_bytes` without the GPU views), as
     records have always been written. Reading fills the defaults back in: both read the same. The
     version is always written, also where the constructor left it at its default."""
     return {"schema_version": record.schema_version, **record.model_dump(mode="json", exclude_unset=True)}

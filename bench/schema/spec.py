@@ -285,6 +285,15 @@ class DebugKnobs(Strict):
         description="only this rank is slowed (a straggler), by slow_fraction or, when that is 0, by half its own "
         "step and matmul time",
     )
+    comm_delay_ms: Annotated[float, _SLOWDOWN_LATER] = Field(
+        0.0,
+        ge=0.0,
+        description="the last rank enters each FSDP all-gather and reduce-scatter this many milliseconds late "
+        "(a late peer: the others wait inside the collective)",
+    )
+    extra_matmuls: Annotated[int, _SLOWDOWN_LATER] = Field(
+        0, ge=0, strict=True, description="extra matmuls of the block's shape in each block's forward (more compute)"
+    )
     # Repeated, unannounced failures (a lost node): SIGKILL of one rank's own process, no error file, no
     # clean shutdown. They came after schema version 2: in a point's id only when set.
     kill_steps: Annotated[list[int] | None, LATER] = Field(
@@ -329,6 +338,25 @@ class TelemetrySpec(Strict):
         return value
 
 
+class ProfileSpec(Strict):
+    """torch.profiler traces of a few steps after the timed window (the config's `profile.*`,
+    docs/engine.md "Profiled steps"): each rank's trace beside the record and the step's split into
+    compute, exposed communication and idle (`metrics.step_breakdown`).
+
+    The profiled steps run after the timed ones, so nothing measured is ever profiled: it observes
+    the point, left out of its identity."""
+
+    enabled: Annotated[bool, OBSERVES] = Field(
+        False, strict=True, description="profile steps after the timed window; traces beside the record"
+    )
+    steps: Annotated[int, OBSERVES] = Field(
+        3, ge=1, strict=True, description="profiled steps (after one untraced warm-up step of the profiler)"
+    )
+    max_mib: Annotated[float, OBSERVES] = Field(
+        64.0, gt=0, description="cap on each rank's trace, MiB before compression; cut at a whole step"
+    )
+
+
 class PointSweep(Strict):
     """Which sweep a point belongs to and how patiently it runs (the config's `sweep.name`, `sweep.point_timeout_s`)."""
 
@@ -369,6 +397,7 @@ class RunSpec(Strict):
     train: Annotated[TrainSpec, IN] = Field(default_factory=TrainSpec)
     debug: Annotated[DebugKnobs, _DEBUG] = Field(default_factory=DebugKnobs)
     telemetry: Annotated[TelemetrySpec, OBSERVES] = Field(default_factory=TelemetrySpec)
+    profile: Annotated[ProfileSpec, OBSERVES] = Field(default_factory=ProfileSpec)
 
     @field_validator("strategy", "precision", "launcher", mode="before")
     @classmethod
@@ -397,7 +426,17 @@ class RunSpec(Strict):
         sweep = cfg.get("sweep") or {}
         fields = {
             key: cfg[key]
-            for key in ("model", "strategy", "precision", "cluster", "launcher", "train", "debug", "telemetry")
+            for key in (
+                "model",
+                "strategy",
+                "precision",
+                "cluster",
+                "launcher",
+                "train",
+                "debug",
+                "telemetry",
+                "profile",
+            )
             if key in cfg
         }
         fields.update(nodes=cfg.get("nodes"), gpus_per_node=cfg.get("gpus_per_node"))

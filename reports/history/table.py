@@ -5,6 +5,8 @@ Shared by the console, summary.md and history.html, so all three show the same n
 
 from __future__ import annotations
 
+import statistics
+
 from bench.analysis.history.analyse import ChangePoint, History, NumericsIssue, SeriesResult
 from bench.analysis.history.detect import MIN_SERIES_RUNS
 from bench.analysis.history.links import LINK_HEADERS
@@ -93,8 +95,35 @@ def change_row(change: ChangePoint) -> list[str]:
         f"{value(metric, change.before)} -> {value(metric, change.after)}",
         f"{change.change * 100:+.1f}% {interval}", f"{change.pvalue:.2g}",
         f"{change.runs_before}/{change.runs_after}", direction + (" (new)" if change.new else ""),
-        "; ".join(change.environment) or "none recorded",
+        "; ".join([*change.environment, *filter(None, [split_change(change)])]) or "none recorded",
     ]  # fmt: skip
+
+
+def split_change(change: ChangePoint) -> str | None:
+    """The profiled steps' split (metrics.step_breakdown, profile.enabled) before and after a change
+    point, as shares of the step: each side's median over the runs the magnitude compares that have
+    one; None where neither side has one."""
+    runs = change.series.runs
+    sides = (
+        runs[change.index - change.runs_before : change.index],
+        runs[change.index : change.index + change.runs_after],
+    )
+    shares = [_split_shares(side) for side in sides]
+    if not any(shares):
+        return None
+    parts = []
+    for part in ("compute", "exposed comm", "idle"):
+        before, after = (f"{100 * s[part]:.0f}%" if s else "-" for s in shares)
+        parts.append(f"{part} {before} -> {after}")
+    return "step split: " + ", ".join(parts)
+
+
+def _split_shares(runs) -> dict[str, float] | None:
+    splits = [b for run in runs if (b := run.record.metrics.step_breakdown) is not None and b.step_s]
+    if not splits:
+        return None
+    fields = {"compute": "compute_s", "exposed comm": "exposed_comm_s", "idle": "idle_s"}
+    return {part: statistics.median((getattr(b, f) or 0.0) / b.step_s for b in splits) for part, f in fields.items()}
 
 
 def change_rows(history: History) -> list[list[str]]:

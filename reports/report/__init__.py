@@ -5,6 +5,7 @@ Modules: build.py (records in, the report's files out), plots.py, render.py (eac
 for large reports), html.py (Jinja2, templates/), tables.py, table.py (the Table shape, also the history page's, without pandas), summary_md.py, formatting.py,
 labels.py, environment.py (the header's environment lines), reproduce.py (the commands that reproduce
 the points), telemetry.py, checkpoint.py, cluster_health.py (preflights against the cluster's facts),
-autotune.py (the planner's ranking next to the measured one), flag_rules.py (the flags' thresholds the
+autotune.py (the planner's ranking next to the measured one), breakdown.py (where a profiled step went, beside
+the planner's split), flag_rules.py (the flags' thresholds the
 pages quote, from the metric catalogue).
 """

@@ -25,6 +25,7 @@ from bench.schema.record import RunResult
 from reports.report import tables
 from reports.report import telemetry as telemetry_view
 from reports.report.autotune import autotune_section
+from reports.report.breakdown import breakdown_table
 from reports.report.checkpoint import checkpoint_table
 from reports.report.cluster_health import cluster_health
 from reports.report.environment import environment_lines
@@ -110,6 +111,7 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
     contention = tables.contention_table(points)
     commands = [*(reproduce or []), "# each configuration alone:", *default_commands(points)]
     flagged = tables.flagged_table(points)
+    split = breakdown_table(points)
     summary = render_summary(
         title,
         environment,
@@ -119,6 +121,7 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         flagged,
         telemetry_view.telemetry_table(points, only_flagged=True),
         contention,
+        split,
     )
     write_text_atomic(out / "summary.md", summary)
     context = {
@@ -133,6 +136,7 @@ def _write(out, analysis, found, title, reproduce, problems, point_dirs, preflig
         "telemetry_notes": _telemetry_notes(points, timelines, point_dirs),
         "results": tables.results_table(points),
         "checkpoints": checkpoint_table(points),
+        "breakdown": split,
         "failed": failed,
         "problems": tables.problems_table(list(problems)),
         "reproduce": commands,

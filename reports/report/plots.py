@@ -26,7 +26,8 @@ from matplotlib.lines import Line2D  # noqa: E402
 from bench.analysis.report.aggregate import GROUP_KEYS  # noqa: E402
 from bench.schema.metrics import get  # noqa: E402
 from bench.schema.units import GIB  # noqa: E402
-from reports.report.labels import series_labels  # noqa: E402
+from reports.report.breakdown import MEASURED_PARTS, NO_PREDICTION, PREDICTED_PARTS  # noqa: E402
+from reports.report.labels import config_label, series_labels  # noqa: E402
 from reports.style import (  # noqa: E402
     BOTTOM_IN,
     IDEAL_STYLE,
@@ -120,7 +121,7 @@ def _line_figure(scaling, column, ylabel, ideal, log_y=False, ci=None, legend=Tr
     data = data[data[column].notna()]
     if data.empty:
         return None
-    fig, axes = _panels(sorted(data["model"].unique()))
+    fig, axes = panels(sorted(data["model"].unique()))
     for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
         shown = _top_series(panel)
         labels = series_labels(panel, only=shown)
@@ -210,7 +211,7 @@ def _finish_axes(ax, panel, model, shown, ylabel, log_y, has_ideal, legend) -> N
         legend_outside(ax, ["ideal (dashed, from the baseline)"] if has_ideal else [])
 
 
-def _panels(models: list[str]) -> tuple[Figure, list]:
+def panels(models: list[str]) -> tuple[Figure, list]:
     """A figure with one panel per model, two columns, each with room for its legend on the right.
 
     Fixed geometry in inches, no layout engine: constrained layout re-measures every text of the
@@ -240,7 +241,7 @@ def memory_figure(points: pd.DataFrame) -> Figure | None:
     if data.empty:
         return None
     node_counts = sorted(data["nodes"].unique())
-    fig, axes = _panels(sorted(data["model"].unique()))
+    fig, axes = panels(sorted(data["model"].unique()))
     for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
         peak = panel.groupby(["strategy", "nodes"])["peak_mem_bytes"].max().unstack("nodes") / GIB
         capacity = panel.groupby("strategy")["device_memory_bytes"].max() / GIB
@@ -260,7 +261,7 @@ def startup_figure(points: pd.DataFrame) -> Figure | None:
     data = points.loc[points["job_startup_s"].notna(), ["model", "strategy", "precision", "nodes", "job_startup_s"]]
     if data.empty:
         return None
-    fig, axes = _panels(sorted(data["model"].unique()))
+    fig, axes = panels(sorted(data["model"].unique()))
     for ax, (model, panel) in zip(axes, data.groupby("model", sort=True)):
         for index, ((strategy, precision), line) in enumerate(panel.groupby(["strategy", "precision"], sort=True)):
             seconds = line.groupby("nodes")["job_startup_s"].median()
@@ -355,6 +356,9 @@ FIGURES = {
                    lambda points, scaling: _checkpoint_figure(points)),
     "startup": ("Start-up per point vs nodes (metrics.job: program start-up, initialization, the first steps' "
                 "excess; a launch's first point holds the launch's)", lambda points, scaling: startup_figure(points)),
+    "where_efficiency_went": ("Where the efficiency went: each profiled step split into compute, exposed communication "
+                              "by collective and idle (solid), the planner's split (hatched), the ideal step (dashed)",
+                              lambda points, scaling: where_efficiency_went_figure(scaling)),
 }  # fmt: skip
 # The figures whose builders read only the records' own columns (no series, efficiency or scaling
 # row): with a worker pool they are drawn from the records' frame as soon as it is built, while the
@@ -362,7 +366,56 @@ FIGURES = {
 RECORD_FIGURES = ("memory", "checkpoint", "startup")
 # The figures whose builders read only the scaling frame (`points` may be None): with a worker pool
 # they are drawn from it as soon as it is built, while each point still gets its series.
-SCALING_FIGURES = ("throughput", "efficiency", "tokens_per_device", "mfu", "energy")
+SCALING_FIGURES = ("throughput", "efficiency", "tokens_per_device", "mfu", "energy", "where_efficiency_went")
+
+
+def where_efficiency_went_figure(scaling: pd.DataFrame) -> Figure | None:
+    """Where the efficiency went: one panel per scaling series with a profiled point (at most
+    MAX_PANELS); None when no series has one."""
+    if "split_step_s" not in scaling.columns:
+        return None
+    data = scaling[scaling["split_step_s"].notna() & (scaling["mode"] != "single")]
+    if data.empty:
+        return None
+    data = data.assign(
+        idle_other_s=lambda d: d["idle_s"] - d["split_fsdp_s"].fillna(0) - d["split_barrier_s"].fillna(0),
+        pred_comm_s=lambda d: d["pred_exposed_comm_s"] + d["pred_comm_interference_s"].fillna(0),
+        pred_rest_s=lambda d: d["pred_step_time_s"] - d["pred_compute_s"] - d["pred_comm_s"],
+    )
+    groups = list(data.groupby("series", sort=True))[:MAX_PANELS]
+    fig, axes = panels([str(series) for series, _ in groups])
+    for ax, (_, panel) in zip(axes, groups, strict=False):
+        panel = panel.sort_values("nodes")
+        x = np.arange(len(panel))
+        _split_bars(ax, x - 0.2, 0.38, panel, MEASURED_PARTS, hatch=None)
+        predicted = panel["pred_compute_s"].notna()
+        if predicted.any():
+            _split_bars(ax, (x + 0.2)[predicted.to_numpy()], 0.3, panel[predicted], PREDICTED_PARTS, hatch="//")
+        else:
+            ax.text(0.02, 0.95, NO_PREDICTION, transform=ax.transAxes, va="top", fontsize=8)
+        base = panel.iloc[0]
+        shrink = base["nodes"] / panel["nodes"] if base["mode"] == "strong" else 1.0
+        ideal = base["split_step_s"] * shrink * 1e3
+        ax.plot(x, np.broadcast_to(ideal, len(x)), color="black", gid="ideal:step", **IDEAL_STYLE)
+        ax.set_xticks(x, [f"{int(n)} node{'s' if n > 1 else ''}" for n in panel["nodes"]])
+        ax.set_ylabel("profiled step (ms)")
+        ax.set_title(f"{base['model']} {config_label(base.to_dict())} ({base['mode']})", y=1.0, fontsize=9)
+        ax.grid(True, axis="y", alpha=0.3)
+        legend_outside(ax, ["ideal step"])
+    return fig
+
+
+def _split_bars(ax, x, width: float, panel: pd.DataFrame, parts: list[tuple[str, str, int]], hatch: str | None) -> None:
+    """One stacked bar per row of `panel` (ms); parts that are zero everywhere are left out."""
+    bottom = 0.0
+    for column, label, color in parts:
+        values = panel[column].fillna(0).clip(lower=0).to_numpy() * 1e3
+        if not values.any():
+            continue
+        shown = f"predicted: {label}" if hatch else label
+        ax.bar(x, values, width, bottom=bottom, color=PALETTE[color], hatch=hatch, fill=hatch is None,
+               edgecolor=PALETTE[color], label=shown, gid=f"split:{shown}")  # fmt: skip
+        bottom = bottom + values
 
 
 def _checkpoint_figure(points: pd.DataFrame) -> Figure | None:

@@ -38,9 +38,11 @@ def render_summary(
     flagged: Table,
     telemetry_flagged: Table | None = None,
     contention: Table | None = None,
+    breakdown: Table | None = None,
 ) -> str:
     """The Markdown text: environment, headline, scaling series, suspect efficiencies (contention),
-    points below prediction, points that throttled or left a device idle, then what failed."""
+    points below prediction, points that throttled or left a device idle, where each profiled point's
+    step went, then what failed."""
     lines = [f"# {escape_cell(title)}", ""]
     lines += [f"- **{escape_cell(label)}**: {escape_cell(value)}" for label, value in environment]
     lines += ["", "## Best configuration per model and node count", ""]
@@ -61,6 +63,8 @@ def render_summary(
         count = len(telemetry_flagged.rows)
         lines += ["", f"**{count} point(s) throttled or left a device mostly idle (telemetry).**", ""]
         lines += markdown_table(telemetry_flagged, MAX_FAILED_ROWS)
+    if breakdown is not None and breakdown.rows:
+        lines += ["", "## Where the step went (profiled points)", ""] + markdown_table(breakdown)
     lines += ["", f"## Failed and skipped points ({len(failed.rows)})", ""]
     lines += markdown_table(failed, MAX_FAILED_ROWS) if failed.rows else ["None: every point finished ok."]
     return "\n".join(lines) + "\n"

@@ -182,7 +182,7 @@ def _predicted_cells(row: dict, flagged: bool) -> list[str]:
 def flag_text(row: dict) -> str:
     """ "below prediction", with the likely cause where the prediction says where the time goes,
     and what the point's preflight measured where it has one."""
-    cause = likely_cause(row.get("pred_step_time_s"), _predicted_comm(row))
+    cause = likely_cause(row.get("pred_step_time_s"), _predicted_comm(row), row.get("exposed_comm_share"))
     text = f"{BELOW_PREDICTION}; likely cause: {cause}" if cause else BELOW_PREDICTION
     evidence = measured_evidence(
         nodes=int(row["nodes"]),

@@ -13,10 +13,13 @@ from dist_helpers import (
     CHECKPOINT_DIRS,
     ENGINE_POINTS,
     LOOP_POINTS_2X2,
+    PROFILE_POINTS_WS1,
+    PROFILE_POINTS_WS2,
     checkpoint_jobs,
     debug_spec,
     gpu_path_jobs,
     once_per_session,
+    profile_jobs,
     run_engine,
     run_ranks,
     spec_jobs,
@@ -29,7 +32,7 @@ from bench.schema.record import RunResult
 def ws2_reports(tmp_path_factory) -> list[dict]:
     """Every in-rank check of 2 ranks, one launch: sharding, precision, the engine's peak window,
     activation checkpointing and telemetry, the checkpoint checks (each rank's report also names
-    their folders, "checkpoint_dirs") and the GPU-path numerics."""
+    their folders, "checkpoint_dirs"), the GPU-path numerics and the profiled steps' split."""
 
     def launch() -> list[dict]:
         checkpoints = tmp_path_factory.mktemp("ckpt_ranks")
@@ -47,6 +50,7 @@ def ws2_reports(tmp_path_factory) -> list[dict]:
             ),
             **checkpoint_jobs(dirs),
             **gpu_path_jobs(),
+            **profile_jobs(PROFILE_POINTS_WS2, tmp_path_factory.getbasetemp() / "ws2_traces"),
         }
         reports = run_ranks(2, jobs, tmp_path_factory.mktemp("ws2"))
         return [{**report, "checkpoint_dirs": dirs} for report in reports]
@@ -56,8 +60,12 @@ def ws2_reports(tmp_path_factory) -> list[dict]:
 
 @pytest.fixture(scope="session")
 def ws1_reports(tmp_path_factory) -> list[dict]:
-    """Activation-checkpointing losses on one rank (compared with ws2_reports' two)."""
-    jobs = {"activation_checkpointing": ("rank_checks:activation_checkpointing_losses", {})}
+    """Activation-checkpointing losses on one rank (compared with ws2_reports' two) and the profiled
+    steps of full_shard and no_shard on a world of one."""
+    jobs = {
+        "activation_checkpointing": ("rank_checks:activation_checkpointing_losses", {}),
+        **profile_jobs(PROFILE_POINTS_WS1, tmp_path_factory.getbasetemp() / "ws1_traces"),
+    }
     return once_per_session(tmp_path_factory, "ws1_reports", lambda: run_ranks(1, jobs, tmp_path_factory.mktemp("ws1")))
 
 

@@ -153,6 +153,31 @@ def checkpoint_jobs(dirs: dict[str, str]) -> dict[str, tuple[str, dict]]:
     }
 
 
+# The profiled steps' split (engine_checks.profile_report, asserted in test_step_breakdown.py): label ->
+# spec fields of a short profiled `debug` point. On 2 ranks: clean and each knob that moves one part;
+# on 1 rank: full_shard (no collective) and no_shard (an all-reduce per FSDP unit on a group of one).
+PROFILED = {"steps": 3, "warmup_steps": 1, "profile.enabled": True, "profile.steps": 2}
+COMM_DELAY_MS, EXTRA_MATMULS, SLOW_FRACTION = 20.0, 1000, 1.0
+PROFILE_POINTS_WS2 = {
+    "clean": {"gpus_per_node": 2},
+    "comm_delay": {"gpus_per_node": 2, "debug.comm_delay_ms": COMM_DELAY_MS},
+    "extra_matmuls": {"gpus_per_node": 2, "debug.extra_matmuls": EXTRA_MATMULS},
+    "slow_fraction": {"gpus_per_node": 2, "debug.slow_fraction": SLOW_FRACTION},
+}
+PROFILE_POINTS_WS1 = {"full_shard": {"strategy": "full_shard"}, "no_shard": {"strategy": "no_shard"}}
+
+
+def profile_jobs(points: dict[str, dict], trace_dir: Path) -> dict[str, tuple[str, dict]]:
+    """In-rank jobs of profiled points (`profile/<label>`), each leaving its traces in trace_dir/<label>."""
+    return {
+        f"profile/{label}": (
+            "engine_checks:profile_report",
+            {"spec": debug_spec(**PROFILED, **fields).model_dump_json(), "trace_dir": str(trace_dir / label)},
+        )
+        for label, fields in points.items()
+    }
+
+
 # The GPU-path numerics (numerics_checks.py, asserted in test_gpu_path_numerics.py): precision -> the
 # dtype a block's input has.
 BLOCK_PRECISIONS = {"fp32": "float32", "bf16": "bfloat16", "bf16_pure": "bfloat16", "fp16": "float16"}

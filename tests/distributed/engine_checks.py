@@ -7,6 +7,7 @@ in this folder assert on them.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 
 import torch
 import torch.distributed as dist
@@ -15,6 +16,7 @@ from rank_checks import ARGS, CPU, SEQ_LEN, build, point
 from bench.schema.spec import RunSpec, TelemetrySpec
 from fsdp_core.data import SyntheticTokens, build_source
 from fsdp_core.parallelize import build_mesh
+from fsdp_core.step_split import rank_medians
 from fsdp_core.train import run_loop
 from fsdp_core.worker import build_training
 
@@ -121,3 +123,23 @@ def _rss_bytes() -> int:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) * 1024
     return 0
+
+
+def profile_report(spec: str, trace_dir: str) -> dict:
+    """A point's profiled steps as the worker's loop runs them (profile.enabled in `spec`, a RunSpec
+    as JSON): this rank's split (the median over its profiled steps), the step timer's times of the
+    same steps, the collectives CommCounter saw on the counted step and the trace file it left."""
+    spec = RunSpec.model_validate_json(spec)
+    model, optimizer, scaler = build_training(spec, CPU, TIMEOUT)
+    source = build_source(spec.train.data, spec.model.vocab_size, spec.train.seed)
+    loop = run_loop(model, optimizer, scaler, source, spec, CPU, trace_dir=Path(trace_dir))
+    profile = loop.profile
+    return {
+        "split": rank_medians(profile.split),
+        "steps": len(profile.split["steps"]),
+        "timer_steps_s": profile.timer_steps_s,
+        "counted_calls": loop.comm_calls,
+        "losses": len(loop.losses),
+        "trace": profile.trace,
+        "gzip_bytes": profile.gzip_bytes,
+    }

@@ -87,6 +87,7 @@ def test_dry_run_command_lines_merge_common_and_point_values(tmp_path):
         assert item in a
     # The first GPU run exercises async saves into pinned memory: two saves (steps 3 and 6 of 6 timed).
     assert {"train.checkpoint=async", "train.checkpoint_every=3"} <= set(a)
+    assert "profile.enabled=true" in a  # and profiles steps after its timed ones: a real CUDA trace split
     assert a[-3:] == ["|", "tee", f"{results}/logs/a-debug-bf16.log"]
     b = command_line(out, "b-tinyllama-bf16-compile")
     assert "train.warmup_steps=3" in b and "train.warmup_steps=2" not in b  # the point's value wins

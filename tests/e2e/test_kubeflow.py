@@ -9,6 +9,7 @@ the point deadline, deleting the job, and collecting records through a results U
 from __future__ import annotations
 
 import datetime as dt
+import gzip
 import json
 import os
 import subprocess
@@ -207,7 +208,8 @@ def test_running_job_past_its_deadline_is_deleted_as_timeout(tmp_path, monkeypat
 
 
 def pod_files(tmp_path: Path, spec, started: str) -> Path:
-    """What the pods would leave: a started mark and the record, under <sweep>/<point_id>."""
+    """What the pods would leave: a started mark, the record and a rank's profiler trace (beside it a
+    file nobody pulls), under <sweep>/<point_id>."""
     from bench.analysis.check.synthetic import make_record
 
     pods = tmp_path / "pods"
@@ -216,6 +218,8 @@ def pod_files(tmp_path: Path, spec, started: str) -> Path:
     (point / "started").write_text(started)
     record = make_record([0.1, 0.1, 0.1], spec=spec)
     (point / "result.json").write_text(record.model_dump_json())
+    (point / "trace_rank1.json.gz").write_bytes(gzip.compress(b'{"traceEvents": []}'))
+    (point / "trace_rank1.json").write_text("{}")
     return pods
 
 
@@ -231,6 +235,8 @@ def test_succeeded_job_records_come_back_through_the_results_url(tmp_path, monke
     assert outcome.returncode == 0
     (point_dir,) = request.point_dirs
     assert read_record(point_dir / "result.json").point_id == spec.point_id
+    assert sorted(p.name for p in point_dir.glob("trace_rank1*")) == ["trace_rank1.json.gz"]
+    assert json.loads(gzip.decompress((point_dir / "trace_rank1.json.gz").read_bytes())) == {"traceEvents": []}
     assert (point_dir / "started").stat().st_mtime == dt.datetime.fromisoformat(started).timestamp()
     assert not (point_dir / "errors").exists()
 

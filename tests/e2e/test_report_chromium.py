@@ -24,6 +24,7 @@ sys.path.insert(0, str(ROOT / "tests" / "fixtures" / "records"))
 from record_factory import REAL_DIR, nights, sample_sweep  # noqa: E402
 
 TELEMETRY_DIR = ROOT / "tests" / "fixtures" / "records" / "telemetry"  # real records with their sidecars
+SPLIT_DIR = ROOT / "tests" / "fixtures" / "records" / "v4_split"  # a profiled, planned 1-2 node series
 
 pytestmark = [pytest.mark.chromium, pytest.mark.timeout(600)]
 
@@ -119,13 +120,14 @@ def browser(tmp_path_factory):
 
 
 def _records():
-    """Hand-made and real records, and the real telemetry sweep's records with their folders."""
+    """Hand-made and real records, a profiled series, and the real telemetry sweep's records with their folders."""
     from bench.analysis.records import load_located_records, load_records
 
     real, _ = load_records(REAL_DIR) if REAL_DIR.is_dir() else ([], [])
+    split, _ = load_records(SPLIT_DIR)
     located, _ = load_located_records(TELEMETRY_DIR)
     dirs = {(r.sweep, r.point_id): path.parent for r, path in located}
-    return sample_sweep() + real + [r for r, _ in located], dirs
+    return sample_sweep() + real + split + [r for r, _ in located], dirs
 
 
 def test_report_opens_without_console_errors_and_every_image_loads(browser, tmp_path):
@@ -137,6 +139,7 @@ def test_report_opens_without_console_errors_and_every_image_loads(browser, tmp_
     assert state["title"] == "chromium check"
     assert len(state["images"]) >= 6
     assert "fig-telemetry" in [image["id"] for image in state["images"]]  # the timelines, decoded below
+    assert "fig-where_efficiency_went" in [image["id"] for image in state["images"]]  # the profiled series
     assert all(image["complete"] and image["width"] > 0 for image in state["images"]), state["images"]
     assert state["scripts"] == 0  # the failed point's "<script>" error text stayed text
     assert state["fetched"] == []  # nothing loaded from anywhere: images are data URIs

@@ -30,12 +30,16 @@ HANG_LIMIT_S = HANG_TIMEOUT_S + 60
 
 @pytest.fixture(scope="module")
 def ok_run(tmp_path_factory, fsdp_bench):
-    """One nodes=2 run whose sweep name (a folder name) is full of shell metacharacters."""
+    """One nodes=2 run whose sweep name (a folder name) is full of shell metacharacters, with two
+    profiled steps after its timed ones."""
     root = tmp_path_factory.mktemp("ok")
     canary = root / "pwned"
     sweep = f"e2e; touch {canary} $(touch {canary}) `touch {canary}` | tee {canary} & x"
     results = root / "results"
-    run = fsdp_bench("run", *SHORT, "nodes=2", f'sweep.name="{sweep}"', f"results_dir={results}", results=results)
+    run = fsdp_bench(
+        "run", *SHORT, "nodes=2", "profile.enabled=true", "profile.steps=2", f'sweep.name="{sweep}"',
+        f"results_dir={results}", results=results,
+    )  # fmt: skip
     return run, results, sweep, canary
 
 
@@ -85,6 +89,27 @@ def test_ok_record_telemetry_and_its_series(ok_run):
     assert (results / sweep / record.point_id / t.sidecar).stat().st_size > 0
     assert [r.rank for r in t.per_rank] == [0, 1] and all(r.samples >= 2 for r in t.per_rank)
     assert f"series in {t.sidecar}" in run.stdout
+
+
+@pytest.mark.ranks
+def test_ok_record_step_breakdown_and_its_traces(ok_run):
+    """profile.enabled: each rank's trace beside the record, the split in the record and its console
+    line; the profiled steps are not timed ones (3 step times, 4 losses above) and keep the point's id."""
+    run, results, sweep, _ = ok_run
+    (record,) = run.records
+    b = record.metrics.step_breakdown
+    assert (b.device, b.steps, b.traces) == ("cpu", 2, ["trace_rank0.json.gz", "trace_rank1.json.gz"])
+    point = results / sweep / record.point_id
+    assert sorted(p.name for p in point.glob("trace_rank*")) == b.traces
+    assert [(point / name).stat().st_size for name in b.traces] == b.trace_gzip_bytes_per_rank
+    assert b.calls_per_step == {"all_gather": 5, "reduce_scatter": 3} and b.overlapped_comm_s == 0.0
+    assert b.compute_s + b.exposed_comm_s + b.idle_s == pytest.approx(b.step_s, rel=0.05)
+    assert b.exposed_comm_share == pytest.approx(b.exposed_comm_s / b.step_s)
+    assert len(b.idle_s_per_rank) == 2 and b.fsdp_s is not None and b.barrier_s is not None
+    assert record.point_id == record.spec.model_copy(update={"profile": type(record.spec.profile)()}).point_id
+    line = next(line for line in run.stdout.splitlines() if line.startswith("  step split:"))
+    assert f"exposed share {100 * b.exposed_comm_share:.1f}%" in line
+    assert "over 2 profiled steps, traces trace_rank0.json.gz .. trace_rank1.json.gz" in line
 
 
 @pytest.mark.ranks
@@ -171,6 +196,11 @@ BAD_INPUT = {
         "train.ac_save_ops: unknown op group 'attention'; allowed: mm, sdpa, collectives, max"
     ),
     "debug.fail_rank=1": "debug.fail_rank: 1 is not a rank of this point; allowed: 0..0",
+    "debug.comm_delay_ms=20": "debug.comm_delay_ms: needs a world size above 1 (no peer waits for a late rank)",
+    "debug.comm_delay_ms=-1": "debug.comm_delay_ms: Input should be greater than or equal to 0",
+    "debug.extra_matmuls=-1": "debug.extra_matmuls: Input should be greater than or equal to 0",
+    "profile.steps=0": "profile.steps: Input should be greater than or equal to 1",
+    "profile.max_mib=0": "profile.max_mib: Input should be greater than 0",
     "nodes=true": "nodes: Input should be a valid integer",
     "nodes=null": "nodes: Input should be a valid integer",
     "train.micro_batch=true": "train.micro_batch: Input should be a valid integer",

@@ -58,6 +58,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "ac_selective_op_every_3": {"train.activation_checkpointing": "selective_op", "train.ac_every": 3},
     "slow_fraction": {"debug.slow_fraction": 0.5},
     "slow_rank": {"debug.slow_rank": 0},
+    "comm_delay": {"debug.comm_delay_ms": 20.0},
+    "extra_matmuls": {"debug.extra_matmuls": 4},
+    "profile_on": {"profile.enabled": True, "profile.steps": 2, "profile.max_mib": 8.0},
     "fail_rank": {"debug.fail_rank": 0, "debug.fail_step": 3},
     "compile_backend": {"train.compile_backend": "aot_eager"},
     "kills": {"debug.kill_steps": [6, 10], "debug.kill_rank": 0, "debug.kill_mtbf_s": 60.0, "debug.kill_seed": 1},
@@ -118,7 +121,7 @@ def golden_and_now() -> tuple[dict[str, Any], dict[str, Any]]:
 def test_every_fixture_record_is_pinned(golden_and_now):
     golden, now = golden_and_now
     assert sorted(golden["records"]) == RECORD_PATHS  # a new fixture record is pinned too
-    assert len(RECORD_PATHS) == 28
+    assert len(RECORD_PATHS) == 31
 
 
 @pytest.mark.parametrize("path", RECORD_PATHS)

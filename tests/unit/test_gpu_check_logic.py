@@ -123,3 +123,17 @@ def test_every_counted_collective_exists_in_this_torch():
     assert len(comm_counter.COUNTED_OPS) == 8 and len(comm_counter.FUNCTIONAL_OPS) == 10
     assert {kind for kind, _ in comm_counter.COUNTED_OPS.values()} == set(comm_counter.KINDS)
     assert op_sac.GROUP_OPS["collectives"] and op_sac.GROUP_OPS["max"]
+
+
+def test_the_profiled_point_is_judged_against_its_cuda_event_step_times(table):
+    """breakdown_lines on a record's JSON: parts that add up, a step within 5 % of the CUDA events' and
+    no communication (one GPU) are ok; a step 10 % off is UNEXPECTED."""
+    split = {"device": "cuda", "steps": 3, "step_s": 0.100, "compute_s": 0.080, "exposed_comm_s": 0.0,
+             "idle_s": 0.020, "comm_s": 0.0, "calls_per_step": {}, "timer_step_s": 0.098,
+             "trace_bytes_per_rank": [3_000_000], "trace_gzip_bytes_per_rank": [300_000], "export_s": 0.05}  # fmt: skip
+    good = table.breakdown_lines([("a-debug-bf16", {"metrics": {"step_breakdown": split}})])
+    assert good[0].startswith("Profiled steps of a-debug-bf16 (cuda, 3 steps): step 0.1000 s against")
+    assert "1.00 MB raw / 0.100 MB gzipped per rank and step" in good[0] and good[1].startswith("ok: ")
+    off = table.breakdown_lines([("a", {"metrics": {"step_breakdown": {**split, "timer_step_s": 0.090}}})])
+    assert off[1].startswith("UNEXPECTED") and "within 5 % (no)" in off[1]
+    assert table.breakdown_lines([("b", {"metrics": {}})]) == []

@@ -304,3 +304,22 @@ def test_stored_preflights_list_the_clusters_measured_links_over_time(tmp_path):
     assert inter[1] == pytest.approx(2 * inter[0])  # twice the world ring's bus bandwidth
     assert f"| {inter[0]:.4g} |" in (tmp_path / "out" / "summary.md").read_text()
     assert 'id="links"' in (tmp_path / "out" / "history.html").read_text()
+
+
+def test_a_change_point_shows_the_profiled_split_before_and_after():
+    """Runs that profiled (metrics.step_breakdown): the change's row names each side's split as shares
+    of the step, next to the environment change."""
+    from bench.schema.breakdown import StepBreakdown
+    from reports.history.table import change_row
+
+    records = nights(10) + [night(i, 500.0, slow=1.0) for i in range(10, 14)]
+    for index, record in enumerate(records):
+        exposed = 0.1 if index < 10 else 0.4
+        record.metrics.step_breakdown = StepBreakdown(
+            steps=2, step_s=1.0, compute_s=0.5, exposed_comm_s=exposed, idle_s=0.5 - exposed
+        )
+    (series,) = build_series(records, "tokens_per_s")
+    (change,) = analyse_series(series).changes
+    assert change_row(change)[-1] == (
+        "debug.slow_fraction: 0.0 -> 1.0; step split: compute 50% -> 50%, exposed comm 10% -> 40%, idle 40% -> 10%"
+    )

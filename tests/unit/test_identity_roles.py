@@ -18,7 +18,7 @@ def test_every_spec_field_at_every_depth_declares_one_role():
     missing = [".".join(path) for path, role in declared if role is None]
     assert missing == [], f"fields without an identity role (Annotated[..., IN | LATER | WHERE | ...]): {missing}"
     sections = {path[0] for path, _ in declared if len(path) > 1}
-    assert sections == {"sweep", "model", "cluster", "train", "debug", "telemetry"}
+    assert sections == {"sweep", "model", "cluster", "train", "debug", "telemetry", "profile"}
     assert ("cluster", "device", "peak_tflops") in dict(declared)  # an excluded section's fields declare too
     assert len(declared) > 70
 
@@ -26,6 +26,8 @@ def test_every_spec_field_at_every_depth_declares_one_role():
 def test_the_derived_lists_are_what_the_rules_were():
     assert set(LATER_FIELDS) == {
         ("debug", "slow_rank"),
+        ("debug", "comm_delay_ms"),
+        ("debug", "extra_matmuls"),
         ("debug", "kill_steps"),
         ("debug", "kill_rank"),
         ("debug", "kill_mtbf_s"),
@@ -35,11 +37,12 @@ def test_the_derived_lists_are_what_the_rules_were():
         ("train", "checkpoint"),
         ("train", "checkpoint_every"),
     }
-    assert set(SLOWDOWN_KNOBS) == {("debug", "slow_fraction"), ("debug", "slow_rank")}
-    assert set(CHECK_DROPPED) == {("repeat",), ("debug", "slow_fraction"), ("debug", "slow_rank")}
+    knobs = {("debug", "slow_fraction"), ("debug", "slow_rank"), ("debug", "comm_delay_ms"), ("debug", "extra_matmuls")}
+    assert set(SLOWDOWN_KNOBS) == knobs
+    assert set(CHECK_DROPPED) == {("repeat",), *knobs}
     assert set(SERIES_DROPPED) == {("repeat",), ("debug",)}
     excluded = {path: role.reason for path, role in declarations(RunSpec) if role.enters == "excluded"}
-    assert {path for path, reason in excluded.items() if reason == "observes"} >= {("telemetry",)}
+    assert {path for path, reason in excluded.items() if reason == "observes"} >= {("telemetry",), ("profile",)}
     assert excluded[("sweep",)] == excluded[("train", "checkpoint_dir")] == "where"
     assert excluded[("train", "resume")] == excluded[("sweep", "point_timeout_s")] == "how"
     assert excluded[("model", "max_seq_len")] == excluded[("cluster", "inter_node_gbps")] == "describes"

@@ -22,7 +22,7 @@ from bench.analysis.records import load_records
 from bench.analysis.report.frame import COLUMNS, records_to_frame
 from bench.analysis.store import STORE_SCHEMA_VERSION, SQLiteStore
 from bench.schema.metrics import BY_NAME, CATALOGUE, find, get, shown_in
-from bench.schema.record import RunResult
+from bench.schema.record import SCHEMA_VERSION, RunResult
 from reports.console import point_summary
 from reports.report.flag_rules import flag_rules
 from reports.report.html import TEMPLATES
@@ -68,7 +68,10 @@ def test_each_name_finds_one_metric_and_the_flags_are_read_by_name():
 
 def test_check_and_history_list_the_catalogues_metrics_in_its_order():
     assert list(METRICS) == [m.name for m in shown_in("check")]
-    assert TIMINGS == ("tokens_per_s", "step_time_s", "mfu", "energy_per_token", "utilization")
+    assert TIMINGS == (
+        "tokens_per_s", "step_time_s", "mfu", "energy_per_token", "utilization",
+        "compute_s", "exposed_comm_s", "exposed_comm_share", "idle_s",
+    )  # fmt: skip
     assert COUNTERS == (
         "comm_bytes_per_step.all_gather", "comm_bytes_per_step.reduce_scatter", "comm_bytes_per_step.all_reduce",
         "params", "flops_per_token", "peak_mem_bytes",
@@ -143,7 +146,7 @@ def test_a_checkpoint_bandwidth_leaves_zero_duration_saves_out_everywhere(teleme
 
 def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
     """The real version-2 record of tests/fixtures/records/v2_checkpoint (three saves that took time)
-    reads as version 3 with the write bandwidth the ranks now store, by the same rule."""
+    reads as today's version with the write bandwidth the ranks now store, by the same rule."""
     import json
     import statistics
 
@@ -155,7 +158,7 @@ def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
     record = read_record(path)
     saves = raw["metrics"]["checkpoint"]["saves"]
     expected = statistics.median(s["bytes"] / s["durable_s"] for s in saves)
-    assert record.schema_version == 4 and len(saves) == 3
+    assert record.schema_version == SCHEMA_VERSION and len(saves) == 3
     assert record.metrics.checkpoint.write_bytes_per_s == pytest.approx(expected)
     assert records_to_frame([record])["ckpt_write_bytes_per_s"].iloc[0] == pytest.approx(expected)
 
@@ -163,15 +166,18 @@ def test_a_version_2_record_gets_the_stored_bandwidth_from_its_migration():
 def test_a_version_3_record_stores_its_derived_values_and_every_view_shows_them():
     """The real version-3 record of tests/fixtures/records/v3 (fp16, three sync saves): the ranks stored
     the write bandwidth by the one rule and the scaler's skipped steps; the frame, the console and
-    check read them as stored."""
+    check read them as stored. Migrated to version 4, it has no step breakdown."""
+    import json
     import statistics
 
     from bench.analysis.check.points import points_from_records
 
+    (path,) = (FIXTURES / "v3").rglob("result.json")
+    assert json.loads(path.read_text())["schema_version"] == 3
     (record,), problems = load_records(FIXTURES / "v3")
+    assert not problems and record.schema_version == SCHEMA_VERSION and record.spec.precision == "fp16"
     # Read as today's version: the sections version 4 added are absent (null), not measured then.
-    assert not problems and record.schema_version == 4 and record.spec.precision == "fp16"
-    assert record.metrics.job is None
+    assert record.metrics.job is None and record.metrics.step_breakdown is None
     saves = record.metrics.checkpoint.saves
     assert len(saves) == 3 and all(s.durable_s > 0 for s in saves)
     stored = record.metrics.checkpoint.write_bytes_per_s

@@ -126,7 +126,7 @@ def test_efficiency_flag_names_the_likely_cause():
     assert efficiency_flag(comm_heavy, 0.90) is None  # 5 points: within tolerance
     assert efficiency_flag(comm_heavy, 0.80) == (
         "scaling efficiency 15 points below prediction; likely cause: exposed communication: "
-        "check the network (EFA/InfiniBand) and NCCL settings"
+        "check the network (EFA/InfiniBand) and NCCL settings (predicted: communication 40 % of the planner's step)"
     )
     assert "likely cause: compute" in efficiency_flag(compute_heavy, 0.70)
     assert efficiency_flag({**comm_heavy, "scaling_efficiency": None}, 0.5) is None

@@ -57,6 +57,16 @@ ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
         "torchtitan does; torch.utils.checkpoint has no module wrapper, and this one's parameter-name "
         "prefix and state_dict hooks are what the model's parameter names and the checkpoints' keys assume",
     ),
+    **{
+        f"torch.distributed.fsdp._fully_shard._fsdp_collectives.{name}": (
+            ("fsdp_core/debug_knobs.py",),
+            "FSDP2's custom-collective hooks (FSDPModule.set_custom_all_gather / set_custom_reduce_scatter, "
+            "public) take an AllGather / ReduceScatter; FSDP checks a custom one with isinstance against its "
+            "defaults, so debug.comm_delay_ms delays the default by subclassing it, and torch exports no public "
+            "alias of either. Imported tolerantly: a torch without them refuses the knob in one line",
+        )
+        for name in ("DefaultAllGather", "DefaultReduceScatter")
+    },
 }
 
 

@@ -64,18 +64,31 @@ def test_within_10_points_no_flag(tmp_path):
 
 
 def test_diagnose_text_threshold_and_missing_values():
-    assert (
-        diagnose(0.75, 0.95, 1.0, 0.4) == f"scaling efficiency 20 points below prediction; likely cause: {COMM_CAUSE}"
+    assert diagnose(0.75, 0.95, 1.0, 0.4) == (
+        f"scaling efficiency 20 points below prediction; likely cause: {COMM_CAUSE} "
+        "(predicted: communication 40 % of the planner's step)"
     )
-    assert (
-        diagnose(0.75, 0.95, 1.0, 0.1)
-        == f"scaling efficiency 20 points below prediction; likely cause: {COMPUTE_CAUSE}"
+    assert diagnose(0.75, 0.95, 1.0, 0.1) == (
+        f"scaling efficiency 20 points below prediction; likely cause: {COMPUTE_CAUSE} "
+        "(predicted: communication 10 % of the planner's step)"
     )
     assert diagnose(0.75, 0.95, None, None) == "scaling efficiency 20 points below prediction"
     assert diagnose(0.86, 0.95, 1.0, 0.4) is None
     assert is_below(0.5, float("nan")) is False and is_below(None, 0.9) is False
-    assert likely_cause(1.0, 0.2) == COMM_CAUSE  # the 20 % share boundary counts as communication
+    assert likely_cause(1.0, 0.2).startswith(COMM_CAUSE)  # the 20 % share boundary counts as communication
     assert likely_cause(0.0, 0.2) is None
+
+
+def test_a_profiled_point_is_diagnosed_from_its_measured_exposed_share():
+    """The measured share decides where there is one (here against a prediction that says the opposite),
+    and the text says it was measured."""
+    assert likely_cause(1.0, 0.4, measured_share=0.05) == (
+        f"{COMPUTE_CAUSE} (measured: exposed communication 5 % of the profiled step)"
+    )
+    assert likely_cause(None, None, measured_share=0.31).startswith(
+        COMM_CAUSE + " (measured: exposed communication 31 %"
+    )
+    assert "likely cause: " + COMM_CAUSE + " (measured" in diagnose(0.6, 0.95, 1.0, 0.01, measured_share=0.5)
 
 
 @pytest.mark.parametrize("measured, expected", [(0.90, None), (0.80, "points below prediction")])
@@ -83,4 +96,4 @@ def test_planner_flag_reuses_the_report_logic(measured, expected):
     from bench.analysis.plan_accuracy import efficiency_flag
 
     flag = efficiency_flag(prediction(0.95, 0.1, 0.3), measured)
-    assert flag == expected if expected is None else expected in flag and flag.endswith(COMM_CAUSE)
+    assert flag == expected if expected is None else expected in flag and f"cause: {COMM_CAUSE} (predicted" in flag

@@ -16,6 +16,7 @@ from bench.config.rules import launch_problems
 from bench.schema.base import STATUSES
 from bench.schema.env import EnvInfo
 from bench.schema.record import (
+    SCHEMA_VERSION,
     CommBytes,
     Metrics,
     RunResult,
@@ -155,7 +156,7 @@ def test_record_round_trips_through_json(tmp_path):
     write_record(record, path)
     assert read_record(path) == record
     assert not list(path.parent.glob(".*.tmp"))  # written atomically: the temp file was renamed
-    assert json.loads(path.read_text())["schema_version"] == 4
+    assert json.loads(path.read_text())["schema_version"] == SCHEMA_VERSION == 4
 
 
 def test_the_rank_writes_the_fields_it_set_and_they_read_back_as_the_record(tmp_path):
@@ -163,7 +164,7 @@ def test_the_rank_writes_the_fields_it_set_and_they_read_back_as_the_record(tmp_
     always has one, and the file reads back to the same RunResult."""
     record = ok_record()  # schema_version left at its default: still written, first
     written = rank_record_json(record)
-    assert written["schema_version"] == 4 and list(written)[0] == "schema_version"
+    assert written["schema_version"] == SCHEMA_VERSION and list(written)[0] == "schema_version"
     assert "telemetry" not in written["metrics"] and "checkpoint" not in written["metrics"]
     assert "prediction" not in written and "preflight" not in written
     assert set(written["metrics"]) == {"tokens_per_s", "step_times_s", "step_time_s", "comm_bytes_per_step", "losses"}

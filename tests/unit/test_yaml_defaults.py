@@ -21,7 +21,7 @@ from bench.config.registry import SHIPPED
 from bench.run.launch import LAUNCHER_CLASSES
 from bench.run.launch.options import ConfiguredLauncher
 from bench.schema.options import PreflightSettings, SearchOptions, SweepOptions
-from bench.schema.spec import ClusterSpec, DebugKnobs, PointSweep, RunSpec, TelemetrySpec, TrainSpec
+from bench.schema.spec import ClusterSpec, DebugKnobs, PointSweep, ProfileSpec, RunSpec, TelemetrySpec, TrainSpec
 
 # sweeps/config.yaml's sections -> the schema types they feed (sweep.* feeds both how a sweep runs
 # and the point's own part of it).
@@ -29,6 +29,7 @@ SECTIONS: dict[str, tuple[type[BaseModel], ...]] = {
     "train": (TrainSpec,),
     "debug": (DebugKnobs,),
     "telemetry": (TelemetrySpec,),
+    "profile": (ProfileSpec,),
     "sweep": (SweepOptions, PointSweep),
     "preflight": (PreflightSettings,),
     "search": (SearchOptions,),

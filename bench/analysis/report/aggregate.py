@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from bench.analysis.report.columns import BREAKDOWN_COLUMNS
 from bench.analysis.report.contention import suspect_efficiency
 from bench.analysis.report.diagnosis import FLAG_POINTS
 from bench.analysis.report.frame import float_values
@@ -53,7 +54,8 @@ PREDICTION_TOLERANCE = FLAG_POINTS / 100
 # median of their runs, peak memory by the largest run; tokens/s, step time and MFU by the pooled median
 # of every run's steps (below). The planner's predictions are the same for every repeat.
 _MEDIAN_COLUMNS = ["pred_tokens_per_s_per_device", "pred_scaling_efficiency", "pred_step_time_s", "pred_memory_bytes",
-                   "pred_autotune_rank", "pred_autotune_value",
+                   "pred_autotune_rank", "pred_autotune_value", "pred_compute_s", "pred_exposed_comm_s",
+                   "pred_comm_interference_s", *BREAKDOWN_COLUMNS,
                    *(m.key for m in shown_in("frame") if m.repeats == "median")]  # fmt: skip
 _MAX_COLUMNS = [*(m.key for m in shown_in("frame") if m.repeats == "max"), "device_memory_bytes"]
 _CELL_COLUMNS = [

@@ -34,6 +34,12 @@ PREDICTION_KEYS = {
     # Where the planner puts the step's time: bench/analysis/report/diagnosis.py names a flagged point's likely cause.
     "comm_time_s.exposed": "pred_comm_exposed_s",
     "comm_time_s.overlapped": "pred_comm_overlapped_s",
+    # The predicted split, beside the profiled steps' measured one (reports/report/breakdown.py); on CPU the
+    # planner charges overlapped communication back in full under other_detail_s.comm_interference.
+    "step_time_split_s.compute": "pred_compute_s",
+    "step_time_split_s.exposed_comm": "pred_exposed_comm_s",
+    "step_time_split_s.other": "pred_other_s",
+    "other_detail_s.comm_interference": "pred_comm_interference_s",
     # sweep.autotune=K: the planner's rank of the configuration in its search and the objective it predicted.
     "autotune.rank": "pred_autotune_rank",
     "autotune.value": "pred_autotune_value",
@@ -96,6 +102,10 @@ def frame_columns(records: Iterable[RunResult]) -> dict[str, list[Any]]:
         [_preflight(r) if summary is not None else {} for r, summary in zip(records, read("preflight"), strict=True)],
         [_host_load(r) if loads else {} for r, loads in zip(records, read("metrics.host_load"), strict=True)],
         [_telemetry(r) if t is not None else {} for r, t in zip(records, read("metrics.telemetry"), strict=True)],
+        [
+            breakdown_values(r) if b is not None else {}
+            for r, b in zip(records, read("metrics.step_breakdown"), strict=True)
+        ],
     ):
         columns.update(_spread(sections, _SECTION_COLUMNS))
     for column in _SECTION_COLUMNS:
@@ -192,6 +202,22 @@ def _telemetry(record: RunResult) -> dict[str, Any]:
     }
 
 
+# The profiled steps' split beyond its catalogue metrics (compute_s, exposed_comm_s, idle_s): the step,
+# idle's named parts and exposed communication by collective, for the report's "where the step went".
+BREAKDOWN_COLUMNS = ["split_step_s", "split_fsdp_s", "split_barrier_s",
+                     *(f"split_exposed_{kind}_s" for kind in ("all_gather", "reduce_scatter", "all_reduce"))]  # fmt: skip
+
+
+def breakdown_values(record: RunResult) -> dict[str, Any]:
+    """A record's BREAKDOWN_COLUMNS (empty without a profiled split)."""
+    b = record.metrics.step_breakdown
+    if b is None:
+        return {}
+    kinds = {f"split_exposed_{kind}_s": b.exposed_comm_s_by_kind.get(kind) for kind in ("all_gather", "reduce_scatter",
+                                                                                       "all_reduce")}  # fmt: skip
+    return {"split_step_s": b.step_s, "split_fsdp_s": b.fsdp_s, "split_barrier_s": b.barrier_s, **kinds}
+
+
 def _variants(read: PathReader) -> list[str]:
     """Each record's non-default model/cluster overrides, debug knobs, checkpointing knobs and DCP
     checkpoints, as config overrides (the report's rerun commands use them): points differing here
@@ -238,5 +264,5 @@ def _number(value: Any) -> float | None:
 _SECTION_COLUMNS = [
     *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops",
     "peak_tflops", "preflight_stragglers", "host_load_max", "loaded_host", "energy_source", "telemetry_sidecar",
-    "energy_note",
+    "energy_note", *BREAKDOWN_COLUMNS,
 ]  # fmt: skip

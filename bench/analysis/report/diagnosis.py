@@ -4,13 +4,13 @@ One implementation for the report (HTML results table, summary.md) and for
 `bench.analysis.plan_accuracy.efficiency_flag`. Pure functions on plain numbers: no pandas, no
 planner import, so bench/ can import it cheaply.
 
-The cause is a heuristic, not a measurement: the engine does not time communication
-separately, so we ask where the *planner* puts the step's time. When the predicted
-communication (exposed plus overlapped) is a large share of the predicted step, a shortfall
-most likely comes from communication the model did not expect to be exposed (a slow or
-misconfigured network: EFA/InfiniBand, NCCL settings); otherwise the step is compute-bound
-and the shortfall most likely comes from slow kernels or a poor batch size. Check with a
-profiler before acting on it.
+Where the point was profiled (profile.enabled: metrics.step_breakdown), the cause is measured:
+its exposed communication's share of the profiled step against the threshold. Elsewhere it is a
+heuristic: we ask where the *planner* puts the step's time. When the predicted communication
+(exposed plus overlapped) is a large share of the predicted step, a shortfall most likely comes
+from communication the model did not expect to be exposed (a slow or misconfigured network:
+EFA/InfiniBand, NCCL settings); otherwise the step is compute-bound and the shortfall most likely
+comes from slow kernels or a poor batch size. The text says which of the two it used.
 """
 
 from __future__ import annotations
@@ -38,12 +38,17 @@ def is_below(measured: float | None, predicted: float | None) -> bool:
     return 100 * (predicted - measured) > FLAG_POINTS
 
 
-def likely_cause(step_time_s: float | None, comm_s: float | None) -> str | None:
-    """COMM_CAUSE or COMPUTE_CAUSE from the predicted step time and communication seconds;
-    None when the prediction lacks either (older records)."""
+def likely_cause(step_time_s: float | None, comm_s: float | None, measured_share: float | None = None) -> str | None:
+    """COMM_CAUSE or COMPUTE_CAUSE, followed by what it was judged from: the measured exposed
+    communication's share of the profiled step where there is one, else the predicted step time and
+    communication seconds; None when neither is known (older records)."""
+    if not _missing(measured_share):
+        cause = COMM_CAUSE if measured_share >= COMM_BOUND_SHARE else COMPUTE_CAUSE
+        return f"{cause} (measured: exposed communication {100 * measured_share:.0f} % of the profiled step)"
     if _missing(step_time_s) or _missing(comm_s) or step_time_s <= 0:
         return None
-    return COMM_CAUSE if comm_s >= COMM_BOUND_SHARE * step_time_s else COMPUTE_CAUSE
+    cause = COMM_CAUSE if comm_s >= COMM_BOUND_SHARE * step_time_s else COMPUTE_CAUSE
+    return f"{cause} (predicted: communication {100 * comm_s / step_time_s:.0f} % of the planner's step)"
 
 
 def diagnose(
@@ -52,17 +57,19 @@ def diagnose(
     step_time_s: float | None,
     comm_s: float | None,
     evidence: str | None = None,
+    measured_share: float | None = None,
 ) -> str | None:
     """The one-line flag for a point, or None when it is within FLAG_POINTS (or not comparable).
 
     `measured`/`predicted` are scaling efficiencies (fractions); `step_time_s` and `comm_s`
     the predicted step time and communication (exposed + overlapped) seconds; `evidence` what the
-    point's preflight measured (measured_evidence), cited after the cause.
+    point's preflight measured (measured_evidence), cited after the cause; `measured_share` the
+    profiled steps' exposed communication share, which decides the cause where there is one.
     """
     if not is_below(measured, predicted):
         return None
     text = f"scaling efficiency {100 * (predicted - measured):.0f} points below prediction"
-    cause = likely_cause(step_time_s, comm_s)
+    cause = likely_cause(step_time_s, comm_s, measured_share)
     text = f"{text}; likely cause: {cause}" if cause else text
     return f"{text}; measured: {evidence}" if evidence else text
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bench.analysis.report.columns import METRIC_COLUMNS, PREDICTION_KEYS, frame_columns
+from bench.analysis.report.columns import BREAKDOWN_COLUMNS, METRIC_COLUMNS, PREDICTION_KEYS, frame_columns
 from bench.schema.record import RunResult
 
 # Columns that hold one list per row: kept in the frame for plots, left out of CSV.
@@ -63,6 +63,7 @@ SORT_KEYS = ["sweep", "model", "strategy", "precision", "nodes", "gpus_per_node"
 NUMERIC_COLUMNS = [
     *METRIC_COLUMNS, "tokens_per_step", "wall_s", "device_memory_bytes", "ckpt_every", *PREDICTION_KEYS.values(),
     "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "host_load_max",
+    *BREAKDOWN_COLUMNS,
 ]  # fmt: skip
 
 
@@ -74,5 +75,6 @@ COLUMNS = [
     "cuda", "nccl", "device_name", "device_count", "hostnames", "git_sha", "harness", "exclusive_host", "mfu_note",
     "ckpt_mode", "ckpt_every", *PREDICTION_KEYS.values(), "preflight_link_gbps", "nominal_link_gbps",
     "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers", "host_load_max", "loaded_host",
-    "energy_source", "telemetry_sidecar", "energy_note", "step_times_s", "weak_key", "strong_key",
+    "energy_source", "telemetry_sidecar", "energy_note", *BREAKDOWN_COLUMNS, "step_times_s", "weak_key",
+    "strong_key",
 ]  # fmt: skip

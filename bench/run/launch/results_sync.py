@@ -25,12 +25,15 @@ from bench.schema.protocol import (
     RESULT_FILE,
     STARTED_MARK,
     TELEMETRY_SIDECARS,
+    TRACE_PREFIX,
+    TRACE_SUFFIX,
     results_relative,
 )
 
 INSTALL_HINT = "pip install fsspec s3fs (s3fs for s3:// URLs)"
 # What the launcher needs of a point: its start mark, its record (and the record's telemetry
-# sidecar, written before it), its ranks' failure reasons; of a preflight, its measurements.
+# sidecar and the ranks' profiler traces, written before it), its ranks' failure reasons; of a
+# preflight, its measurements.
 _PULLED = (STARTED_MARK, RESULT_FILE, *TELEMETRY_SIDECARS, PREFLIGHT_MEASUREMENTS)
 
 
@@ -104,7 +107,11 @@ def pull_points(url: str, point_dirs: list[Path]) -> None:
         remote = remote_point(root, local_dir)
         for remote_file in fs.find(remote):
             relative = remote_file[len(remote) + 1 :]
-            wanted = relative in _PULLED or (relative.startswith(f"{ERRORS_DIR}/") and relative.endswith(".json"))
+            wanted = (
+                relative in _PULLED
+                or (relative.startswith(f"{ERRORS_DIR}/") and relative.endswith(".json"))
+                or (relative.startswith(TRACE_PREFIX) and relative.endswith(TRACE_SUFFIX) and "/" not in relative)
+            )
             target = Path(local_dir) / relative
             if not wanted or target.exists():
                 continue

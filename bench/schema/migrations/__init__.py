@@ -10,7 +10,7 @@ their own version (1) and share the renames (they carry a spec).
 
 Modules: v1.py (version 1 -> 2, resolving names against version 1's own tables, v1_registry.json),
 v2.py (version 2 -> 3, the derived values version 3 stores), v3.py (version 3 -> 4, optional sections
-only), ac_split.py (a stored `selective` ->
+only: the whole job's accounting and the profiled steps' split), ac_split.py (a stored `selective` ->
 `selective_layer`).
 """
 
