@@ -84,7 +84,7 @@ def _default(key: str) -> Any:
 def _schema_field(key: str):
     """The pydantic field a `section.name` key is validated as (None for others)."""
     from bench.schema.options import PreflightSettings, SearchOptions, SweepOptions
-    from bench.schema.spec import DebugKnobs, TelemetrySpec, TrainSpec
+    from bench.schema.spec import DebugKnobs, ProfileSpec, TelemetrySpec, TrainSpec
 
     models = {
         "train": TrainSpec,
@@ -92,6 +92,7 @@ def _schema_field(key: str):
         "search": SearchOptions,
         "preflight": PreflightSettings,
         "telemetry": TelemetrySpec,
+        "profile": ProfileSpec,
         "debug": DebugKnobs,
     }
     section, _, name = key.partition(".")

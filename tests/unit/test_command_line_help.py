@@ -58,7 +58,7 @@ def test_help_lists_every_group_with_the_registrys_options_and_every_experiment_
     assert opening_line(SHIPPED / "experiment" / "cpu_smoke.yaml").startswith("The default sweep:")
     keys = re.search(r"^  (nodes, .*)$", out, re.M)[1].split(", ")
     assert keys == ["nodes", "gpus_per_node", "train.*", "results_dir", "report", "sweep.*", "search.*",
-                    "preflight.*", "telemetry.*", "debug.*"]  # fmt: skip
+                    "preflight.*", "telemetry.*", "profile.*", "debug.*"]  # fmt: skip
     assert "docs/configuration.md" in out
 
 
@@ -200,5 +200,5 @@ def test_bad_cfg_point_and_json_flags_are_one_line_and_exit_2(argv, line):
 def test_the_catalogues_keys_are_the_configs_without_hydras_own():
     keyed = sections()
     assert list(keyed) == ["nodes", "gpus_per_node", "train", "results_dir", "report", "sweep", "search",
-                           "preflight", "telemetry", "debug"]  # fmt: skip
+                           "preflight", "telemetry", "profile", "debug"]  # fmt: skip
     assert {"seq_len", "checkpoint"} <= set(keyed["train"]) and keyed["nodes"] == []
