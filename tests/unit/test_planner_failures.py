@@ -231,3 +231,54 @@ def test_a_search_it_cannot_rank_is_one_line_exit_2(args, line):
 def test_nodes_stay_one_setup_for_the_throughput_objectives():
     rc, _, err, _ = in_process("plan", "--best", *SEARCH)
     assert rc == 2 and "nodes too with search.objective cost or time_to_train" in err
+
+
+def _restarted(**buckets):
+    from bench.schema.job import JobMetrics
+
+    return JobMetrics(wall_s=100.0, **buckets)
+
+
+def test_the_restart_cost_measured_by_records_is_each_restart_beside_its_restore():
+    from bench.analysis.planner.failures import measured_restart_s
+
+    # 3 attempts: 16 s of program start-up of which the launch's 6, 6 s initialization and 0.6 s of
+    # first steps over 3 attempts, 1 s of recovery: (1 + 10) / 2 + 6.6 / 3 = 7.7 s per restart.
+    three = _restarted(
+        attempts=3, program_startup_s=16.0, launch_startup_s=6.0, initialization_s=6.0, step_startup_s=0.6,
+        recovery_s=1.0, restore_s=5.0,
+    )  # fmt: skip
+    assert measured_restart_s([three]) == pytest.approx(7.7)
+    two = _restarted(attempts=2, program_startup_s=9.0, launch_startup_s=5.0, initialization_s=2.0, recovery_s=1.0)
+    once = _restarted(attempts=1, program_startup_s=5.0, launch_startup_s=5.0)  # no restart: not a sample
+    later_point = _restarted(attempts=2, program_startup_s=3.0, launch_startup_s=5.0)  # ambiguous: skipped
+    assert measured_restart_s([two, once, later_point]) == pytest.approx(5.0 + 1.0)
+    assert measured_restart_s([three, two]) == pytest.approx((7.7 + 6.0) / 2)  # the median
+    assert measured_restart_s([once]) is None
+
+
+def test_plan_takes_the_restart_cost_from_records_of_the_same_cluster(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+    from record_factory import make_record
+
+    record = make_record(nodes=1)
+    record.metrics.job = _restarted(attempts=2, program_startup_s=9.0, launch_startup_s=5.0, recovery_s=1.0)
+    folder = tmp_path / "unit" / record.point_id
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(record.model_dump_json())
+    cluster = record.spec.cluster.name
+    base = ("plan", "model=debug", f"cluster={cluster}", "cluster.node_mtbf_h=100")
+    fields = ("--fields", "spec.cluster.restart_s", "--restart-from", str(tmp_path))
+    rc, out, err, _ = in_process(*base, *fields)
+    assert rc == 0, err
+    assert json.loads(out.strip().strip("[]").strip())["spec.cluster.restart_s"] == pytest.approx(5.0)
+    # A restart cost given wins over the records'; a cluster without such records is refused in one line.
+    rc, out, err, _ = in_process(*base, "cluster.restart_s=7", *fields)
+    assert rc == 0, err
+    assert json.loads(out.strip().strip("[]").strip())["spec.cluster.restart_s"] == 7.0
+    other = "h100-8x" if cluster != "h100-8x" else "a100-8x"
+    rc, out, err, _ = in_process("plan", "model=debug", f"cluster={other}", "--restart-from", str(tmp_path))
+    assert rc == 2 and err.strip().endswith(f"no record under {tmp_path} of cluster {other} restarted after a failure")

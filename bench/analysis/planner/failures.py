@@ -72,6 +72,29 @@ def plan_failures(
     }
 
 
+def measured_restart_s(jobs: list[Any]) -> float | None:
+    """`cluster.restart_s` measured: the median over records with restarts (`metrics.job`) of one
+    restart's cost beside its restore, None without such a record.
+
+    A record sums its attempts: a restart costs its recovery, its process start (the program start-up
+    beyond the launch's, which the first attempt holds) and, counted as equal per attempt, its
+    initialization and first steps' excess. A record whose program start-up is below the launch's (a
+    grouped launch's later point: its first attempt did not start the launch) is ambiguous and skipped."""
+    costs = []
+    for job in jobs:
+        failures = job.attempts - 1
+        launch = job.launch_startup_s or 0.0
+        if failures < 1 or job.program_startup_s < launch:
+            continue
+        per_attempt = (job.initialization_s + job.step_startup_s) / job.attempts
+        costs.append((job.recovery_s + job.program_startup_s - launch) / failures + per_attempt)
+    if not costs:
+        return None
+    costs.sort()
+    middle = len(costs) // 2
+    return costs[middle] if len(costs) % 2 else (costs[middle - 1] + costs[middle]) / 2
+
+
 def to_train(tokens: float, plan: dict[str, Any]) -> dict[str, Any]:
     """The plan's `to_train` section: hours (and dollars, with a price) to train `tokens` at the planned
     throughput, at the best checkpoint interval's goodput where failures are modelled."""
