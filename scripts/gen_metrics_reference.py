@@ -31,6 +31,7 @@ VIEWS = {
     "console": "console",
     "sweep": "sweep table",
     "gpu": "GPU check",
+    "report": "report's point tables and summary.md",
 }
 HEADERS = ["metric", "in the record", "unit", "better", "kind", "samples", "over ranks", "over repeats", "shown in",
            "what it is"]  # fmt: skip

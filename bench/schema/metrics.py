@@ -42,8 +42,9 @@ RankPool = Literal["max", "mean", "median", "sum", "world", "per rank", "slowest
 RepeatPool = Literal["pooled median", "median", "max", "equal"]
 # Where a metric is shown: the report's frame (its tables, results.csv, store export), a column of
 # the results store, `check` (compared against a baseline), the console's point summary and the
-# sweep's end table, the GPU check's table (scripts/gpu_check_table.py).
-View = Literal["frame", "store", "check", "console", "sweep", "gpu"]
+# sweep's end table, the GPU check's table (scripts/gpu_check_table.py), and a column of the report's
+# point tables (its headline, every point) on the page and in summary.md (reports/report/tables.py).
+View = Literal["frame", "store", "check", "console", "sweep", "gpu", "report"]
 # How a list met on the path is reduced (applied in order): the median of the values that are
 # numbers, the count of items, the last item, the sum.
 Reduce = Literal["median", "count", "last", "sum"]
@@ -114,6 +115,8 @@ class Metric:
     # Named thresholds of the flags this metric raises (fractions unless the name says otherwise).
     flags: Mapping[str, Flag] = field(default_factory=dict, hash=False, compare=False)
     store_type: Literal["REAL", "INTEGER"] = "REAL"
+    # What a table says where a measured point has no value (usd_per_mtoken: "no price"); "": a dash.
+    missing: str = ""
 
     @property
     def key(self) -> str:
@@ -583,7 +586,7 @@ CATALOGUE: tuple[Metric, ...] = (
         label="$/Mtoken", ranks="world", repeats="median",
         description="cluster.usd_per_node_hour x nodes over the tokens of an hour at tokens_per_s, times "
                     "job_goodput where the record has it; null without a price",
-        views=frozenset({"frame"}), display=Display(fmt=".3g"),
+        views=frozenset({"frame", "report"}), display=Display(fmt=".3g"), missing="no price",
     ),
     # The profiled steps' split (profile.enabled; docs/engine.md "Profiled steps"): one value per run,
     # each the median over ranks of the rank's median over its profiled steps.

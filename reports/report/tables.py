@@ -13,12 +13,23 @@ import pandas as pd
 from bench.analysis.report.contention import CONTENTION
 from bench.analysis.report.diagnosis import likely_cause, measured_evidence
 from bench.analysis.stats import CONFIDENCE_PCT
+from bench.schema.metrics import Metric, shown_in
 from reports.report import formatting as fmt
 from reports.report.labels import CONFIG_COLUMNS, config_label, config_labels, series_labels
 from reports.report.reproduce import RUN_COLUMNS, run_command
 from reports.report.table import Table
 
 BELOW_PREDICTION = "below prediction"
+# The catalogue's metrics with a column in the point tables (view "report"), after the fixed columns.
+REPORT_METRICS = shown_in("report")
+
+
+def metric_cell(metric: Metric, value, measured) -> str:
+    """A catalogue metric's cell: its number, or what it says where a measured point has none
+    (`Metric.missing`, e.g. "no price"); a dash where the point measured nothing."""
+    if fmt.is_missing(value):
+        return (metric.missing or fmt.MISSING) if not fmt.is_missing(measured) else fmt.MISSING
+    return metric.display.text(value)
 
 
 def headline_table(scaling: pd.DataFrame) -> Table:
@@ -33,6 +44,7 @@ def headline_table(scaling: pd.DataFrame) -> Table:
             "MFU",
             "efficiency here",
             "efficiency at largest N",
+            *(metric.heading for metric in REPORT_METRICS),
         ]
     )
     primary = scaling.drop_duplicates("cell", keep="first")
@@ -53,6 +65,7 @@ def headline_table(scaling: pd.DataFrame) -> Table:
                 fmt.percent(row["mfu"]),
                 _marked(fmt.percent(row["scaling_efficiency"]), row["contention"]),
                 at_largest,
+                *(metric_cell(metric, row.get(metric.key), row["tokens_per_s"]) for metric in REPORT_METRICS),
             ],
             "flag" if _suspect(row["contention"]) or _suspect(last["contention"]) else "",
         )
@@ -131,7 +144,7 @@ def results_table(points: pd.DataFrame) -> Table:
     once per distinct configuration): the same cells as formatting row by row, at 10,000 points a
     fraction of the cost."""
     predicted = has_prediction(points)
-    table = Table(RESULT_HEADERS + PREDICTED_HEADERS * predicted)
+    table = Table(RESULT_HEADERS + [metric.heading for metric in REPORT_METRICS] + PREDICTED_HEADERS * predicted)
     data = points[[c for c in _RESULT_COLUMNS if c in points.columns]]
     # What the cells read, a list per column (Series.tolist: the Python values to_dict("list") gives,
     # without boxing each of them in Python).
@@ -154,6 +167,10 @@ def results_table(points: pd.DataFrame) -> Table:
                 values["scaling_efficiency"], values["scaling_mode"], values["baseline_nodes"], contention
             )
         ],
+        *(
+            [metric_cell(metric, v, t) for v, t in zip(values[metric.key], values["tokens_per_s"])]
+            for metric in REPORT_METRICS
+        ),
     ]
     if predicted:
         rows = iter(data[flagged].to_dict("records"))  # the flagged rows only: a few of 10,000
@@ -235,7 +252,7 @@ _RESULT_COLUMNS = [
     "scaling_mode", "baseline_nodes", "below_prediction", "pred_tokens_per_s_per_device", "pred_step_time_s",
     "pred_memory_bytes", "pred_scaling_efficiency", "pred_comm_exposed_s", "pred_comm_overlapped_s",
     "preflight_link_gbps", "nominal_link_gbps", "preflight_matmul_tflops", "peak_tflops", "preflight_stragglers",
-    "contention",
+    "contention", *(metric.key for metric in REPORT_METRICS),
 ]  # fmt: skip
 
 
@@ -244,7 +261,7 @@ _VALUE_COLUMNS = [
     "sweep", "point_id", "status", "model", "nodes", "world_size", "tokens_per_s", "tokens_per_s_per_device",
     "step_time_median_s", "mfu", "peak_mem_bytes", "scaling_efficiency", "scaling_mode", "baseline_nodes",
     "below_prediction", "contention", "pred_tokens_per_s_per_device", "pred_step_time_s", "pred_memory_bytes",
-    "pred_scaling_efficiency",
+    "pred_scaling_efficiency", *(metric.key for metric in REPORT_METRICS),
 ]  # fmt: skip
 
 

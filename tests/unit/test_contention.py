@@ -117,7 +117,7 @@ def test_the_report_tables_and_summary_md_flag_it(tmp_path):
         ("95.0 %", ""),
     ]
     headline = tables.headline_table(analysis.scaling)
-    assert [row[6:] for row in headline.rows] == [
+    assert [row[6:8] for row in headline.rows] == [
         ["100.0 %", "95.0 % at 2"],  # no_shard is the fastest at 1 node
         ["1290.0 % (contention)", "1290.0 % at 2 (contention)"],
     ]

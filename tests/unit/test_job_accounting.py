@@ -114,6 +114,8 @@ def test_one_attempt_has_no_lost_time_and_its_marks_cover_the_wall():
     assert (job.attempts, job.steps_redone, job.wasted_progress_s, job.recovery_s) == (1, 0, 0.0, 0.0)
     assert job.program_startup_s == 2.0 and job.finalization_s == 0.25
     assert job.bucket_sum() == pytest.approx(job.wall_s)
+    queued = account([log], {}, log.marks[LOOP_END] + 0.25, warmup_steps=2, queued_s=42.5)
+    assert queued.queued_s == 42.5 and queued.wall_s == job.wall_s  # reported apart, not in the wall
 
 
 def test_the_surviving_losses_are_the_last_attempt_that_ran_each_step():
@@ -222,6 +224,19 @@ def test_slurm_requeues_a_lost_node_only_with_restarts(tmp_path):
     assert "export TORCH_DISABLE_SHARE_RDZV_TCP_STORE=1" in batch_script(req, with_restarts)
     assert "TORCH_DISABLE_SHARE_RDZV_TCP_STORE" not in batch_script(req, without)
     assert "export FSDP_BENCH_LAUNCHED_AT=$(date +%s.%N)" in batch_script(req, without)
+
+
+def test_slurm_exports_the_time_queued_from_the_submission_to_the_job_running(tmp_path):
+    req = request(tmp_path, "model=debug", "launcher=slurm")
+    script = batch_script(req, SlurmOptions(), submitted_at=1765000000.25)
+    line = next(line for line in script.splitlines() if line.startswith("export FSDP_BENCH_QUEUED_S="))
+    assert line == (
+        'export FSDP_BENCH_QUEUED_S=$(awk -v now="$FSDP_BENCH_LAUNCHED_AT" '
+        "'BEGIN { printf \"%.3f\", now - 1765000000.25 }')"
+    )
+    # After the wall's start, which it is measured to.
+    assert script.index("export FSDP_BENCH_LAUNCHED_AT=") < script.index(line)
+    assert "FSDP_BENCH_QUEUED_S" not in batch_script(req, SlurmOptions())  # not known: null in the record
 
 
 def test_the_pytorchjob_restarts_pods_and_agents_and_the_crd_accepts_it(tmp_path):

@@ -20,6 +20,7 @@ from bench.analysis.stats import scaling_key
 from bench.schema.metrics import PathReader, columns, values
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "records"
+# The views that read record paths ("report" shows only what the report computes: usd_per_mtoken).
 VIEWS = ("frame", "store", "check", "console", "sweep", "gpu")
 
 

@@ -10,13 +10,16 @@ import pytest
 from bench_cli import in_process
 
 from bench.analysis.planner.failures import (
+    KillCosts,
     daly_goodput,
     daly_interval_s,
     job_mtbf_s,
+    kill_schedule_goodput,
     plan_failures,
     usd_per_mtoken,
     young_interval_s,
 )
+from bench.schema.spec import TrainSpec
 from bench.schema.units import parse_count
 
 
@@ -31,6 +34,33 @@ def test_young_and_daly_on_known_values():
     # The best interval beats its neighbours.
     best = daly_interval_s(50.0, 10_000.0)
     assert daly_goodput(best, 50.0, 100.0, 1e4) > max(daly_goodput(t, 50.0, 100.0, 1e4) for t in (best / 2, best * 2))
+
+
+def _train(every: int, steps: int = 12) -> TrainSpec:
+    return TrainSpec(steps=steps, warmup_steps=2, checkpoint="sync", checkpoint_every=every)
+
+
+def test_a_kill_schedule_redoes_the_steps_back_to_the_last_save():
+    # Saves follow steps 4, 7 and 10; the kill at 6 loses step 5, the kill at 10 loses 8 and 9.
+    unit_steps = KillCosts(step_s=1.0, save_s=0.0, startup_s=0.0, restore_s=0.0, restart_s=0.0, finalization_s=0.0)
+    out = kill_schedule_goodput(_train(3), [6, 10], unit_steps)
+    assert (out["attempts"], out["saves"], out["steps_redone"]) == (3, 3, 3)
+    assert out["wall_s"] == 15.0 and out["goodput"] == pytest.approx(12 / 15)
+    # A kill before the first save starts again at step 0; no kill: no redone step, no restart.
+    assert kill_schedule_goodput(_train(6), [5], unit_steps)["steps_redone"] == 5
+    assert kill_schedule_goodput(_train(3), [], unit_steps)["goodput"] == 1.0
+
+
+def test_a_kill_schedule_adds_each_cost_where_it_is_paid():
+    costs = KillCosts(step_s=0.5, save_s=0.2, startup_s=10.0, restore_s=0.3, restart_s=4.0, finalization_s=1.0)
+    out = kill_schedule_goodput(_train(10, steps=50), [19, 38], costs)
+    # Saves after steps 11, 21, 31, 41: the kill at 19 resumes at 12 (7 redone), the one at 38 at 32 (6).
+    assert (out["saves"], out["steps_redone"]) == (4, 13)
+    wall = 10.0 + 50 * 0.5 + 13 * 0.5 + 4 * 0.2 + 2 * (4.0 + 0.3) + 1.0
+    assert out["wall_s"] == pytest.approx(wall) and out["goodput"] == pytest.approx(25.0 / wall)
+    # A save in an attempt that a kill then ends is made once: the next attempt resumes after it.
+    assert kill_schedule_goodput(_train(4, steps=50), [19, 38], costs)["saves"] == 12
+    assert kill_schedule_goodput(_train(20, steps=50), [19, 38], costs)["steps_redone"] == 19 + 16
 
 
 def test_the_plan_section_rounds_the_interval_to_whole_steps_and_counts_the_restart():
@@ -115,6 +145,28 @@ def test_the_reports_frame_prices_each_record_with_its_job_goodput():
     assert math.isnan(frame.loc["c", "usd_per_mtoken"])
 
 
+def test_the_report_and_summary_md_show_dollars_per_mtoken_or_no_price(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+    from record_factory import make_record
+
+    from reports.report.build import build_report
+
+    priced = make_record(nodes=2, tokens_per_s=1000.0, **{"cluster.usd_per_node_hour": 36.0})
+    unpriced = make_record(nodes=1, tokens_per_s=1000.0)
+    build_report([priced, unpriced], tmp_path)
+    summary = (tmp_path / "summary.md").read_text()
+    header = next(line for line in summary.splitlines() if line.startswith("| model | nodes"))
+    assert header.endswith("| $/Mtoken |")
+    rows = {line.split(" | ")[1]: line for line in summary.splitlines() if line.startswith("| debug | ")}
+    assert rows["2"].endswith("| 20 |")  # $72/h over 3.6M tokens an hour
+    assert rows["1"].endswith("| no price |")
+    page = (tmp_path / "report.html").read_text()
+    assert "$/Mtoken" in page and "no price" in page and ">20<" in page
+
+
 def test_the_plan_table_shows_failures_and_cost_and_says_no_price():
     rc, out, err, _ = in_process(*("plan", *LLAMA_70B, "cluster.node_mtbf_h=6300", "cluster.usd_per_node_hour=50"))
     assert rc == 0, err
@@ -179,3 +231,54 @@ def test_a_search_it_cannot_rank_is_one_line_exit_2(args, line):
 def test_nodes_stay_one_setup_for_the_throughput_objectives():
     rc, _, err, _ = in_process("plan", "--best", *SEARCH)
     assert rc == 2 and "nodes too with search.objective cost or time_to_train" in err
+
+
+def _restarted(**buckets):
+    from bench.schema.job import JobMetrics
+
+    return JobMetrics(wall_s=100.0, **buckets)
+
+
+def test_the_restart_cost_measured_by_records_is_each_restart_beside_its_restore():
+    from bench.analysis.planner.failures import measured_restart_s
+
+    # 3 attempts: 16 s of program start-up of which the launch's 6, 6 s initialization and 0.6 s of
+    # first steps over 3 attempts, 1 s of recovery: (1 + 10) / 2 + 6.6 / 3 = 7.7 s per restart.
+    three = _restarted(
+        attempts=3, program_startup_s=16.0, launch_startup_s=6.0, initialization_s=6.0, step_startup_s=0.6,
+        recovery_s=1.0, restore_s=5.0,
+    )  # fmt: skip
+    assert measured_restart_s([three]) == pytest.approx(7.7)
+    two = _restarted(attempts=2, program_startup_s=9.0, launch_startup_s=5.0, initialization_s=2.0, recovery_s=1.0)
+    once = _restarted(attempts=1, program_startup_s=5.0, launch_startup_s=5.0)  # no restart: not a sample
+    later_point = _restarted(attempts=2, program_startup_s=3.0, launch_startup_s=5.0)  # ambiguous: skipped
+    assert measured_restart_s([two, once, later_point]) == pytest.approx(5.0 + 1.0)
+    assert measured_restart_s([three, two]) == pytest.approx((7.7 + 6.0) / 2)  # the median
+    assert measured_restart_s([once]) is None
+
+
+def test_plan_takes_the_restart_cost_from_records_of_the_same_cluster(tmp_path):
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "fixtures" / "records"))
+    from record_factory import make_record
+
+    record = make_record(nodes=1)
+    record.metrics.job = _restarted(attempts=2, program_startup_s=9.0, launch_startup_s=5.0, recovery_s=1.0)
+    folder = tmp_path / "unit" / record.point_id
+    folder.mkdir(parents=True)
+    (folder / "result.json").write_text(record.model_dump_json())
+    cluster = record.spec.cluster.name
+    base = ("plan", "model=debug", f"cluster={cluster}", "cluster.node_mtbf_h=100")
+    fields = ("--fields", "spec.cluster.restart_s", "--restart-from", str(tmp_path))
+    rc, out, err, _ = in_process(*base, *fields)
+    assert rc == 0, err
+    assert json.loads(out.strip().strip("[]").strip())["spec.cluster.restart_s"] == pytest.approx(5.0)
+    # A restart cost given wins over the records'; a cluster without such records is refused in one line.
+    rc, out, err, _ = in_process(*base, "cluster.restart_s=7", *fields)
+    assert rc == 0, err
+    assert json.loads(out.strip().strip("[]").strip())["spec.cluster.restart_s"] == 7.0
+    other = "h100-8x" if cluster != "h100-8x" else "a100-8x"
+    rc, out, err, _ = in_process("plan", "model=debug", f"cluster={other}", "--restart-from", str(tmp_path))
+    assert rc == 2 and err.strip().endswith(f"no record under {tmp_path} of cluster {other} restarted after a failure")

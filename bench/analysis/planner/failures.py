@@ -11,12 +11,19 @@ planned with sync saves), the restart cost R its restore (`read_s`) plus `cluste
   τ = sqrt(2 δ M) [1 + sqrt(δ / 2M) / 3 + (δ / 2M) / 9] - δ for δ < 2M, else M;
   and the expected wall time of a job of compute time T: M e^(R/M) (e^((τ + δ)/M) - 1) T / τ,
   whose ratio T / wall is the goodput.
+
+Kills at given steps (`debug.kill_steps`) are not a rate: `kill_schedule_goodput` replays the schedule
+step by step. Each attempt runs from its resume point to its kill, saving where the point saves; the
+next resumes after the last save that attempt completed (or where it began, without one). The wall is
+the first start-up, every step once plus the redone ones, every save, a restart and a restore per
+kill, and the finalization; the goodput is the steps' own time over it, as `metrics.job.job_goodput`.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 HOUR_S = 3600.0
 
@@ -65,6 +72,29 @@ def plan_failures(
     }
 
 
+def measured_restart_s(jobs: list[Any]) -> float | None:
+    """`cluster.restart_s` measured: the median over records with restarts (`metrics.job`) of one
+    restart's cost beside its restore, None without such a record.
+
+    A record sums its attempts: a restart costs its recovery, its process start (the program start-up
+    beyond the launch's, which the first attempt holds) and, counted as equal per attempt, its
+    initialization and first steps' excess. A record whose program start-up is below the launch's (a
+    grouped launch's later point: its first attempt did not start the launch) is ambiguous and skipped."""
+    costs = []
+    for job in jobs:
+        failures = job.attempts - 1
+        launch = job.launch_startup_s or 0.0
+        if failures < 1 or job.program_startup_s < launch:
+            continue
+        per_attempt = (job.initialization_s + job.step_startup_s) / job.attempts
+        costs.append((job.recovery_s + job.program_startup_s - launch) / failures + per_attempt)
+    if not costs:
+        return None
+    costs.sort()
+    middle = len(costs) // 2
+    return costs[middle] if len(costs) % 2 else (costs[middle - 1] + costs[middle]) / 2
+
+
 def to_train(tokens: float, plan: dict[str, Any]) -> dict[str, Any]:
     """The plan's `to_train` section: hours (and dollars, with a price) to train `tokens` at the planned
     throughput, at the best checkpoint interval's goodput where failures are modelled."""
@@ -82,3 +112,55 @@ def usd_per_mtoken(usd_per_node_hour: float | None, nodes: int, tokens_per_s: fl
     if not usd_per_node_hour or not tokens_per_s or not goodput:
         return None
     return usd_per_node_hour * nodes / HOUR_S / (tokens_per_s * goodput) * 1e6
+
+
+@dataclass(frozen=True, kw_only=True)
+class KillCosts:
+    """Measured costs of a point's parts, in seconds: one steady step, one save, the first attempt's
+    start-up, one restore, one restart (from the kill to the new attempt's first steady step, restore
+    apart) and the finalization after the last step."""
+
+    step_s: float
+    save_s: float
+    startup_s: float
+    restore_s: float
+    restart_s: float
+    finalization_s: float
+
+
+class SaveSchedule(Protocol):
+    """What of a point's training decides when it saves (bench.schema.spec.TrainSpec)."""
+
+    steps: int
+
+    def saves_after(self, step: int) -> bool: ...
+
+
+def kill_schedule_goodput(train: SaveSchedule, kill_steps: list[int], costs: KillCosts) -> dict[str, Any]:
+    """Predicted wall and job goodput of a point killed at the start of each of `kill_steps`, one kill
+    per attempt (see the module docstring): also the saves made, the steps redone and the attempts."""
+    start = saves = redone = 0
+    for kill in kill_steps:
+        saved = [step for step in range(start, kill) if train.saves_after(step)]
+        saves += len(saved)
+        resume = saved[-1] + 1 if saved else start
+        redone += kill - resume
+        start = resume
+    saves += sum(train.saves_after(step) for step in range(start, train.steps))
+    productive = train.steps * costs.step_s
+    wall = (
+        costs.startup_s
+        + productive
+        + redone * costs.step_s
+        + saves * costs.save_s
+        + len(kill_steps) * (costs.restart_s + costs.restore_s)
+        + costs.finalization_s
+    )
+    return {
+        "attempts": len(kill_steps) + 1,
+        "saves": saves,
+        "steps_redone": redone,
+        "productive_s": productive,
+        "wall_s": wall,
+        "goodput": productive / wall if wall > 0 else None,
+    }

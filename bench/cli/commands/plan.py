@@ -53,6 +53,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     parser.add_argument(
+        "--restart-from",
+        metavar="RESULTS",
+        help="set cluster.restart_s, where not given, to the restart cost measured by records under RESULTS "
+        "of the same cluster that restarted (metrics.job)",
+    )
+    parser.add_argument(
         "--tokens",
         metavar="N",
         help="add each point's time (and cost, where the cluster has a price) to train N tokens, goodput at the "
@@ -88,6 +94,7 @@ def _plan(args: argparse.Namespace) -> int:
     require(
         [
             input_problem("--preflight", args.preflight) if args.preflight else None,
+            input_problem("--restart-from", args.restart_from) if args.restart_from else None,
             output_problem("--csv", args.csv, "file", hint="allowed: a file path") if args.csv else None,
         ]
     )
@@ -110,7 +117,10 @@ def _plan(args: argparse.Namespace) -> int:
             if problems:
                 raise ConfigError(sorted(problems))
         tokens = tokens_to_train(args.tokens)
-        plans = predict_grid([point.spec for point in points], preflight)
+        specs = [point.spec for point in points]
+        if args.restart_from:
+            specs = with_measured_restart(specs, Path(args.restart_from))
+        plans = predict_grid(specs, preflight)
         if tokens is not None:
             from bench.analysis.planner.failures import to_train
 
@@ -133,6 +143,33 @@ def _plan(args: argparse.Namespace) -> int:
 
         print_plan(plans, args.csv)
     return 0
+
+
+def with_measured_restart(specs: list, results: Path) -> list:
+    """The specs, each without a `cluster.restart_s` given taking the one measured by the records under
+    `results` of its cluster (bench/analysis/planner/failures.py `measured_restart_s`); a cluster no
+    record restarted on is refused in one line."""
+    from bench.analysis.planner.failures import measured_restart_s
+    from bench.analysis.records import load_records
+    from bench.config.problems import ConfigError
+
+    records, _ = load_records(results)
+    jobs: dict[str, list] = {}
+    for record in records:
+        if record.metrics.job is not None:
+            jobs.setdefault(record.spec.cluster.name, []).append(record.metrics.job)
+    out = []
+    for spec in specs:
+        if spec.cluster.restart_s is not None:
+            out.append(spec)
+            continue
+        measured = measured_restart_s(jobs.get(spec.cluster.name, []))
+        if measured is None:
+            raise ConfigError(
+                [f"--restart-from: no record under {results} of cluster {spec.cluster.name} restarted after a failure"]
+            )
+        out.append(spec.model_copy(update={"cluster": spec.cluster.model_copy(update={"restart_s": measured})}))
+    return out
 
 
 def tokens_to_train(raw: str | None) -> float | None:

@@ -28,7 +28,7 @@ from bench.run.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest,
 from bench.run.launch.cluster_env import communication_env, uses_efa
 from bench.run.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.run.launch.torchrun import restart_env, torchrun_args
-from bench.schema.protocol import LAUNCHED_AT_ENV, RANKS_PER_HOST_ENV
+from bench.schema.protocol import LAUNCHED_AT_ENV, QUEUED_S_ENV, RANKS_PER_HOST_ENV
 
 # Job states after which nothing of the job runs any more (squeue --states=all shows them
 # for MinJobAge seconds, 300 by default; after that the job id is unknown, which means the same).
@@ -100,7 +100,7 @@ class SlurmLauncher(ConfiguredLauncher):
 
     def launch(self, request: LaunchRequest) -> LaunchOutcome:
         script = request.work_dir / "job.sbatch"
-        script.write_text(batch_script(request, self.opts))
+        script.write_text(batch_script(request, self.opts, submitted_at=time.time()))  # sbatch follows at once
         submitted = subprocess.run(sbatch_command(request, self.opts, script), capture_output=True, text=True)
         if submitted.returncode != 0:
             log = request.work_dir / "sbatch.log"
@@ -245,8 +245,11 @@ def time_limit(request: LaunchRequest, opts: SlurmOptions) -> str | int:
     return math.ceil(seconds / 60)
 
 
-def batch_script(request: LaunchRequest, opts: SlurmOptions) -> str:
-    """The job's script: thread sizing, environment, then one srun step of torchrun agents."""
+def batch_script(request: LaunchRequest, opts: SlurmOptions, submitted_at: float | None = None) -> str:
+    """The job's script: thread sizing, environment, then one srun step of torchrun agents.
+
+    `submitted_at` (epoch seconds, written just before sbatch): the job's queueing, from it to the
+    script's start, is exported to the ranks as the record's `metrics.job.queued_s`."""
     ranks_per_host = opts.ranks_per_host or request.gpus_per_node
     threads = request.shape.train.threads_per_rank
     # The same NCCL/EFA settings as the Kubeflow pods (bench/run/launch/cluster_env.py), then launcher.env.
@@ -269,11 +272,20 @@ threads={threads}
 export {RANKS_PER_HOST_ENV}=$ranks_per_host OMP_NUM_THREADS=$threads PYTHONUNBUFFERED=1
 # The whole job's wall starts here, as the job runs (its queueing is not in it).
 export {LAUNCHED_AT_ENV}=$(date +%s.%N)
-{exports}{srun_line(request, opts)}
+{_queued_line(submitted_at)}{exports}{srun_line(request, opts)}
 rc=$?
 echo "$rc" > {exit_file}
 exit "$rc"
 """
+
+
+def _queued_line(submitted_at: float | None) -> str:
+    """The export of the time queued: from the submission to the job running (after a requeue: from the
+    first submission), not in the wall."""
+    if submitted_at is None:
+        return ""
+    since = f'awk -v now="${LAUNCHED_AT_ENV}" \'BEGIN {{ printf "%.3f", now - {submitted_at!r} }}\''
+    return f"export {QUEUED_S_ENV}=$({since})\n"
 
 
 def srun_line(request: LaunchRequest, opts: SlurmOptions) -> str:
