@@ -49,7 +49,7 @@ def test_the_figures_benchmark_times_every_figure():
     lines = proc.stdout.splitlines()
     assert [line.split(":")[0] for line in lines[:-1]] == [
         "throughput", "efficiency", "tokens_per_device", "mfu", "energy", "memory", "step_times", "checkpoint",
-        "where_efficiency_went",
+        "startup", "where_efficiency_went",
     ]  # fmt: skip
     assert all(re.fullmatch(r"\w+: \d+ ms", line) for line in lines[:-1])
     assert lines[-1].startswith("bench_figures: ") and lines[-1].endswith(" ms in all (40 records, median of 1)")
