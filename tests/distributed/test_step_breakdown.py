@@ -64,7 +64,7 @@ def test_extra_matmuls_raise_compute_and_slow_fraction_raises_idle(ws2_reports):
     the rest of the suite a rank that gets its core late makes its peer wait inside collectives, so
     communication may grow with the extra compute (measured: +67 ms of waiting for +15 ms of matmuls at a
     load average of 6.5): asserted are the compute it adds, the same collectives, and that a sleep goes
-    to idle rather than to compute or communication."""
+    to idle rather than to compute or communication, as long as the work before it."""
     for rank in (0, 1):
         clean, matmuls, slow = (
             split(ws2_reports, label, rank) for label in ("clean", "extra_matmuls", "slow_fraction")
@@ -73,7 +73,9 @@ def test_extra_matmuls_raise_compute_and_slow_fraction_raises_idle(ws2_reports):
         assert matmuls["compute_s"] - clean["compute_s"] > 0.005, (clean, matmuls)
         more_idle = slow["idle_s"] - clean["idle_s"]
         assert more_idle > max(slow["compute_s"] - clean["compute_s"], slow["comm_s"] - clean["comm_s"]), (clean, slow)
-        assert more_idle > 0.5 * (clean["compute_s"] + clean["exposed_comm_s"]), (clean, slow)
+        # The sleep lasts as long as the step's work before it, in the same run: compared within the run,
+        # since the clean run's communication swings with the load on the cores (27 against 10 ms seen).
+        assert slow["idle_s"] > 0.5 * (slow["compute_s"] + slow["exposed_comm_s"]), slow
 
 
 def test_a_world_of_one_rank(ws1_reports):
