@@ -28,8 +28,10 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from bench.schema.protocol_names import FR_BACKWARD, FR_CLOSING_BARRIER, FR_FORWARD, FR_OPENING_BARRIER
 from bench.schema.record import CommBytes
 from bench.schema.spec import DebugKnobs, RunSpec, TelemetrySpec
+from fsdp_core import flight_recorder
 from fsdp_core.comm_counter import KINDS, CommCounter
 from fsdp_core.data import local_batch
 from fsdp_core.metrics import StepTimer, memory_snapshot, node_name, reset_peak_memory, synchronize
@@ -80,6 +82,7 @@ def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
     if debug.fail_step != step or debug.fail_rank != rank:
         return
     if debug.hang:
+        flight_recorder.doing(f"debug.hang of step {step}")
         while True:  # the point's timeout must end this
             time.sleep(3600)
     if debug.oom:
@@ -97,9 +100,12 @@ def train_step(model, optimizer, scaler, source, spec: RunSpec, step: int, devic
         # Cross-entropy in fp32 whatever the compute dtype: bf16 log-softmax loses the signal. The
         # logits are not kept through backward (autograd keeps only the fp32 log-softmax), as
         # torchtitan frees its own: batch x sequence x vocab bytes less at the memory peak.
+        flight_recorder.doing(f"{FR_FORWARD} of step {step}")
         loss = F.cross_entropy(model(inputs).flatten(0, 1).float(), targets.flatten()) / train.grad_accum
+        flight_recorder.doing(f"{FR_BACKWARD} of step {step}")
         (scaler.scale(loss) if scaler else loss).backward()
         total += loss.detach()
+    flight_recorder.doing(f"optimizer step of step {step}")
     if scaler:
         scaler.step(optimizer)
         scaler.update()
@@ -147,6 +153,7 @@ def run_loop(
             load_before = os.getloadavg()[0]
             window_start, counts_at_start = start_timed_window(device, sampler)
         if timed:
+            flight_recorder.doing(f"{FR_OPENING_BARRIER} of step {step}")
             timer.start()
         scale_before = scaler_scale(scaler, device) if timed and scaler is not None else None
         if counted:
@@ -158,6 +165,7 @@ def run_loop(
             losses.append(train_step(model, optimizer, scaler, source, spec, step, device))
         if timed:
             _slow_down(spec.debug, timer, rank)
+            flight_recorder.doing(f"{FR_CLOSING_BARRIER} of step {step}")
             timer.stop()
         if scale_before is not None:
             # The scaler backs its scale off exactly when it skips the optimizer step (inf/NaN gradients on

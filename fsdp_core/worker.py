@@ -45,6 +45,7 @@ from bench.schema.protocol import (
 )
 from bench.schema.record import SCHEMA_VERSION, Metrics, RunResult, rank_record_json
 from bench.schema.spec import RunSpec
+from fsdp_core import flight_recorder
 from fsdp_core.data import build_source
 from fsdp_core.job import JobClock
 from fsdp_core.lifeline import LaunchAbandoned, bind_to_agent, check_owned, hold, still_owned
@@ -101,6 +102,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
     device = setup_device(spec.device_type, train.threads_per_rank)
     timeout = dt.timedelta(seconds=collective_timeout_s(spec.sweep.point_timeout_s))
     init_distributed(device, timeout, train.cpu_offload)
+    flight_recorder.begin_point(point_dir, point.point_id, spec.sweep.point_timeout_s, entered)
     clock = JobClock(spec, point_dir, launch.max_failures, started=entered)
     if dist.get_rank() == 0:
         check_owned()
@@ -151,7 +153,9 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
             record.metrics.job = clock.section()
             write_json_atomic(point_dir / RESULT_FILE, rank_record_json(record))
         del model, optimizer, scaler
+        flight_recorder.end_point(finished=True)
     finally:
+        flight_recorder.end_point(finished=False)
         # The next point of this launch must compile as if it ran alone: without a reset, dynamo
         # keeps this point's graphs, recompiles the next shape with dynamic shapes (other kernels
         # than a lone run), and enough points reach its recompile limit (a failure under fullgraph).

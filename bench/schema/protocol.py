@@ -14,6 +14,8 @@ file is typed: the parent writes a `LaunchFile` of validated `RunSpec`s, `Recipe
     <results>/<sweep>/<point_id>/trace_rank<R>.json.gz  rank R, profile.enabled: its profiler trace of the
                                                       profiled steps (gzipped Chrome-trace JSON)
     <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
+    <results>/<sweep>/<point_id>/flight_recorder/rank<R>.json  rank R, on SIGTERM or at the point's deadline:
+                                                      its Flight Recorder dump (deleted when the point finishes)
     <results>/<sweep>/<point_id>/job/                  every rank: each attempt's journal (fsdp_core/job.py)
     <checkpoint dir>/step-<S>/                        every rank (DCP): the state after step S
     <checkpoint dir>/latest                           rank 0, after a save is durable: the latest complete checkpoint
@@ -42,6 +44,13 @@ from bench.schema.protocol_names import (  # noqa: F401
     CHECKPOINT_SUBDIR,
     DCP_METADATA_FILE,
     ERRORS_DIR,
+    FLIGHT_RECORDER_DIR,
+    FR_BACKWARD,
+    FR_BUFFER_DEFAULT,
+    FR_BUFFER_ENV,
+    FR_CLOSING_BARRIER,
+    FR_FORWARD,
+    FR_OPENING_BARRIER,
     JOB_DIR,
     JOB_FILE,
     LAUNCH_FILE,
@@ -189,6 +198,16 @@ def trace_file_name(rank: int) -> str:
 def trace_files(point_dir: Path) -> list[Path]:
     """Every rank's profiler trace of a point."""
     return sorted(Path(point_dir).glob(TRACE_GLOB))
+
+
+def flight_recorder_file(point_dir: Path, rank: int) -> Path:
+    """Rank `rank`'s Flight Recorder dump of a point."""
+    return Path(point_dir) / FLIGHT_RECORDER_DIR / f"rank{rank}.json"
+
+
+def flight_recorder_files(point_dir: Path) -> list[Path]:
+    """Every rank's Flight Recorder dump of a point, in rank order."""
+    return sorted((Path(point_dir) / FLIGHT_RECORDER_DIR).glob("rank*.json"), key=lambda p: int(p.stem[4:]))
 
 
 def read_errors(point_dir: Path) -> list[RankError]:

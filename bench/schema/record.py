@@ -10,6 +10,7 @@ from bench.schema.base import Status, Strict
 from bench.schema.breakdown import StepBreakdown
 from bench.schema.checkpoint import CheckpointMetrics
 from bench.schema.env import EnvInfo, HostLoad
+from bench.schema.hang import HangVerdict
 from bench.schema.job import JobMetrics
 from bench.schema.model import ModelInfo
 from bench.schema.preflight import PreflightSummary
@@ -21,8 +22,8 @@ from bench.schema.telemetry import Telemetry
 # (older versions are migrated on read, bench/schema/migrations).
 # 3: derived values stored where the record is made (metrics.checkpoint.write_bytes_per_s):
 #    bench/schema/migrations/v2.py; metrics.scaler_skipped_steps (null in older records: not counted).
-# 4: metrics.job, the whole job's accounting, and metrics.step_breakdown, the profiled steps' split (both
-#    optional: null in older records); bench/schema/migrations/v3.py.
+# 4: metrics.job, the whole job's accounting, metrics.step_breakdown, the profiled steps' split, and
+#    hang, a timeout's Flight Recorder verdict (all optional: null in older records); bench/schema/migrations/v3.py.
 SCHEMA_VERSION = 4
 
 
@@ -130,6 +131,8 @@ class RunResult(Strict):
     # The preflight of this point's world shape, when the sweep ran one (sweep.preflight=true):
     # what it measured, in brief, and where its record is.
     preflight: PreflightSummary | None = None
+    # A `timeout` record's verdict from the ranks' Flight Recorder dumps (bench/analysis/hang.py).
+    hang: HangVerdict | None = None
     log_dir: str | None = None
 
 

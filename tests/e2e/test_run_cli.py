@@ -152,6 +152,13 @@ def test_hanging_rank_times_out_and_leaves_no_process(tmp_path, fsdp_bench, work
     (record,) = run.records
     assert record.status == "timeout"
     assert f"sweep.point_timeout_s={HANG_TIMEOUT_S} s" in record.error
+    # The ranks' Flight Recorder dumps name the culprit: rank 1 never reached step 1's opening barrier.
+    hang = record.hang
+    assert (hang.collective.kind, hang.collective.group_desc) == ("gloo:barrier", "default_pg")
+    assert hang.collective.meaning == "the step timer's opening barrier of step 1"
+    assert (hang.entered, [m.rank for m in hang.missing], hang.dumped_ranks) == ([0], [1], [0, 1])
+    assert hang.missing[0].doing == "debug.hang of step 1"
+    assert record.error.startswith(f"hung: rank 1 never entered collective {hang.collective.seq} of default_pg")
     assert HANG_TIMEOUT_S <= record.wall_s < HANG_LIMIT_S
     assert run.elapsed_s < HANG_LIMIT_S
     assert worker_processes(results) == []
