@@ -29,11 +29,8 @@ from pathlib import Path
 import torch
 import torch.distributed as dist
 
-from bench.schema.protocol import FLIGHT_RECORDER_DIR, flight_recorder_file
+from bench.schema.protocol import FLIGHT_RECORDER_DIR, FR_DEADLINE_LEAD_S, FR_LEAD_ENV, flight_recorder_file
 from fsdp_core.lifeline import still_owned
-
-# Before the deadline by this much: room to write the dump and for a launcher to collect it.
-DEADLINE_LEAD_S = 5.0
 
 _lock = threading.RLock()  # re-entered by a signal handler that runs while the main thread holds it
 _state: dict = {"point_dir": None, "deadline": None, "started_ns": 0, "point_id": "", "doing": "", "dumped": False}
@@ -139,6 +136,14 @@ def install() -> bool:
     return caught
 
 
+def lead_s() -> float:
+    """How long before the point's deadline this rank dumps on its own (the launcher's FR_LEAD_ENV)."""
+    try:
+        return float(os.environ.get(FR_LEAD_ENV) or FR_DEADLINE_LEAD_S)
+    except ValueError:
+        return FR_DEADLINE_LEAD_S
+
+
 def begin_point(point_dir: Path, point_id: str, timeout_s: float, entered: float) -> None:
     """The point that runs now: its dump's folder, and its deadline less the lead."""
     install()
@@ -146,7 +151,7 @@ def begin_point(point_dir: Path, point_id: str, timeout_s: float, entered: float
         point_dir=Path(point_dir),
         point_id=point_id,
         started_ns=int(entered * 1e9),
-        deadline=entered + max(0.0, timeout_s - DEADLINE_LEAD_S),
+        deadline=entered + max(0.0, timeout_s - lead_s()),
         doing="setting up",
         dumped=False,
     )

@@ -35,6 +35,11 @@ FLIGHT_RECORDER_DIR = "flight_recorder"
 # keeps; torch's own default, named so that the record's env.env_vars shows it.
 FR_BUFFER_ENV = "TORCH_FR_BUFFER_SIZE"
 FR_BUFFER_DEFAULT = 2000
+# Each rank also dumps on its own this long before the point's deadline (room to write it and for the
+# launcher to read it); a launcher that only sees files some seconds after they are written (Kubeflow's
+# results URL, pushed every launcher.sync_interval_s) sets a longer lead in FR_LEAD_ENV.
+FR_DEADLINE_LEAD_S = 5.0
+FR_LEAD_ENV = "FSDP_BENCH_FR_LEAD_S"
 # What a dump says the harness was doing (fsdp_core/flight_recorder.py `doing`), "<phase> of step <S>":
 # the verdict names the step timer's barriers as the harness's own, and a gloo all_reduce in backward as
 # FSDP's reduce-scatter (gloo records it so).
