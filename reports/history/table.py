@@ -181,6 +181,9 @@ def console_lines(history: History, store: str) -> list[str]:
         lines.append(f"too short to test (fewer than {MIN_SERIES_RUNS} runs): {names}")
     if history.not_gated:
         lines.append(not_gated_line(history))
+    if history.slow_hosts:
+        lines.append("\nhosts that keep being slow:")
+        lines.extend(f"  {line}" for line in history.slow_hosts)
     if history.links:
         lines.append("\nmeasured links (preflights), oldest first:")
         lines.append(text_table(history.links, LINK_HEADERS))
