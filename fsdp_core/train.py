@@ -34,6 +34,7 @@ from bench.schema.spec import DebugKnobs, RunSpec, TelemetrySpec
 from fsdp_core import flight_recorder
 from fsdp_core.comm_counter import KINDS, CommCounter
 from fsdp_core.data import local_batch
+from fsdp_core.memory_categories import categories_at_peak
 from fsdp_core.metrics import StepTimer, memory_snapshot, node_name, reset_peak_memory, synchronize
 from fsdp_core.precision import after_optimizer_step
 from fsdp_core.profiling import RankProfile, profile_steps
@@ -75,6 +76,9 @@ class LoopResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     comm_calls: dict[str, int] = field(default_factory=dict)  # collectives per kind on the counted step
     profile: RankProfile | None = None  # profile.enabled: this rank's profiled steps
+    # profile.memory_categories: this rank's memory by category at its peak, or why there is none
+    mem_categories: dict[str, int] | None = None
+    mem_categories_note: str | None = None
 
 
 def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
@@ -195,6 +199,13 @@ def run_loop(
         profiled = profile_steps(profiled_step, spec.profile, device, rank, trace_dir)
         if clock is not None:
             clock.profiled(profile_start, time.time())
+    categories, categories_note = None, None
+    if spec.profile.memory_categories:
+
+        def tracked_step() -> None:
+            train_step(model, optimizer, scaler, source, spec, train.steps + spec.profile.steps + 1, device)
+
+        categories, categories_note = categories_at_peak(model, optimizer, tracked_step)
     return LoopResult(
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
@@ -207,6 +218,8 @@ def run_loop(
         metrics={} if scaler is None else {"scaler_skipped_steps": int(skipped) if skipped is not None else 0},
         comm_calls={kind: int(counter.calls.get(kind, 0)) for kind in KINDS},
         profile=profiled,
+        mem_categories=categories,
+        mem_categories_note=categories_note,
     )
 
 

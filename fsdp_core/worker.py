@@ -238,6 +238,10 @@ def assemble_record(
     if loop.profile is not None:
         metrics.step_breakdown, profile_notes = gather_breakdown(loop.profile, spec.profile.steps)
         notes.update(profile_notes)
+    if spec.profile.memory_categories:
+        metrics.peak_mem_by_category, note = gather_categories(loop.mem_categories, loop.mem_categories_note)
+        if note:
+            notes["peak_mem_by_category"] = note
     if loop.comm_bytes is None:
         notes["comm_bytes_per_step"] = "counted on the last warm-up step: needs train.warmup_steps >= 1"
     return RunResult(
@@ -257,6 +261,17 @@ def assemble_record(
         notes=notes,
         log_dir=point.log_dir,
     )
+
+
+def gather_categories(mine: dict[str, int] | None, why_not: str | None) -> tuple[dict[str, int] | None, str | None]:
+    """The categories of the rank whose tracked peak was largest (a collective: every rank calls it),
+    or None and why not (the first rank's reason)."""
+    everyone: list = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, (mine, why_not))
+    measured = [categories for categories, _ in everyone if categories]
+    if not measured:
+        return None, next((note for _, note in everyone if note), "not measured")
+    return max(measured, key=lambda c: c.get("Total", 0)), None
 
 
 def gather_breakdown(profile: RankProfile, steps: int) -> tuple[StepBreakdown, dict[str, str]]:

@@ -63,6 +63,12 @@ ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
         "Debugging Stuck Jobs) documents for dumping a rank's collectives; torch has no public alias. "
         "Looked up tolerantly: a torch without it leaves a dump that says so, never a failed import",
     ),
+    "torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker": (
+        ("fsdp_core/memory_categories.py",),
+        "FSDP2's memory tracker, documented in PyTorch's FSDP2 memory-tracking docs (torch.distributed._tools); "
+        "the only tool that splits a step's memory into FSDP's categories at the peak. Imported tolerantly: a "
+        "torch without it leaves metrics.peak_mem_by_category null with the reason in the record's notes",
+    ),
     "torch.distributed.distributed_c10d._world.pg_names": (
         ("fsdp_core/flight_recorder.py",),
         "every process group a rank knows, by name: gloo's Flight Recorder leaves pg_config empty, and "
