@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from bench.schema.protocol_names import FR_BACKWARD, FR_CLOSING_BARRIER, FR_FORWARD, FR_OPENING_BARRIER
 from bench.schema.record import CommBytes
 from bench.schema.spec import DebugKnobs, RunSpec, TelemetrySpec
-from fsdp_core import flight_recorder
+from fsdp_core import flight_recorder, memory_history
 from fsdp_core.comm_counter import KINDS, CommCounter
 from fsdp_core.data import local_batch
 from fsdp_core.memory_categories import categories_at_peak
@@ -154,6 +154,7 @@ def run_loop(
         counted = step == train.warmup_steps - 1
         timed = step >= train.warmup_steps
         if timed and window_start is None:
+            memory_history.stop()  # no timed step runs under the allocator's history (profile.memory_history)
             load_before = os.getloadavg()[0]
             window_start, counts_at_start = start_timed_window(device, sampler)
         if timed:

@@ -45,7 +45,7 @@ from bench.schema.protocol import (
 )
 from bench.schema.record import SCHEMA_VERSION, Metrics, RunResult, rank_record_json
 from bench.schema.spec import RunSpec
-from fsdp_core import flight_recorder
+from fsdp_core import flight_recorder, memory_history
 from fsdp_core.data import build_source
 from fsdp_core.job import JobClock
 from fsdp_core.lifeline import LaunchAbandoned, bind_to_agent, check_owned, hold, still_owned
@@ -96,6 +96,7 @@ def init_distributed(device: torch.device, timeout: dt.timedelta, cpu_offload: b
 
 def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
     """Train one point and have rank 0 write its record; leave no compiled state behind."""
+    memory_history.reset()  # a snapshot on a failure holds this point's history only
     spec, started, t0, entered = point.spec, now_iso(), time.perf_counter(), time.time()
     train = spec.train
     point_dir = Path(point.point_dir)
@@ -103,6 +104,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
     timeout = dt.timedelta(seconds=collective_timeout_s(spec.sweep.point_timeout_s))
     init_distributed(device, timeout, train.cpu_offload)
     flight_recorder.begin_point(point_dir, point.point_id, spec.sweep.point_timeout_s, entered)
+    history_note = memory_history.start(spec.profile, device)  # from set-up through the warm-up steps
     clock = JobClock(spec, point_dir, launch.max_failures, started=entered)
     if dist.get_rank() == 0:
         check_owned()
@@ -148,6 +150,8 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
             record.metrics.checkpoint = checkpointer.record_section(device, record.metrics)
         if compile_stats is not None:
             record.metrics.compile = compile_stats.summary()
+        if history_note:
+            record.notes["memory_history"] = history_note
         if dist.get_rank() == 0:
             check_owned()
             record.metrics.job = clock.section()
@@ -156,6 +160,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         flight_recorder.end_point(finished=True)
     finally:
         flight_recorder.end_point(finished=False)
+        memory_history.stop()
         # The next point of this launch must compile as if it ran alone: without a reset, dynamo
         # keeps this point's graphs, recompiles the next shape with dynamic shapes (other kernels
         # than a lone run), and enough points reach its recompile limit (a failure under fullgraph).
@@ -342,6 +347,8 @@ def record_failure(point: LaunchPoint | PreflightTask, exc: BaseException) -> No
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     message = f"{type(exc).__name__}: {first}".strip()
     oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    if oom:  # what filled the memory, before the reason (profile.memory_history, CUDA)
+        memory_history.dump_on_failure(Path(point.point_dir), int(os.environ.get("RANK", 0)))
     error = RankError(
         int(os.environ.get("RANK", 0)), type(exc).__name__, message[:500], oom, traceback.format_exc()[-4000:]
     )

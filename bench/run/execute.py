@@ -46,6 +46,7 @@ from bench.schema.protocol import (
     LaunchPoint,
     PreflightTask,
     error_files,
+    memory_snapshots,
     point_dir,
     read_errors,
     trace_files,
@@ -115,7 +116,7 @@ def prepare_launch(
     for directory in [*dirs, *([Path(preflight.point_dir)] if preflight else [])]:
         directory.mkdir(parents=True, exist_ok=True)
         stale_files = (*(directory / name for name in (*stale_names, *TELEMETRY_SIDECARS)), *error_files(directory))
-        for stale in (*stale_files, *trace_files(directory)):
+        for stale in (*stale_files, *trace_files(directory), *memory_snapshots(directory)):
             stale.unlink(missing_ok=True)
         shutil.rmtree(directory / JOB_DIR, ignore_errors=True)  # an earlier launch's attempts
         shutil.rmtree(directory / FLIGHT_RECORDER_DIR, ignore_errors=True)  # a stale dump gives a wrong verdict

@@ -14,6 +14,8 @@ file is typed: the parent writes a `LaunchFile` of validated `RunSpec`s, `Recipe
     <results>/<sweep>/<point_id>/trace_rank<R>.json.gz  rank R, profile.enabled: its profiler trace of the
                                                       profiled steps (gzipped Chrome-trace JSON)
     <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
+    <results>/<sweep>/<point_id>/memory_snapshot_rank<R>.pickle  rank R, on its out-of-memory with
+                                                      profile.memory_history (CUDA): the allocator's snapshot
     <results>/<sweep>/<point_id>/flight_recorder/rank<R>.json  rank R, on SIGTERM or at the point's deadline:
                                                       its Flight Recorder dump (deleted when the point finishes)
     <results>/<sweep>/<point_id>/job/                  every rank: each attempt's journal (fsdp_core/job.py)
@@ -58,6 +60,9 @@ from bench.schema.protocol_names import (  # noqa: F401
     LAUNCH_FILE,
     LAUNCHED_AT_ENV,
     LAUNCHES_DIR,
+    MEMORY_SNAPSHOT_GLOB,
+    MEMORY_SNAPSHOT_PREFIX,
+    MEMORY_SNAPSHOT_SUFFIX,
     NODE_NAME_ENV,
     OWNER_HEARTBEAT_S,
     OWNER_SILENT_S,
@@ -200,6 +205,16 @@ def trace_file_name(rank: int) -> str:
 def trace_files(point_dir: Path) -> list[Path]:
     """Every rank's profiler trace of a point."""
     return sorted(Path(point_dir).glob(TRACE_GLOB))
+
+
+def memory_snapshot_file(point_dir: Path, rank: int) -> Path:
+    """Rank `rank`'s allocator snapshot on its out-of-memory (profile.memory_history)."""
+    return Path(point_dir) / f"{MEMORY_SNAPSHOT_PREFIX}{rank}{MEMORY_SNAPSHOT_SUFFIX}"
+
+
+def memory_snapshots(point_dir: Path) -> list[Path]:
+    """Every rank's allocator snapshot of a point."""
+    return sorted(Path(point_dir).glob(MEMORY_SNAPSHOT_GLOB))
 
 
 def flight_recorder_file(point_dir: Path, rank: int) -> Path:

@@ -47,6 +47,11 @@ FR_OPENING_BARRIER = "the step timer's opening barrier"
 FR_CLOSING_BARRIER = "the step timer's closing barrier"
 FR_BACKWARD = "backward"
 FR_FORWARD = "forward"
+# profile.memory_history (CUDA): the allocator's snapshot of rank R written on its out-of-memory,
+# memory_snapshot_rank<R>.pickle beside the record (pytorch.org/memory_viz opens it).
+MEMORY_SNAPSHOT_PREFIX = "memory_snapshot_rank"
+MEMORY_SNAPSHOT_SUFFIX = ".pickle"
+MEMORY_SNAPSHOT_GLOB = f"{MEMORY_SNAPSHOT_PREFIX}*{MEMORY_SNAPSHOT_SUFFIX}"
 PREFLIGHT_DIR = "_preflight"
 PREFLIGHT_MEASUREMENTS = "measurements.json"
 PREFLIGHT_RECORD = "preflight.json"

@@ -69,6 +69,15 @@ ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
         "the only tool that splits a step's memory into FSDP's categories at the peak. Imported tolerantly: a "
         "torch without it leaves metrics.peak_mem_by_category null with the reason in the record's notes",
     ),
+    **{
+        f"torch.cuda.memory.{name}": (
+            ("fsdp_core/memory_history.py",),
+            "the CUDA caching allocator's memory history and its snapshot, the calls PyTorch's 'Understanding "
+            "CUDA Memory Usage' documents (the snapshot opens at pytorch.org/memory_viz); no public alias. Looked "
+            "up tolerantly: a torch without them leaves a record note",
+        )
+        for name in ("_record_memory_history", "_dump_snapshot")
+    },
     "torch.distributed.distributed_c10d._world.pg_names": (
         ("fsdp_core/flight_recorder.py",),
         "every process group a rank knows, by name: gloo's Flight Recorder leaves pg_config empty, and "

@@ -22,6 +22,8 @@ from bench.schema.files import atomic_path
 from bench.schema.protocol import (
     ERRORS_DIR,
     FLIGHT_RECORDER_DIR,
+    MEMORY_SNAPSHOT_PREFIX,
+    MEMORY_SNAPSHOT_SUFFIX,
     PREFLIGHT_MEASUREMENTS,
     RESULT_FILE,
     STARTED_MARK,
@@ -113,6 +115,11 @@ def pull_points(url: str, point_dirs: list[Path]) -> None:
                 or (relative.startswith(f"{ERRORS_DIR}/") and relative.endswith(".json"))
                 or (relative.startswith(f"{FLIGHT_RECORDER_DIR}/") and relative.endswith(".json"))
                 or (relative.startswith(TRACE_PREFIX) and relative.endswith(TRACE_SUFFIX) and "/" not in relative)
+                or (
+                    relative.startswith(MEMORY_SNAPSHOT_PREFIX)
+                    and relative.endswith(MEMORY_SNAPSHOT_SUFFIX)
+                    and "/" not in relative
+                )
             )
             target = Path(local_dir) / relative
             if not wanted or target.exists():
