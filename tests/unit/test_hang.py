@@ -10,6 +10,7 @@ Cross-checked against torch's own analyzer (`torchfrtrace`), which needs the gro
 
 from __future__ import annotations
 
+import gc
 import json
 import pickle
 import shutil
@@ -117,7 +118,12 @@ def test_torchs_analyzer_agrees(tmp_path, case, seq, kind):
         }
         (tmp_path / f"fr_dump_{dump['rank']}").write_bytes(pickle.dumps(trace))
     out = tmp_path / "db.pickle"
-    fr_trace.main([str(tmp_path), "--prefix", "fr_dump_", "-o", str(out)])
+    collecting = gc.isenabled()
+    try:
+        fr_trace.main([str(tmp_path), "--prefix", "fr_dump_", "-o", str(out)])
+    finally:  # its loader turns the cyclic collector off and leaves it off
+        if collecting:
+            gc.enable()
     _, db = pickle.loads(out.read_bytes())
     last = db.collectives[-1]
     hang = verdict(FIXTURES / case)
