@@ -1,7 +1,9 @@
 """Which operations grew at a change point: the profiled runs' operation summaries
 (`metrics.step_breakdown.ops`, profile.enabled) before and after it, compared.
 
-Each side is the median over its runs that profiled, per operation, of its calls and self time per step.
+Each side is the median over its runs that profiled, per operation, of its calls and self time per step
+(over the runs whose summary holds it: a summary keeps each run's own top operations, so one missing
+there is unknown, not absent); only operations both sides know are compared.
 An operation grew when it is called more often per step, or its self time per step rose by more than
 GROWTH_FLOOR of the step (and more than GROWTH_SHARE of its own time): profiled steps are few, and a
 host operation's time wobbles run to run. A sleep (`debug.slow_fraction`) is no operation: when none
@@ -18,6 +20,9 @@ from bench.schema.record import RunResult
 GROWTH_FLOOR = 0.02  # of the step time before
 GROWTH_SHARE = 0.20  # of the operation's own self time before
 SHOWN = 5
+# The step timer's barriers are the wait for the slowest rank: idle in the step's split, never an
+# operation that grew (a sleep on one rank lengthens the other's barrier).
+BARRIERS = ("gloo:barrier", "c10d::barrier")
 
 
 def _side(records: Sequence[RunResult]) -> tuple[dict[str, tuple[float, float]], float | None, float | None] | None:
@@ -26,8 +31,9 @@ def _side(records: Sequence[RunResult]) -> tuple[dict[str, tuple[float, float]],
     if not parts:
         return None
     names = {name for b in parts for name in b.ops}
+    # A run's summary keeps its own top operations: one it left out is unknown there, not absent.
     ops = {
-        name: tuple(statistics.median((b.ops.get(name) or (0.0, 0.0))[i] for b in parts) for i in (0, 1))
+        name: tuple(statistics.median(b.ops[name][i] for b in parts if name in b.ops) for i in (0, 1))
         for name in names
     }
     steps = [b.step_s for b in parts if b.step_s is not None]
@@ -48,9 +54,9 @@ def grown_ops(before: Sequence[RunResult], after: Sequence[RunResult]) -> str | 
     (old_ops, old_step, old_idle), (new_ops, _, new_idle) = old, new
     floor = GROWTH_FLOOR * (old_step or 0.0)
     grown = []
-    for name in sorted(set(old_ops) | set(new_ops)):
-        calls0, self0 = old_ops.get(name, (0.0, 0.0))
-        calls1, self1 = new_ops.get(name, (0.0, 0.0))
+    for name in sorted((set(old_ops) & set(new_ops)) - set(BARRIERS)):
+        calls0, self0 = old_ops[name]
+        calls1, self1 = new_ops[name]
         more_calls = calls1 - calls0 >= 1
         slower = self1 - self0 > max(floor, GROWTH_SHARE * self0)
         if more_calls or slower:
