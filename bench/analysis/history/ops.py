@@ -33,8 +33,7 @@ def _side(records: Sequence[RunResult]) -> tuple[dict[str, tuple[float, float]],
     names = {name for b in parts for name in b.ops}
     # A run's summary keeps its own top operations: one it left out is unknown there, not absent.
     ops = {
-        name: tuple(statistics.median(b.ops[name][i] for b in parts if name in b.ops) for i in (0, 1))
-        for name in names
+        name: tuple(statistics.median(b.ops[name][i] for b in parts if name in b.ops) for i in (0, 1)) for name in names
     }
     steps = [b.step_s for b in parts if b.step_s is not None]
     idles = [b.idle_s for b in parts if b.idle_s is not None]
