@@ -124,9 +124,48 @@ def split_trace(trace: dict, step_name: str = STEP_RANGE) -> dict:
     steps = step_ranges(events, step_name)
     if not steps:
         return {"device": None, "steps": [], "missing": {"step_s": f"no {step_name} range in the trace"}}
-    if any(e.get("cat") == "kernel" for e in events):
-        return _split_cuda(events, steps)
-    return _split_cpu(events, steps)
+    split = _split_cuda(events, steps) if any(e.get("cat") == "kernel" for e in events) else _split_cpu(events, steps)
+    if len(split["steps"]) == len(steps):
+        for parts, ops in zip(split["steps"], step_ops(events, steps)):
+            parts["ops"] = ops
+    return split
+
+
+# The host's operations and ranges of a step: what the ops summary counts (kernels are the device's).
+OP_CATEGORIES = ("cpu_op", "user_annotation")
+
+
+def step_ops(events: list[dict], steps: list[dict]) -> list[dict[str, list[float]]]:
+    """Per step, every host operation's name -> [calls, self time in seconds]: its time less that of
+    the operations nested in it on its thread (as the profiler's own tables count self time). The
+    step ranges themselves are left out."""
+    step_names = {s["name"] for s in steps}
+    ops = [e for e in events if e.get("cat") in OP_CATEGORIES and e["name"] not in step_names]
+    self_us: dict[int, float] = {}
+    threads: dict[tuple, list[dict]] = {}
+    for e in ops:
+        threads.setdefault((e.get("pid"), e.get("tid")), []).append(e)
+    for found in threads.values():
+        stack: list[tuple[float, int]] = []  # (end, index into ops) of the enclosing operations
+        for e in sorted(found, key=lambda e: (float(e["ts"]), -float(e.get("dur", 0.0)))):
+            start, end = _span(e)
+            while stack and stack[-1][0] <= start:
+                stack.pop()
+            self_us[id(e)] = end - start
+            if stack:
+                self_us[stack[-1][1]] -= end - start
+            stack.append((end, id(e)))
+    windows = [_span(s) for s in steps]
+    out: list[dict[str, list[float]]] = [{} for _ in steps]
+    for e in ops:
+        start = float(e["ts"])
+        for index, (low, high) in enumerate(windows):
+            if low <= start < high:
+                entry = out[index].setdefault(e["name"], [0, 0.0])
+                entry[0] += 1
+                entry[1] += max(0.0, self_us[id(e)]) / 1e6
+                break
+    return out
 
 
 def _split_cpu(events: list[dict], steps: list[dict]) -> dict:
@@ -234,6 +273,11 @@ def rank_medians(split: dict) -> dict:
     for key in ("comm_s_by_kind", "exposed_comm_s_by_kind", "calls"):
         names = sorted({name for s in steps for name in s.get(key, {})})
         out[key] = {name: statistics.median(s.get(key, {}).get(name, 0) for s in steps) for name in names}
+    names = sorted({name for s in steps for name in s.get("ops", {})})
+    out["ops"] = {
+        name: [statistics.median(s.get("ops", {}).get(name, (0, 0.0))[i] for s in steps) for i in (0, 1)]
+        for name in names
+    }
     return out
 
 

@@ -28,10 +28,13 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
+from bench.schema.protocol_names import FR_BACKWARD, FR_CLOSING_BARRIER, FR_FORWARD, FR_OPENING_BARRIER
 from bench.schema.record import CommBytes
 from bench.schema.spec import DebugKnobs, RunSpec, TelemetrySpec
+from fsdp_core import flight_recorder, memory_history
 from fsdp_core.comm_counter import KINDS, CommCounter
 from fsdp_core.data import local_batch
+from fsdp_core.memory_categories import categories_at_peak
 from fsdp_core.metrics import StepTimer, memory_snapshot, node_name, reset_peak_memory, synchronize
 from fsdp_core.precision import after_optimizer_step
 from fsdp_core.profiling import RankProfile, profile_steps
@@ -73,6 +76,9 @@ class LoopResult:
     metrics: dict[str, Any] = field(default_factory=dict)
     comm_calls: dict[str, int] = field(default_factory=dict)  # collectives per kind on the counted step
     profile: RankProfile | None = None  # profile.enabled: this rank's profiled steps
+    # profile.memory_categories: this rank's memory by category at its peak, or why there is none
+    mem_categories: dict[str, int] | None = None
+    mem_categories_note: str | None = None
 
 
 def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
@@ -80,6 +86,7 @@ def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
     if debug.fail_step != step or debug.fail_rank != rank:
         return
     if debug.hang:
+        flight_recorder.doing(f"debug.hang of step {step}")
         while True:  # the point's timeout must end this
             time.sleep(3600)
     if debug.oom:
@@ -97,9 +104,12 @@ def train_step(model, optimizer, scaler, source, spec: RunSpec, step: int, devic
         # Cross-entropy in fp32 whatever the compute dtype: bf16 log-softmax loses the signal. The
         # logits are not kept through backward (autograd keeps only the fp32 log-softmax), as
         # torchtitan frees its own: batch x sequence x vocab bytes less at the memory peak.
+        flight_recorder.doing(f"{FR_FORWARD} of step {step}")
         loss = F.cross_entropy(model(inputs).flatten(0, 1).float(), targets.flatten()) / train.grad_accum
+        flight_recorder.doing(f"{FR_BACKWARD} of step {step}")
         (scaler.scale(loss) if scaler else loss).backward()
         total += loss.detach()
+    flight_recorder.doing(f"optimizer step of step {step}")
     if scaler:
         scaler.step(optimizer)
         scaler.update()
@@ -144,9 +154,11 @@ def run_loop(
         counted = step == train.warmup_steps - 1
         timed = step >= train.warmup_steps
         if timed and window_start is None:
+            memory_history.stop()  # no timed step runs under the allocator's history (profile.memory_history)
             load_before = os.getloadavg()[0]
             window_start, counts_at_start = start_timed_window(device, sampler)
         if timed:
+            flight_recorder.doing(f"{FR_OPENING_BARRIER} of step {step}")
             timer.start()
         scale_before = scaler_scale(scaler, device) if timed and scaler is not None else None
         if counted:
@@ -158,6 +170,7 @@ def run_loop(
             losses.append(train_step(model, optimizer, scaler, source, spec, step, device))
         if timed:
             _slow_down(spec.debug, timer, rank)
+            flight_recorder.doing(f"{FR_CLOSING_BARRIER} of step {step}")
             timer.stop()
         if scale_before is not None:
             # The scaler backs its scale off exactly when it skips the optimizer step (inf/NaN gradients on
@@ -187,6 +200,13 @@ def run_loop(
         profiled = profile_steps(profiled_step, spec.profile, device, rank, trace_dir)
         if clock is not None:
             clock.profiled(profile_start, time.time())
+    categories, categories_note = None, None
+    if spec.profile.memory_categories:
+
+        def tracked_step() -> None:
+            train_step(model, optimizer, scaler, source, spec, train.steps + spec.profile.steps + 1, device)
+
+        categories, categories_note = categories_at_peak(model, optimizer, tracked_step)
     return LoopResult(
         step_times_s=timer.times_s(),
         losses=[float(v) for v in torch.stack(losses).float().cpu().tolist()],
@@ -199,6 +219,8 @@ def run_loop(
         metrics={} if scaler is None else {"scaler_skipped_steps": int(skipped) if skipped is not None else 0},
         comm_calls={kind: int(counter.calls.get(kind, 0)) for kind in KINDS},
         profile=profiled,
+        mem_categories=categories,
+        mem_categories_note=categories_note,
     )
 
 

@@ -45,6 +45,7 @@ from bench.schema.protocol import (
 )
 from bench.schema.record import SCHEMA_VERSION, Metrics, RunResult, rank_record_json
 from bench.schema.spec import RunSpec
+from fsdp_core import flight_recorder, memory_history
 from fsdp_core.data import build_source
 from fsdp_core.job import JobClock
 from fsdp_core.lifeline import LaunchAbandoned, bind_to_agent, check_owned, hold, still_owned
@@ -95,12 +96,15 @@ def init_distributed(device: torch.device, timeout: dt.timedelta, cpu_offload: b
 
 def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
     """Train one point and have rank 0 write its record; leave no compiled state behind."""
+    memory_history.reset()  # a snapshot on a failure holds this point's history only
     spec, started, t0, entered = point.spec, now_iso(), time.perf_counter(), time.time()
     train = spec.train
     point_dir = Path(point.point_dir)
     device = setup_device(spec.device_type, train.threads_per_rank)
     timeout = dt.timedelta(seconds=collective_timeout_s(spec.sweep.point_timeout_s))
     init_distributed(device, timeout, train.cpu_offload)
+    flight_recorder.begin_point(point_dir, point.point_id, spec.sweep.point_timeout_s, entered)
+    history_note = memory_history.start(spec.profile, device)  # from set-up through the warm-up steps
     clock = JobClock(spec, point_dir, launch.max_failures, started=entered)
     if dist.get_rank() == 0:
         check_owned()
@@ -146,12 +150,17 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
             record.metrics.checkpoint = checkpointer.record_section(device, record.metrics)
         if compile_stats is not None:
             record.metrics.compile = compile_stats.summary()
+        if history_note:
+            record.notes["memory_history"] = history_note
         if dist.get_rank() == 0:
             check_owned()
             record.metrics.job = clock.section()
             write_json_atomic(point_dir / RESULT_FILE, rank_record_json(record))
         del model, optimizer, scaler
+        flight_recorder.end_point(finished=True)
     finally:
+        flight_recorder.end_point(finished=False)
+        memory_history.stop()
         # The next point of this launch must compile as if it ran alone: without a reset, dynamo
         # keeps this point's graphs, recompiles the next shape with dynamic shapes (other kernels
         # than a lone run), and enough points reach its recompile limit (a failure under fullgraph).
@@ -234,6 +243,10 @@ def assemble_record(
     if loop.profile is not None:
         metrics.step_breakdown, profile_notes = gather_breakdown(loop.profile, spec.profile.steps)
         notes.update(profile_notes)
+    if spec.profile.memory_categories:
+        metrics.peak_mem_by_category, note = gather_categories(loop.mem_categories, loop.mem_categories_note)
+        if note:
+            notes["peak_mem_by_category"] = note
     if loop.comm_bytes is None:
         notes["comm_bytes_per_step"] = "counted on the last warm-up step: needs train.warmup_steps >= 1"
     return RunResult(
@@ -253,6 +266,17 @@ def assemble_record(
         notes=notes,
         log_dir=point.log_dir,
     )
+
+
+def gather_categories(mine: dict[str, int] | None, why_not: str | None) -> tuple[dict[str, int] | None, str | None]:
+    """The categories of the rank whose tracked peak was largest (a collective: every rank calls it),
+    or None and why not (the first rank's reason)."""
+    everyone: list = [None] * dist.get_world_size()
+    dist.all_gather_object(everyone, (mine, why_not))
+    measured = [categories for categories, _ in everyone if categories]
+    if not measured:
+        return None, next((note for _, note in everyone if note), "not measured")
+    return max(measured, key=lambda c: c.get("Total", 0)), None
 
 
 def gather_breakdown(profile: RankProfile, steps: int) -> tuple[StepBreakdown, dict[str, str]]:
@@ -323,6 +347,8 @@ def record_failure(point: LaunchPoint | PreflightTask, exc: BaseException) -> No
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     message = f"{type(exc).__name__}: {first}".strip()
     oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    if oom:  # what filled the memory, before the reason (profile.memory_history, CUDA)
+        memory_history.dump_on_failure(Path(point.point_dir), int(os.environ.get("RANK", 0)))
     error = RankError(
         int(os.environ.get("RANK", 0)), type(exc).__name__, message[:500], oom, traceback.format_exc()[-4000:]
     )

@@ -122,6 +122,7 @@ POINT_MODULES = {
     "torchao.float8": "precision=fp8",
     "pynvml": "telemetry's NVML readers",
     "torch.distributed.fsdp._fully_shard._fsdp_collectives": "debug.comm_delay_ms (FSDP2's default collectives)",
+    "torch.distributed._tools.fsdp2_mem_tracker": "profile.memory_categories (FSDP2's memory tracker)",
 }
 EVERY_POINT = "fsdp_core.worker"
 # Names a point calls in these modules (an old or new release may lack one).
@@ -131,6 +132,7 @@ POINT_NAMES = {
     "torch._dynamo": ("lookup_backend",),
     "torch.nn.functional": ("scaled_mm", "ScalingType"),
     "torch.distributed.fsdp._fully_shard._fsdp_collectives": ("DefaultAllGather", "DefaultReduceScatter"),
+    "torch.distributed._tools.fsdp2_mem_tracker": ("FSDPMemTracker",),
 }
 # What triton compiles for its launcher: a CPython extension (train.compile on CUDA).
 C_PROBE = """#include <Python.h>

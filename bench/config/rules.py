@@ -39,6 +39,8 @@ def _device_rule(spec: RunSpec) -> str | None:
     if spec.device_type == "cuda" and recipe.peak_dtype not in peaks:
         allowed = ", ".join(p for p, r in PRECISIONS.items() if r.peak_dtype in peaks and "cuda" in r.device_types)
         return f"precision: {spec.cluster.name}'s devices have no {recipe.peak_dtype} tensor cores; allowed: {allowed}"
+    if spec.profile.memory_history and spec.device_type != "cuda":
+        return f"profile.memory_history: needs a CUDA cluster; {spec.cluster.name}'s device_type is {spec.device_type}"
     if spec.train.cpu_offload and spec.device_type != "cuda":
         return "train.cpu_offload: offloads GPU state to host memory, so it needs a CUDA cluster; allowed on CPU: false"
     if spec.device_type == "cuda" and spec.gpus_per_node > spec.cluster.gpus_per_node:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 
+from bench.analysis.hang import verdict as hang_verdict
 from bench.analysis.preflight import collect as collect_preflight
 from bench.analysis.records import read_record, write_record
 from bench.config.registry import peak_table
@@ -31,6 +32,7 @@ from bench.schema.job import JobMetrics
 from bench.schema.job_accounting import attempts_journaled
 from bench.schema.preflight import PreflightResult
 from bench.schema.protocol import (
+    FLIGHT_RECORDER_DIR,
     JOB_DIR,
     LAUNCH_FILE,
     LAUNCHES_DIR,
@@ -44,6 +46,7 @@ from bench.schema.protocol import (
     LaunchPoint,
     PreflightTask,
     error_files,
+    memory_snapshots,
     point_dir,
     read_errors,
     trace_files,
@@ -113,9 +116,10 @@ def prepare_launch(
     for directory in [*dirs, *([Path(preflight.point_dir)] if preflight else [])]:
         directory.mkdir(parents=True, exist_ok=True)
         stale_files = (*(directory / name for name in (*stale_names, *TELEMETRY_SIDECARS)), *error_files(directory))
-        for stale in (*stale_files, *trace_files(directory)):
+        for stale in (*stale_files, *trace_files(directory), *memory_snapshots(directory)):
             stale.unlink(missing_ok=True)
         shutil.rmtree(directory / JOB_DIR, ignore_errors=True)  # an earlier launch's attempts
+        shutil.rmtree(directory / FLIGHT_RECORDER_DIR, ignore_errors=True)  # a stale dump gives a wrong verdict
     shape = specs[0] if specs else preflight.spec
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S-%f")
     label = specs[0].point_id if specs else f"preflight-{shape.nodes}x{shape.gpus_per_node}"
@@ -288,6 +292,9 @@ def _failure(
     finished = dt.datetime.now(dt.timezone.utc)
     wall = (finished - started).total_seconds()
     attempts = attempts_journaled(directory)
+    hang = hang_verdict(directory) if status == "timeout" else None
+    if hang is not None and hang.summary:  # the culprit first: the line `run` prints and the report shows
+        reason = f"{hang.summary}; {reason}"
     # Restarts journal each attempt: the failure record says how many were made (no bucket is known).
     job = JobMetrics(wall_s=wall, attempts=attempts, unattributed_s=wall) if attempts else None
     record = RunResult(
@@ -303,6 +310,7 @@ def _failure(
         model_info=model_info(spec),
         metrics=Metrics(job=job),
         env=env,
+        hang=hang,
         log_dir=str(outcome.log_files[0].parent) if outcome.log_files else str(directory),
     )
     write_record(record, directory / RESULT_FILE)

@@ -2,7 +2,7 @@
 
 Modules: spec.py and model.py (the spec; ModelSpec is also the engine's model arguments),
 identity.py (what each spec field is to a point's identity), record.py,
-env.py, telemetry.py, checkpoint.py, job.py, breakdown.py (the profiled steps' split) and preflight.py
+env.py, telemetry.py, checkpoint.py, job.py, breakdown.py (the profiled steps' split), hang.py (a hang's verdict) and preflight.py
 (the record), job_accounting.py (the whole job's accounting from each attempt's journal), base.py (strict
 models, statuses),
 options.py (the options that are not part of a point), recipes.py and ac_modes.py (what strategies,

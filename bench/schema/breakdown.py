@@ -14,6 +14,10 @@ from bench.schema.base import Strict
 
 # The parts, in seconds: compute + exposed_comm + idle = step; overlapped + exposed = comm; fsdp and
 # barrier are parts of idle (null on a GPU, where they are host-side).
+# The operations summary keeps the TOP_OPS names by self time, and every name with one of these
+# prefixes (FSDP's ranges, the collective calls and gloo's spans): what a slowdown is read against.
+TOP_OPS = 30
+KEPT_OP_PREFIXES = ("FSDP::", "c10d::", "gloo:", "nccl:", "record_param_comms")
 PARTS = ("step_s", "compute_s", "comm_s", "overlapped_comm_s", "exposed_comm_s", "idle_s", "fsdp_s", "barrier_s")
 
 
@@ -51,11 +55,28 @@ class StepBreakdown(Strict):
     trace_gzip_bytes_per_rank: list[int] = Field(default_factory=list, description="each trace file's size")
     traces: list[str] = Field(default_factory=list, description="the trace files beside the record, rank order")
     missing: dict[str, str] = Field(default_factory=dict)
+    ops: dict[str, list[float]] = Field(
+        default_factory=dict,
+        description="host operation -> [calls per step, self time per step (s)]: the top by self time, FSDP's "
+        "ranges and the collectives (median over ranks)",
+    )
 
 
 def _median(values: list) -> float | None:
     present = [v for v in values if v is not None]
     return statistics.median(present) if present else None
+
+
+def op_summary(ranks: list[dict[str, list[float]]]) -> dict[str, list[float]]:
+    """Each operation's calls and self time per step, the median over the ranks (a rank without it: 0),
+    kept as TOP_OPS and KEPT_OP_PREFIXES say."""
+    names = sorted({name for r in ranks for name in r})
+    if not names:
+        return {}
+    merged = {n: [_median([(r.get(n) or (0, 0.0))[i] for r in ranks]) or 0.0 for i in (0, 1)] for n in names}
+    top = sorted(names, key=lambda n: -merged[n][1])[:TOP_OPS]
+    kept = set(top) | {n for n in names if n.startswith(KEPT_OP_PREFIXES)}
+    return {n: [round(merged[n][0], 3), merged[n][1]] for n in sorted(kept)}
 
 
 def breakdown_of(ranks: list[dict], steps: int) -> StepBreakdown:
@@ -68,6 +89,7 @@ def breakdown_of(ranks: list[dict], steps: int) -> StepBreakdown:
         fields[key] = {n: _median([r.get(key, {}).get(n, 0.0) for r in ranks]) for n in names}
     names = sorted({n for r in ranks for n in r.get("calls", {})})
     fields["calls_per_step"] = {n: int(round(_median([r.get("calls", {}).get(n, 0) for r in ranks]))) for n in names}
+    fields["ops"] = op_summary([r.get("ops") or {} for r in ranks])
     step, exposed = fields["step_s"], fields["exposed_comm_s"]
     missing: dict[str, str] = {}
     for r in ranks:

@@ -14,6 +14,10 @@ file is typed: the parent writes a `LaunchFile` of validated `RunSpec`s, `Recipe
     <results>/<sweep>/<point_id>/trace_rank<R>.json.gz  rank R, profile.enabled: its profiler trace of the
                                                       profiled steps (gzipped Chrome-trace JSON)
     <results>/<sweep>/<point_id>/errors/rank<R>.json  rank R, when it fails: a one-line reason (RankError)
+    <results>/<sweep>/<point_id>/memory_snapshot_rank<R>.pickle  rank R, on its out-of-memory with
+                                                      profile.memory_history (CUDA): the allocator's snapshot
+    <results>/<sweep>/<point_id>/flight_recorder/rank<R>.json  rank R, on SIGTERM or at the point's deadline:
+                                                      its Flight Recorder dump (deleted when the point finishes)
     <results>/<sweep>/<point_id>/job/                  every rank: each attempt's journal (fsdp_core/job.py)
     <checkpoint dir>/step-<S>/                        every rank (DCP): the state after step S
     <checkpoint dir>/latest                           rank 0, after a save is durable: the latest complete checkpoint
@@ -42,11 +46,23 @@ from bench.schema.protocol_names import (  # noqa: F401
     CHECKPOINT_SUBDIR,
     DCP_METADATA_FILE,
     ERRORS_DIR,
+    FLIGHT_RECORDER_DIR,
+    FR_BACKWARD,
+    FR_BUFFER_DEFAULT,
+    FR_BUFFER_ENV,
+    FR_CLOSING_BARRIER,
+    FR_DEADLINE_LEAD_S,
+    FR_FORWARD,
+    FR_LEAD_ENV,
+    FR_OPENING_BARRIER,
     JOB_DIR,
     JOB_FILE,
     LAUNCH_FILE,
     LAUNCHED_AT_ENV,
     LAUNCHES_DIR,
+    MEMORY_SNAPSHOT_GLOB,
+    MEMORY_SNAPSHOT_PREFIX,
+    MEMORY_SNAPSHOT_SUFFIX,
     NODE_NAME_ENV,
     OWNER_HEARTBEAT_S,
     OWNER_SILENT_S,
@@ -189,6 +205,26 @@ def trace_file_name(rank: int) -> str:
 def trace_files(point_dir: Path) -> list[Path]:
     """Every rank's profiler trace of a point."""
     return sorted(Path(point_dir).glob(TRACE_GLOB))
+
+
+def memory_snapshot_file(point_dir: Path, rank: int) -> Path:
+    """Rank `rank`'s allocator snapshot on its out-of-memory (profile.memory_history)."""
+    return Path(point_dir) / f"{MEMORY_SNAPSHOT_PREFIX}{rank}{MEMORY_SNAPSHOT_SUFFIX}"
+
+
+def memory_snapshots(point_dir: Path) -> list[Path]:
+    """Every rank's allocator snapshot of a point."""
+    return sorted(Path(point_dir).glob(MEMORY_SNAPSHOT_GLOB))
+
+
+def flight_recorder_file(point_dir: Path, rank: int) -> Path:
+    """Rank `rank`'s Flight Recorder dump of a point."""
+    return Path(point_dir) / FLIGHT_RECORDER_DIR / f"rank{rank}.json"
+
+
+def flight_recorder_files(point_dir: Path) -> list[Path]:
+    """Every rank's Flight Recorder dump of a point, in rank order."""
+    return sorted((Path(point_dir) / FLIGHT_RECORDER_DIR).glob("rank*.json"), key=lambda p: int(p.stem[4:]))
 
 
 def read_errors(point_dir: Path) -> list[RankError]:

@@ -27,6 +27,31 @@ TELEMETRY_SIDECARS = (TELEMETRY_PARQUET, TELEMETRY_CSV)
 TRACE_PREFIX = "trace_rank"
 TRACE_SUFFIX = ".json.gz"
 TRACE_GLOB = f"{TRACE_PREFIX}*{TRACE_SUFFIX}"
+# Each rank's Flight Recorder dump of a point that hung (fsdp_core/flight_recorder.py): flight_recorder/rank<R>.json,
+# written on SIGTERM or at the point's deadline less a lead, deleted when the point finishes; read by the
+# parent's hang verdict (bench/analysis/hang.py).
+FLIGHT_RECORDER_DIR = "flight_recorder"
+# The parent sets it in every rank's environment (unless already set): how many collectives each group
+# keeps; torch's own default, named so that the record's env.env_vars shows it.
+FR_BUFFER_ENV = "TORCH_FR_BUFFER_SIZE"
+FR_BUFFER_DEFAULT = 2000
+# Each rank also dumps on its own this long before the point's deadline (room to write it and for the
+# launcher to read it); a launcher that only sees files some seconds after they are written (Kubeflow's
+# results URL, pushed every launcher.sync_interval_s) sets a longer lead in FR_LEAD_ENV.
+FR_DEADLINE_LEAD_S = 5.0
+FR_LEAD_ENV = "FSDP_BENCH_FR_LEAD_S"
+# What a dump says the harness was doing (fsdp_core/flight_recorder.py `doing`), "<phase> of step <S>":
+# the verdict names the step timer's barriers as the harness's own, and a gloo all_reduce in backward as
+# FSDP's reduce-scatter (gloo records it so).
+FR_OPENING_BARRIER = "the step timer's opening barrier"
+FR_CLOSING_BARRIER = "the step timer's closing barrier"
+FR_BACKWARD = "backward"
+FR_FORWARD = "forward"
+# profile.memory_history (CUDA): the allocator's snapshot of rank R written on its out-of-memory,
+# memory_snapshot_rank<R>.pickle beside the record (pytorch.org/memory_viz opens it).
+MEMORY_SNAPSHOT_PREFIX = "memory_snapshot_rank"
+MEMORY_SNAPSHOT_SUFFIX = ".pickle"
+MEMORY_SNAPSHOT_GLOB = f"{MEMORY_SNAPSHOT_PREFIX}*{MEMORY_SNAPSHOT_SUFFIX}"
 PREFLIGHT_DIR = "_preflight"
 PREFLIGHT_MEASUREMENTS = "measurements.json"
 PREFLIGHT_RECORD = "preflight.json"

@@ -10,6 +10,7 @@ from bench.schema.base import Status, Strict
 from bench.schema.breakdown import StepBreakdown
 from bench.schema.checkpoint import CheckpointMetrics
 from bench.schema.env import EnvInfo, HostLoad
+from bench.schema.hang import HangVerdict
 from bench.schema.job import JobMetrics
 from bench.schema.model import ModelInfo
 from bench.schema.preflight import PreflightSummary
@@ -21,8 +22,9 @@ from bench.schema.telemetry import Telemetry
 # (older versions are migrated on read, bench/schema/migrations).
 # 3: derived values stored where the record is made (metrics.checkpoint.write_bytes_per_s):
 #    bench/schema/migrations/v2.py; metrics.scaler_skipped_steps (null in older records: not counted).
-# 4: metrics.job, the whole job's accounting, and metrics.step_breakdown, the profiled steps' split (both
-#    optional: null in older records); bench/schema/migrations/v3.py.
+# 4: metrics.job, the whole job's accounting, metrics.step_breakdown, the profiled steps' split (its ops
+#    summary too), metrics.peak_mem_by_category (profile.memory_categories), and
+#    hang, a timeout's Flight Recorder verdict (all optional: null in older records); bench/schema/migrations/v3.py.
 SCHEMA_VERSION = 4
 
 
@@ -91,6 +93,9 @@ class Metrics(Strict):
     job: JobMetrics | None = None
     # profile.enabled: the profiled steps' split into compute, exposed communication and idle.
     step_breakdown: StepBreakdown | None = None
+    # profile.memory_categories: FSDP2's memory tracker's categories (bytes) at the moment of the total's
+    # peak, of the rank whose peak was largest ("Sharded Param", ..., "Total").
+    peak_mem_by_category: dict[str, int] | None = None
     # Each rank's median busy time per step (up to the step's closing synchronisation: on CPU the
     # time before the barrier, so a straggler shows; on GPU CUDA-event time, which includes waits
     # inside collectives) and the slowest of them.
@@ -130,6 +135,8 @@ class RunResult(Strict):
     # The preflight of this point's world shape, when the sweep ran one (sweep.preflight=true):
     # what it measured, in brief, and where its record is.
     preflight: PreflightSummary | None = None
+    # A `timeout` record's verdict from the ranks' Flight Recorder dumps (bench/analysis/hang.py).
+    hang: HangVerdict | None = None
     log_dir: str | None = None
 
 

@@ -355,6 +355,19 @@ class ProfileSpec(Strict):
     max_mib: Annotated[float, OBSERVES] = Field(
         64.0, gt=0, description="cap on each rank's trace, MiB before compression; cut at a whole step"
     )
+    memory_categories: Annotated[bool, OBSERVES] = Field(
+        False,
+        strict=True,
+        description="one more step under FSDP2's memory tracker: metrics.peak_mem_by_category (several steps' time)",
+    )
+    memory_history: Annotated[bool, OBSERVES] = Field(
+        False,
+        strict=True,
+        description="CUDA: record the allocator's history through set-up and warm-up; its snapshot on an OOM",
+    )
+    memory_history_entries: Annotated[int, OBSERVES] = Field(
+        100_000, gt=0, strict=True, description="allocator events the memory history keeps"
+    )
 
 
 class PointSweep(Strict):

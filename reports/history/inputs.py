@@ -105,6 +105,7 @@ def page_inputs(history: History, *, store: str, command: str) -> PageInputs:
         "series": _rows(SERIES_HEADERS, series_rows(history), [bool(r.failing) for r in history.results]),
         "max_plots": MAX_PLOTS,
         "links": _rows(LINK_HEADERS, history.links),
+        "slow_hosts": history.slow_hosts,
         "too_short": [f"{r.series.label} ({len(r.series.runs)} runs)" for r in history.too_short],
         "not_gated": not_gated_line(history),
         "command": command,

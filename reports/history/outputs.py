@@ -99,6 +99,8 @@ def markdown_summary(history: History, *, store: str = "") -> str:
     if history.not_gated:
         line = not_gated_line(history)
         lines += [line[:1].upper() + line[1:] + ".", ""]
+    if history.slow_hosts:
+        lines += ["Hosts that keep being slow:", ""] + [f"- {line}" for line in history.slow_hosts] + [""]
     if history.links:
         lines += ["Measured links (preflights), oldest first:", ""] + _table(LINK_HEADERS, history.links)
     return "\n".join(lines)

@@ -10,6 +10,7 @@ import statistics
 from bench.analysis.history.analyse import ChangePoint, History, NumericsIssue, SeriesResult
 from bench.analysis.history.detect import MIN_SERIES_RUNS
 from bench.analysis.history.links import LINK_HEADERS
+from bench.analysis.history.ops import grown_ops
 from bench.analysis.history.series import EFFICIENCY
 from bench.analysis.stats import CONFIDENCE_PCT
 from reports.check.table import format_value, text_table
@@ -95,8 +96,18 @@ def change_row(change: ChangePoint) -> list[str]:
         f"{value(metric, change.before)} -> {value(metric, change.after)}",
         f"{change.change * 100:+.1f}% {interval}", f"{change.pvalue:.2g}",
         f"{change.runs_before}/{change.runs_after}", direction + (" (new)" if change.new else ""),
-        "; ".join([*change.environment, *filter(None, [split_change(change)])]) or "none recorded",
+        "; ".join([*change.environment, *filter(None, [split_change(change), ops_change(change)])])
+        or "none recorded",
     ]  # fmt: skip
+
+
+def ops_change(change: ChangePoint) -> str | None:
+    """The operations that grew at a change point (bench.analysis.history.ops), over the runs the
+    magnitude compares; None where a side has no profiled run."""
+    runs = change.series.runs
+    before = runs[change.index - change.runs_before : change.index]
+    after = runs[change.index : change.index + change.runs_after]
+    return grown_ops([r.record for r in before], [r.record for r in after])
 
 
 def split_change(change: ChangePoint) -> str | None:
@@ -181,6 +192,9 @@ def console_lines(history: History, store: str) -> list[str]:
         lines.append(f"too short to test (fewer than {MIN_SERIES_RUNS} runs): {names}")
     if history.not_gated:
         lines.append(not_gated_line(history))
+    if history.slow_hosts:
+        lines.append("\nhosts that keep being slow:")
+        lines.extend(f"  {line}" for line in history.slow_hosts)
     if history.links:
         lines.append("\nmeasured links (preflights), oldest first:")
         lines.append(text_table(history.links, LINK_HEADERS))

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from bench.analysis.preflight import nominal_busbw_gbps
 from bench.analysis.report.digest import step_time_stragglers
+from bench.analysis.slow_hosts import HOST_HEADERS, slow_hosts
 from bench.schema.env import HostLoad
 from bench.schema.preflight import PreflightResult
 from bench.schema.record import RunResult
@@ -36,10 +37,12 @@ class ClusterHealth:
     links: Table = field(default_factory=lambda: Table(LINK_HEADERS))
     stragglers: Table = field(default_factory=lambda: Table(STRAGGLER_HEADERS))
     loaded: Table = field(default_factory=lambda: Table(LOADED_HEADERS))
+    slow_hosts: Table = field(default_factory=lambda: Table(list(HOST_HEADERS)))
 
     @property
     def empty(self) -> bool:
-        return not (self.figures or self.links.rows or self.stragglers.rows or self.loaded.rows)
+        tables = (self.links, self.stragglers, self.loaded, self.slow_hosts)
+        return not (self.figures or any(t.rows for t in tables))
 
 
 def cluster_health(preflights: Sequence[PreflightResult], records: Sequence[RunResult]) -> ClusterHealth:
@@ -72,6 +75,8 @@ def cluster_health(preflights: Sequence[PreflightResult], records: Sequence[RunR
     for record in records:
         _step_time_straggler_rows(health.stragglers, record)
         _loaded_rows(health.loaded, f"{record.sweep}/{record.point_id}", record.metrics.host_load)
+    for host in slow_hosts(records, preflights):  # hosts that keep being slow across the points
+        health.slow_hosts.add(host.row(), "flag")
     return health
 
 

@@ -31,6 +31,7 @@ pytestmark = pytest.mark.ranks
 POINT = [
     "experiment=cpu_smoke", "nodes=1", "strategy=full_shard", "precision=fp32", "train.steps=4",
     "train.warmup_steps=1", "train.seq_len=32", "train.threads_per_rank=1", "sweep.repeats=3", "report=false",
+    "profile.enabled=true", "profile.steps=2",  # after the timed window: tokens/s is not taken under it
 ]  # fmt: skip
 SWEEPS = {"night1": 0.0, "night2": 0.0, "night3": 9.0}
 
@@ -143,6 +144,8 @@ def test_history_finds_exactly_the_slowdown_with_its_run_and_direction(store, ni
     first_run, change = rows[0], rows[0].split("  ")
     assert first_run.startswith("night3 ")  # the first run after it is the slowed sweep's first run
     assert "REGRESSION (new)" in first_run and "debug.slow_fraction: 0.0 -> 9.0" in first_run
+    # A sleep is no operation: the profiled runs' summaries name the idle time it added instead.
+    assert "no operation grew; idle per step +" in first_run, first_run
     percent = float(re.search(r"  ([+-]\d+\.\d)% \[", first_run)[1])
     assert percent < -50, change  # tokens/s fell (to about a tenth)
     assert "6/3" in first_run  # runs before / after

@@ -12,6 +12,7 @@ import datetime as dt
 import gzip
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -35,6 +36,7 @@ from bench.schema.protocol import JOB_FILE
 
 REPO = Path(__file__).resolve().parents[2]
 CRD = REPO / "tests" / "fixtures" / "kubeflow" / "kubeflow.org_pytorchjobs.yaml"
+FLIGHT_RECORDER_FIXTURES = REPO / "tests" / "fixtures" / "flight_recorder"  # real dumps (tests/unit/test_hang.py)
 
 # A stand-in for kubectl: logs every call, answers from scenario.json. On `apply` it plays the
 # pods: copies the prepared point files (pods/) to the results URL's directory.
@@ -205,6 +207,27 @@ def test_running_job_past_its_deadline_is_deleted_as_timeout(tmp_path, monkeypat
     assert outcome.timed_out and outcome.returncode is None
     assert outcome.detail == "no result within sweep.point_timeout_s=0.5 s (the point hung or ran too slowly)"
     assert any(" delete pytorchjob fsdp-" in c for c in calls(tool))
+
+
+def test_a_hung_pods_flight_recorder_dumps_are_pulled_and_name_the_rank(tmp_path, monkeypatch):
+    """The ranks dump at the deadline less the lead (their push interval and a margin): the dumps come
+    back through the results URL before the job is deleted, and the record names the culprit."""
+    spec = debug_spec("sweep.point_timeout_s=0.5")
+    pods, remote = tmp_path / "pods", tmp_path / "bucket"
+    dumps = pods / spec.sweep.name / spec.point_id / "flight_recorder"
+    shutil.copytree(FLIGHT_RECORDER_FIXTURES / "timed_barrier" / "flight_recorder", dumps)
+    scenario = {"phase": "Running", "pods": str(pods), "remote": str(remote)}
+    options = {"results_url": f"file://{remote}", "startup_grace_s": 0.2}
+    started = dt.datetime.now(dt.timezone.utc)
+    request, outcome, tool = applied(tmp_path, monkeypatch, spec, options, **scenario)
+    assert outcome.timed_out
+    (point_dir,) = request.point_dirs
+    assert sorted(p.name for p in (point_dir / "flight_recorder").iterdir()) == ["rank0.json", "rank1.json"]
+    (record,) = collect_launch(request, outcome, started)
+    assert record.status == "timeout"
+    assert (record.hang.collective.seq, [m.rank for m in record.hang.missing]) == (9, [1])
+    assert record.error.startswith("hung: rank 1 never entered collective 9 of default_pg (gloo:barrier: ")
+    assert record.error.endswith("no result within sweep.point_timeout_s=0.5 s (the point hung or ran too slowly)")
 
 
 def pod_files(tmp_path: Path, spec, started: str) -> Path:

@@ -37,7 +37,8 @@ def ok_run(tmp_path_factory, fsdp_bench):
     sweep = f"e2e; touch {canary} $(touch {canary}) `touch {canary}` | tee {canary} & x"
     results = root / "results"
     run = fsdp_bench(
-        "run", *SHORT, "nodes=2", "profile.enabled=true", "profile.steps=2", f'sweep.name="{sweep}"',
+        "run", *SHORT, "nodes=2", "profile.enabled=true", "profile.steps=2", "profile.memory_categories=true",
+        f'sweep.name="{sweep}"',
         f"results_dir={results}", results=results,
     )  # fmt: skip
     return run, results, sweep, canary
@@ -78,6 +79,13 @@ def test_ok_record_metrics(ok_run):
         "all_reduce": 0,
     }
     assert record.model_info.params == params == 156_480
+    # One more step under FSDP2's memory tracker: fp32 parameters sharded over 2 ranks to the byte, AdamW's
+    # two states of them (plus its step counters), every category adding up to the total.
+    categories = m.peak_mem_by_category
+    assert categories["Sharded Param"] == params * 4 // 2
+    assert categories["OptState"] == pytest.approx(2 * params * 4 // 2, rel=1e-3)
+    assert categories["Total"] == sum(v for k, v in categories.items() if k != "Total")
+    assert {"Unsharded Param", "Activation", "Temp", "All Gather", "Reduce Scatter"} <= set(categories)
 
 
 @pytest.mark.ranks
@@ -152,6 +160,13 @@ def test_hanging_rank_times_out_and_leaves_no_process(tmp_path, fsdp_bench, work
     (record,) = run.records
     assert record.status == "timeout"
     assert f"sweep.point_timeout_s={HANG_TIMEOUT_S} s" in record.error
+    # The ranks' Flight Recorder dumps name the culprit: rank 1 never reached step 1's opening barrier.
+    hang = record.hang
+    assert (hang.collective.kind, hang.collective.group_desc) == ("gloo:barrier", "default_pg")
+    assert hang.collective.meaning == "the step timer's opening barrier of step 1"
+    assert (hang.entered, [m.rank for m in hang.missing], hang.dumped_ranks) == ([0], [1], [0, 1])
+    assert hang.missing[0].doing == "debug.hang of step 1"
+    assert record.error.startswith(f"hung: rank 1 never entered collective {hang.collective.seq} of default_pg")
     assert HANG_TIMEOUT_S <= record.wall_s < HANG_LIMIT_S
     assert run.elapsed_s < HANG_LIMIT_S
     assert worker_processes(results) == []
@@ -201,6 +216,9 @@ BAD_INPUT = {
     "debug.extra_matmuls=-1": "debug.extra_matmuls: Input should be greater than or equal to 0",
     "profile.steps=0": "profile.steps: Input should be greater than or equal to 1",
     "profile.max_mib=0": "profile.max_mib: Input should be greater than 0",
+    "profile.memory_history=true": "profile.memory_history: needs a CUDA cluster; local-cpu's device_type is cpu",
+    "profile.memory_history_entries=0": "profile.memory_history_entries: Input should be greater than 0",
+    "profile.memory_categories=yes": "profile.memory_categories: got 'yes'; allowed: true, false",
     "nodes=true": "nodes: Input should be a valid integer",
     "nodes=null": "nodes: Input should be a valid integer",
     "train.micro_batch=true": "train.micro_batch: Input should be a valid integer",

@@ -134,6 +134,10 @@ def test_hanging_point_is_cancelled_and_recorded_as_timeout(slurm_env, tmp_path)
     record = json.loads(record_path.read_text())
     assert record["status"] == "timeout"
     assert "sweep.point_timeout_s=5" in record["error"]
+    # One rank: no collective was pending; its dump, written on Slurm's SIGTERM, names its last one.
+    assert record["hang"]["collective"] is None and record["hang"]["dumped_ranks"] == [0]
+    assert record["error"].startswith("hung outside any collective (none was pending): rank 0's last collective: ")
+    assert "it was in debug.hang of step 1" in record["error"]
     assert our_jobs(slurm_env) == []  # scancel'led, not left running
 
 

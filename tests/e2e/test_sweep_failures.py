@@ -50,6 +50,18 @@ def test_crashing_and_hanging_points_are_recorded_and_the_others_finish(tmp_path
     assert "rank 1" in by_knobs[(1, False)].error and "injected failure" in by_knobs[(1, False)].error
     assert by_knobs[(1, True)].status == "timeout"
     assert "sweep.point_timeout_s=12" in by_knobs[(1, True)].error
+    # Two nodes, one rank each: rank 1 never reached step 1's opening barrier, which rank 0 entered.
+    hang = by_knobs[(1, True)].hang
+    assert (hang.collective.kind, hang.collective.meaning) == (
+        "gloo:barrier",
+        "the step timer's opening barrier of step 1",
+    )
+    assert (hang.entered, [m.rank for m in hang.missing]) == ([0], [1])
+    assert by_knobs[(1, True)].error.startswith("hung: rank 1 never entered collective ")
+    assert all(r.hang is None for r in records if r.status != "timeout")
+    # Only the hung point keeps its dumps: the points that finished deleted theirs.
+    assert [p.parent.name for p in tmp_path.rglob("flight_recorder")] == [by_knobs[(1, True)].point_id]
+    assert by_knobs[(None, False)].env.env_vars.get("TORCH_FR_BUFFER_SIZE") == "2000"
     assert time.time() - started < 200
     assert worker_processes(tmp_path) == []
 

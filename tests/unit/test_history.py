@@ -323,3 +323,67 @@ def test_a_change_point_shows_the_profiled_split_before_and_after():
     assert change_row(change)[-1] == (
         "debug.slow_fraction: 0.0 -> 1.0; step split: compute 50% -> 50%, exposed comm 10% -> 40%, idle 40% -> 10%"
     )
+
+
+def _clean_ops() -> dict[str, list[float]]:
+    """The operations summary of a real profiled `debug` point (tests/fixtures/traces, 2 gloo ranks)."""
+    import gzip
+
+    from bench.schema.breakdown import op_summary
+    from fsdp_core.step_split import rank_medians, split_trace
+
+    traces = Path(__file__).resolve().parents[1] / "fixtures" / "traces"
+    ranks = []
+    for rank in (0, 1):
+        trace = json.loads(gzip.decompress((traces / f"debug_clean_rank{rank}.json.gz").read_bytes()))
+        ranks.append(rank_medians(split_trace(trace))["ops"])
+    return op_summary(ranks)
+
+
+def _profiled(records, ops, idle_s: float) -> None:
+    from bench.schema.breakdown import StepBreakdown
+
+    for record in records:
+        record.metrics.step_breakdown = StepBreakdown(steps=2, step_s=0.04 + idle_s, idle_s=idle_s, ops=ops)
+
+
+def test_a_sleep_grows_no_operation_only_idle():
+    """debug.slow_fraction sleeps in the step: the change point names no operation, the idle per step."""
+    from reports.history.table import change_row
+
+    ops = _clean_ops()
+    assert {"aten::mm", "FSDP::all_gather", "gloo:all_gather", "c10d::_allgather_base_"} <= set(ops)
+    assert len(ops) < 60  # the top 30 by self time, FSDP's ranges and the collectives
+    clean, slow = nights(10), [night(i, 500.0, slow=1.0) for i in range(10, 14)]
+    _profiled(clean, ops, 0.017)
+    _profiled(slow, ops, 0.517)
+    (series,) = build_series(clean, "tokens_per_s")
+    assert analyse_series(series).changes == []  # the clean nights alone: nothing to name
+    (series,) = build_series(clean + slow, "tokens_per_s")
+    (change,) = analyse_series(series).changes
+    text = change_row(change)[-1]
+    assert text.startswith("debug.slow_fraction: 0.0 -> 1.0; step split: ")
+    assert text.endswith("; no operation grew; idle per step +500 ms (17 -> 517 ms)")
+
+
+def test_extra_matmuls_are_named_by_their_calls_per_step():
+    """debug.extra_matmuls=N adds N matmuls per block: aten::mm's calls per step up by N x blocks (2 in
+    `debug`), named first, beside the knob's change in the environment diff."""
+    from reports.history.table import change_row
+
+    ops = _clean_ops()
+    calls, self_s = ops["aten::mm"]
+    extra = {**ops, "aten::mm": [calls + 4 * 2, self_s * 3]}
+    clean = nights(10)
+    slow = [night(i, 800.0) for i in range(10, 14)]
+    for record in slow:
+        record.spec = record.spec.model_copy(update={"debug": DebugKnobs(extra_matmuls=4)})
+    _profiled(clean, ops, 0.017)
+    _profiled(slow, extra, 0.017)
+    (series,) = build_series(clean + slow, "tokens_per_s")
+    (change,) = analyse_series(series).changes
+    text = change_row(change)[-1]
+    assert text.startswith("debug.extra_matmuls: 0 -> 4; step split: ")
+    assert text.split("; ")[2].startswith(
+        f"operations that grew: aten::mm {calls:g} -> {calls + 8:g} calls/step, self {2 * self_s * 1e3:+.2f} ms/step"
+    )

@@ -140,6 +140,10 @@ def test_results_url_mode_wraps_the_agent_in_the_sync_and_uses_scratch(schema, t
         "--",
     ]
     assert command[9:12] == ["python", "-m", "torch.distributed.run"]
+    # The ranks dump their Flight Recorder at the deadline less the push interval and a margin, so the
+    # dump reaches the bucket before the launcher's last pull; the buffer size is named for the record.
+    env = {e["name"]: e.get("value") for e in container_of(job)["env"]}
+    assert (env["FSDP_BENCH_FR_LEAD_S"], env["TORCH_FR_BUFFER_SIZE"]) == ("35", "2000")
     pod = job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert pod["serviceAccountName"] == "bench-writer"
     assert {v["name"]: v for v in pod["volumes"]}["results"] == {"name": "results", "emptyDir": {}}
@@ -157,3 +161,4 @@ def test_cpu_point_asks_for_no_gpus_or_efa(schema, tmp_path):
     assert not any(name.startswith("FI_") for name in env)
     assert "nodeSelector" not in job["spec"]["pytorchReplicaSpecs"]["Worker"]["template"]["spec"]
     assert {e["name"]: e.get("value") for e in box["env"]}["NCCL_DEBUG"] == "INFO"  # launcher.env is applied
+    assert "FSDP_BENCH_FR_LEAD_S" not in env  # on the results volume: the dumps are there as written

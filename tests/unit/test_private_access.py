@@ -36,7 +36,7 @@ NAMEDTUPLE_API = frozenset({"_asdict", "_replace", "_make", "_fields", "_field_d
 # equivalent. Dotted name (as the scan reports it) -> (the files that may use it, why).
 ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
     "os._exit": (
-        ("fsdp_core/lifeline.py", "fsdp_core/worker.py"),
+        ("fsdp_core/lifeline.py", "fsdp_core/worker.py", "fsdp_core/flight_recorder.py"),
         "the os module's documented exit without cleanup: a rank whose launcher is gone, or whose "
         "process group has a dead peer, must stop without running teardown that could hang",
     ),
@@ -56,6 +56,33 @@ ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
         "PyTorch's FSDP tutorial (Advanced Model Training with FSDP) wraps blocks with it from here, as "
         "torchtitan does; torch.utils.checkpoint has no module wrapper, and this one's parameter-name "
         "prefix and state_dict hooks are what the model's parameter names and the checkpoints' keys assume",
+    ),
+    "torch._C._distributed_c10d._dump_fr_trace_json": (
+        ("fsdp_core/flight_recorder.py",),
+        "the Flight Recorder's JSON dump, the call PyTorch's Flight Recorder tutorial (Flight Recorder for "
+        "Debugging Stuck Jobs) documents for dumping a rank's collectives; torch has no public alias. "
+        "Looked up tolerantly: a torch without it leaves a dump that says so, never a failed import",
+    ),
+    "torch.distributed._tools.fsdp2_mem_tracker.FSDPMemTracker": (
+        ("fsdp_core/memory_categories.py",),
+        "FSDP2's memory tracker, documented in PyTorch's FSDP2 memory-tracking docs (torch.distributed._tools); "
+        "the only tool that splits a step's memory into FSDP's categories at the peak. Imported tolerantly: a "
+        "torch without it leaves metrics.peak_mem_by_category null with the reason in the record's notes",
+    ),
+    **{
+        f"torch.cuda.memory.{name}": (
+            ("fsdp_core/memory_history.py",),
+            "the CUDA caching allocator's memory history and its snapshot, the calls PyTorch's 'Understanding "
+            "CUDA Memory Usage' documents (the snapshot opens at pytorch.org/memory_viz); no public alias. Looked "
+            "up tolerantly: a torch without them leaves a record note",
+        )
+        for name in ("_record_memory_history", "_dump_snapshot")
+    },
+    "torch.distributed.distributed_c10d._world.pg_names": (
+        ("fsdp_core/flight_recorder.py",),
+        "every process group a rank knows, by name: gloo's Flight Recorder leaves pg_config empty, and "
+        "torch.distributed has no public list of groups (get_process_group_ranks, public, gives each one's "
+        "ranks). Looked up tolerantly: without it the dump holds no groups and the verdict uses the world",
     ),
     **{
         f"torch.distributed.fsdp._fully_shard._fsdp_collectives.{name}": (

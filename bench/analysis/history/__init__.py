@@ -6,6 +6,6 @@ node count), detect.py (the change-point detector, Apache Otava's E-divisive mea
 t-test), envdiff.py (what changed in the environment between two runs), analyse.py (change points with
 their magnitude, interval, significance and environment change; the numerics guard along each series;
 the CI gate), power.py (a series' noise and the smallest shift the gate detects, from the simulated
-table data/power.json: `not gated` series), links.py (the cluster's measured links over time). The
+table data/power.json: `not gated` series), links.py (the cluster's measured links over time), ops.py (the profiled operations that grew at a change point). The
 outputs (printed table, summary.md and JUnit XML, history.html with its PNGs) are reports/history/.
 """

@@ -112,6 +112,8 @@ class History:
     detector: str = ""
     # The cluster's measured links over time: bench.analysis.history.links rows of the stored preflights.
     links: list[list[str]] = field(default_factory=list)
+    # The hosts that keep being slow over the stored runs (bench.analysis.slow_hosts), one line each.
+    slow_hosts: list[str] = field(default_factory=list)
     target_shift: float = DEFAULT_TARGET_SHIFT  # a series that cannot detect this shift is not gated
     fail_on_ungated: bool = False  # with a gate: such a series fails it too
 

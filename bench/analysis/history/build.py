@@ -17,8 +17,9 @@ from bench.analysis.history.analyse import DETECT_HERE, DetectEach, History, ana
 from bench.analysis.history.detect import detector_name
 from bench.analysis.history.links import link_rows
 from bench.analysis.history.power import DEFAULT_TARGET_SHIFT
-from bench.analysis.history.series import Series, history_series
+from bench.analysis.history.series import Series, history_series, run_time
 from bench.analysis.records import RecordProblem
+from bench.analysis.slow_hosts import slow_hosts
 from bench.analysis.store.location import masked
 from bench.config.problems import ConfigError
 
@@ -77,6 +78,8 @@ def stored_history(query: HistoryQuery, detect_many: DetectEach = DETECT_HERE) -
         target_shift=query.target_shift, fail_on_ungated=query.fail_on_ungated,
     )  # fmt: skip
     history.links = link_rows(preflights, since)
+    recent = [r for r in records if since is None or ((t := run_time(r)) is not None and t >= since)]
+    history.slow_hosts = [t.line() for t in slow_hosts(recent, preflights)]
     return StoredHistory(history, problems + preflight_problems)
 
 

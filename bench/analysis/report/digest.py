@@ -141,5 +141,7 @@ def _digest_of(columns: dict[str, list[Any]], notable: dict[int, RunResult], tun
 
 def _shown_whole(record: RunResult) -> bool:
     """Whether the report shows more of this record than its row for another reason than its autotune
-    objective: a row of the cluster health section (a step-time straggler, a loaded host)."""
-    return bool(step_time_stragglers(record)) or any(host.loaded for host in record.metrics.host_load)
+    objective: a row of the cluster health section (a step-time straggler, a loaded host), or a run the
+    hosts that keep being slow count (bench/analysis/slow_hosts.py: ok, over two hosts or more)."""
+    spans_hosts = record.status == "ok" and len(set(record.env.rank_hosts)) >= 2
+    return spans_hosts or bool(step_time_stragglers(record)) or any(host.loaded for host in record.metrics.host_load)

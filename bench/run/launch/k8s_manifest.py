@@ -26,7 +26,15 @@ from bench.run.launch.base import STARTUP_GRACE_S, LaunchRequest
 from bench.run.launch.cluster_env import communication_env, uses_efa
 from bench.run.launch.options import LauncherOptions
 from bench.run.launch.torchrun import restart_env, torchrun_args
-from bench.schema.protocol import NODE_NAME_ENV, RANKS_PER_HOST_ENV, results_relative
+from bench.schema.protocol import (
+    FR_BUFFER_DEFAULT,
+    FR_BUFFER_ENV,
+    FR_DEADLINE_LEAD_S,
+    FR_LEAD_ENV,
+    NODE_NAME_ENV,
+    RANKS_PER_HOST_ENV,
+    results_relative,
+)
 
 API_VERSION = "kubeflow.org/v1"
 CONTAINER = "pytorch"  # the training operator requires this container name
@@ -203,6 +211,9 @@ def resources(request: LaunchRequest, opts: KubeflowOptions) -> dict:
 def environment(request: LaunchRequest, opts: KubeflowOptions) -> list[dict]:
     """FI_* (with EFA), NCCL_* (on GPUs), the node name for the record, then launcher.env."""
     values: dict = {"PYTHONUNBUFFERED": "1", RANKS_PER_HOST_ENV: str(request.gpus_per_node)}
+    values[FR_BUFFER_ENV] = str(FR_BUFFER_DEFAULT)  # launcher.env may set another size
+    if opts.results_url:  # the deadline's dumps must be pushed before the launcher's last pull
+        values[FR_LEAD_ENV] = f"{opts.sync_interval_s + FR_DEADLINE_LEAD_S:g}"
     values.update(communication_env(request.shape, efa=efa_devices(request, opts) > 0))
     values.update(restart_env(opts.max_failures))
     values.update({str(k): str(v) for k, v in opts.env.items()})

@@ -22,7 +22,7 @@ from bench.run.launch.checkpoint_dir import checkpoint_problems
 from bench.run.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.run.launch.ports import free_port
 from bench.run.launch.torchrun import restart_env, torchrun_args
-from bench.schema.protocol import LAUNCHED_AT_ENV, RANKS_PER_HOST_ENV
+from bench.schema.protocol import FR_BUFFER_DEFAULT, FR_BUFFER_ENV, LAUNCHED_AT_ENV, RANKS_PER_HOST_ENV
 from bench.schema.spec import RunSpec
 from fsdp_core.lifeline import dies_with_this_process
 
@@ -92,6 +92,7 @@ def rank_env(request: LaunchRequest) -> dict[str, str]:
     env = dict(os.environ)
     ranks_here = request.nodes * request.gpus_per_node
     env[RANKS_PER_HOST_ENV] = str(ranks_here)
+    env.setdefault(FR_BUFFER_ENV, str(FR_BUFFER_DEFAULT))  # named, so the record's env.env_vars shows it
     threads = request.shape.train.threads_per_rank or max(1, (os.cpu_count() or 1) // ranks_here)
     env["OMP_NUM_THREADS"] = str(threads)
     env.setdefault("PYTHONUNBUFFERED", "1")

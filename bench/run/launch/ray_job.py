@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.schema.protocol import RANKS_PER_HOST_ENV, RESULT_FILE
+from bench.schema.protocol import FR_BUFFER_DEFAULT, FR_BUFFER_ENV, RANKS_PER_HOST_ENV, RESULT_FILE
 
 POINTER_FILE = "fsdp_bench_checkpoint.json"  # inside a reported Ray checkpoint: which DCP step folder it is
 
@@ -132,6 +132,7 @@ def local_cluster_env(job: dict) -> None:
         os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
     workers = job["num_workers"]
     os.environ[RANKS_PER_HOST_ENV] = str(workers)
+    os.environ.setdefault(FR_BUFFER_ENV, str(FR_BUFFER_DEFAULT))
     threads = job["threads_per_rank"] or max(1, (os.cpu_count() or 1) // workers)
     os.environ["OMP_NUM_THREADS"] = str(threads)
 

@@ -21,6 +21,9 @@ from pathlib import Path
 from bench.schema.files import atomic_path
 from bench.schema.protocol import (
     ERRORS_DIR,
+    FLIGHT_RECORDER_DIR,
+    MEMORY_SNAPSHOT_PREFIX,
+    MEMORY_SNAPSHOT_SUFFIX,
     PREFLIGHT_MEASUREMENTS,
     RESULT_FILE,
     STARTED_MARK,
@@ -32,7 +35,7 @@ from bench.schema.protocol import (
 
 INSTALL_HINT = "pip install fsspec s3fs (s3fs for s3:// URLs)"
 # What the launcher needs of a point: its start mark, its record (and the record's telemetry
-# sidecar and the ranks' profiler traces, written before it), its ranks' failure reasons; of a
+# sidecar and the ranks' profiler traces, written before it), its ranks' failure reasons and Flight Recorder dumps; of a
 # preflight, its measurements.
 _PULLED = (STARTED_MARK, RESULT_FILE, *TELEMETRY_SIDECARS, PREFLIGHT_MEASUREMENTS)
 
@@ -110,7 +113,13 @@ def pull_points(url: str, point_dirs: list[Path]) -> None:
             wanted = (
                 relative in _PULLED
                 or (relative.startswith(f"{ERRORS_DIR}/") and relative.endswith(".json"))
+                or (relative.startswith(f"{FLIGHT_RECORDER_DIR}/") and relative.endswith(".json"))
                 or (relative.startswith(TRACE_PREFIX) and relative.endswith(TRACE_SUFFIX) and "/" not in relative)
+                or (
+                    relative.startswith(MEMORY_SNAPSHOT_PREFIX)
+                    and relative.endswith(MEMORY_SNAPSHOT_SUFFIX)
+                    and "/" not in relative
+                )
             )
             target = Path(local_dir) / relative
             if not wanted or target.exists():

@@ -28,7 +28,7 @@ from bench.run.launch.base import STARTUP_GRACE_S, LaunchOutcome, LaunchRequest,
 from bench.run.launch.cluster_env import communication_env, uses_efa
 from bench.run.launch.options import ConfiguredLauncher, LauncherOptions
 from bench.run.launch.torchrun import restart_env, torchrun_args
-from bench.schema.protocol import LAUNCHED_AT_ENV, QUEUED_S_ENV, RANKS_PER_HOST_ENV
+from bench.schema.protocol import FR_BUFFER_DEFAULT, FR_BUFFER_ENV, LAUNCHED_AT_ENV, QUEUED_S_ENV, RANKS_PER_HOST_ENV
 
 # Job states after which nothing of the job runs any more (squeue --states=all shows them
 # for MinJobAge seconds, 300 by default; after that the job id is unknown, which means the same).
@@ -270,6 +270,7 @@ threads={threads}
 [ "$threads" -gt 0 ] || threads=$(( $(nproc) / ranks_per_host ))
 [ "$threads" -ge 1 ] || threads=1
 export {RANKS_PER_HOST_ENV}=$ranks_per_host OMP_NUM_THREADS=$threads PYTHONUNBUFFERED=1
+export {FR_BUFFER_ENV}=${{{FR_BUFFER_ENV}:-{FR_BUFFER_DEFAULT}}}
 # The whole job's wall starts here, as the job runs (its queueing is not in it).
 export {LAUNCHED_AT_ENV}=$(date +%s.%N)
 {_queued_line(submitted_at)}{exports}{srun_line(request, opts)}
