@@ -297,6 +297,20 @@ _JOB = "job"
 _SPLIT = "step split"
 
 
+def _job_metric(
+    name: str, field: str, unit: str, better: str, label: str, description: str, display: Display | None = None
+) -> Metric:
+    """A number of the whole job's accounting (metrics.job): one value per run, on the console's "job" line
+    and in the frame; counts (attempts, steps) are counters, the rest timings."""
+    counted = unit in ("attempts", "steps")
+    return Metric(
+        name=name, path=f"metrics.job.{field}", unit=unit, better=better, kind="counter" if counted else "timing",
+        per="run", label=label, ranks="world", repeats="max" if counted else "median", description=description,
+        views=frozenset({"frame", "console"}), group=_JOB, store_type="INTEGER" if counted else "REAL",
+        display=display or (Display(fmt="d") if counted else Display(fmt=".1f", unit="s")),
+    )  # fmt: skip
+
+
 def _split_metric(name: str, label: str, description: str, unit: str = "s", display: Display | None = None) -> Metric:
     """A part of the profiled steps' split (metrics.step_breakdown): one value per run, lower is better,
     shown on the console's "step split" line, in the frame and by check."""
@@ -539,46 +553,22 @@ CATALOGUE: tuple[Metric, ...] = (
         store_type="INTEGER",
     ),
     # The whole job: every second of a point over all its attempts (bench/schema/job.py, docs/reliability.md).
-    Metric(
-        name="job_goodput", path="metrics.job.job_goodput", unit="fraction", better="higher", kind="timing",
-        per="run", label="job goodput", ranks="world", repeats="median",
-        description="productive time (the surviving steps less their start-up excess) / the whole job's wall, "
-                    "from the launch's resources running to the record, over every attempt",
-        views=frozenset({"frame", "console"}), display=_PCT, group=_JOB,
-    ),
-    Metric(
-        name="job_wall_s", path="metrics.job.wall_s", unit="s", better="lower", kind="timing", per="run",
-        label="wall", ranks="world", repeats="median",
-        description="the whole job's wall: from the launch's resources running (a later point of a launch: its "
-                    "start) to the record, over every attempt; queueing apart",
-        views=frozenset({"frame", "console"}), display=Display(fmt=".1f", unit="s"), group=_JOB,
-    ),
-    Metric(
-        name="job_startup_s", path="metrics.job.startup_s", unit="s", better="lower", kind="timing", per="run",
-        label="start-up", ranks="world", repeats="median",
-        description="program start-up + initialization + the first steps' excess over the steady-state median "
-                    "step, over every attempt (the launch's first point holds the launch's start-up)",
-        views=frozenset({"frame", "console"}), display=Display(fmt=".1f", unit="s"), group=_JOB,
-    ),
-    Metric(
-        name="job_lost_s", path="metrics.job.lost_s", unit="s", better="lower", kind="timing", per="run",
-        label="lost", ranks="world", repeats="median",
-        description="what failures cost: the progress they undid (wasted_progress_s) and the recovery until the "
-                    "restarted process (recovery_s)",
-        views=frozenset({"frame", "console"}), display=Display(fmt=".1f", unit="s"), group=_JOB,
-    ),
-    Metric(
-        name="job_attempts", path="metrics.job.attempts", unit="attempts", better="lower", kind="counter",
-        per="run", label="attempts", ranks="world", repeats="max",
-        description="attempts at the point: 1 + the restarts after failures (launcher.max_failures)",
-        views=frozenset({"frame", "console"}), display=Display(fmt="d"), group=_JOB, store_type="INTEGER",
-    ),
-    Metric(
-        name="job_steps_redone", path="metrics.job.steps_redone", unit="steps", better="lower", kind="counter",
-        per="run", label="steps redone", ranks="world", repeats="max",
-        description="steps that ran in an attempt a failure ended and ran again after the restart",
-        views=frozenset({"frame", "console"}), display=Display(fmt="d"), group=_JOB, store_type="INTEGER",
-    ),
+    _job_metric("job_goodput", "job_goodput", "fraction", "higher", "job goodput",
+                "productive time (the surviving steps less their start-up excess) / the whole job's wall, from the "
+                "launch's resources running to the record, over every attempt", _PCT),
+    _job_metric("job_wall_s", "wall_s", "s", "lower", "wall",
+                "the whole job's wall: from the launch's resources running (a later point of a launch: its start) to "
+                "the record, over every attempt; queueing apart"),
+    _job_metric("job_startup_s", "startup_s", "s", "lower", "start-up",
+                "program start-up + initialization + the first steps' excess over the steady-state median step, over "
+                "every attempt (the launch's first point holds the launch's start-up)"),
+    _job_metric("job_lost_s", "lost_s", "s", "lower", "lost",
+                "what failures cost: the progress they undid (wasted_progress_s) and the recovery until the restarted "
+                "process (recovery_s)"),
+    _job_metric("job_attempts", "attempts", "attempts", "lower", "attempts",
+                "attempts at the point: 1 + the restarts after failures (launcher.max_failures)"),
+    _job_metric("job_steps_redone", "steps_redone", "steps", "lower", "steps redone",
+                "steps that ran in an attempt a failure ended and ran again after the restart"),
     # Computed by the report's frame from the record's price (spec.cluster.usd_per_node_hour, a DESCRIBES
     # fact that may be set after the run) and its throughput (bench.analysis.planner.failures.usd_per_mtoken).
     Metric(
