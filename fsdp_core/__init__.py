@@ -7,5 +7,6 @@ parent), job.py (the whole job's clock, the attempts' journals and the debug kil
 steps and their traces), step_split.py (a trace -> compute, communication and idle; torch-free),
 debug_knobs.py (the in-step slow-down knobs), flight_recorder.py (the Flight Recorder dump of a hung point),
 memory_categories.py (a step under FSDP2's memory tracker), memory_history.py (the CUDA allocator's
-history and its snapshot on an out-of-memory). Imports bench.schema and nothing else of bench.
+history and its snapshot on an out-of-memory), allocations.py (a snapshot's live allocations by category;
+torch-free). Imports bench.schema and nothing else of bench.
 """

@@ -43,6 +43,11 @@ def doing(what: str) -> None:
     _state["doing"] = what
 
 
+def doing_now() -> str:
+    """What the harness was last doing (an out-of-memory's reason names it too)."""
+    return _state["doing"]
+
+
 def _dump_json() -> str | None:
     """torch's Flight Recorder JSON, or None where this torch has no such dump (looked up tolerantly)."""
     try:

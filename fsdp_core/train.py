@@ -28,7 +28,14 @@ import torch
 import torch.distributed as dist
 import torch.nn.functional as F
 
-from bench.schema.protocol_names import FR_BACKWARD, FR_CLOSING_BARRIER, FR_FORWARD, FR_OPENING_BARRIER
+from bench.schema.protocol_names import (
+    FR_BACKWARD,
+    FR_CHECKPOINT,
+    FR_CLOSING_BARRIER,
+    FR_FORWARD,
+    FR_OPENING_BARRIER,
+    FR_OPTIMIZER,
+)
 from bench.schema.record import CommBytes
 from bench.schema.spec import DebugKnobs, RunSpec, TelemetrySpec
 from fsdp_core import flight_recorder, memory_history
@@ -90,6 +97,7 @@ def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
         while True:  # the point's timeout must end this
             time.sleep(3600)
     if debug.oom:
+        flight_recorder.doing(f"debug.oom of step {step}")
         raise torch.OutOfMemoryError(f"debug: injected out-of-memory on rank {rank} at step {step}")
     raise RuntimeError(f"debug: injected failure on rank {rank} at step {step}")
 
@@ -105,17 +113,20 @@ def train_step(model, optimizer, scaler, source, spec: RunSpec, step: int, devic
         # logits are not kept through backward (autograd keeps only the fp32 log-softmax), as
         # torchtitan frees its own: batch x sequence x vocab bytes less at the memory peak.
         flight_recorder.doing(f"{FR_FORWARD} of step {step}")
-        loss = F.cross_entropy(model(inputs).flatten(0, 1).float(), targets.flatten()) / train.grad_accum
+        with memory_history.phase(FR_FORWARD):
+            loss = F.cross_entropy(model(inputs).flatten(0, 1).float(), targets.flatten()) / train.grad_accum
         flight_recorder.doing(f"{FR_BACKWARD} of step {step}")
-        (scaler.scale(loss) if scaler else loss).backward()
+        with memory_history.phase(FR_BACKWARD):
+            (scaler.scale(loss) if scaler else loss).backward()
         total += loss.detach()
-    flight_recorder.doing(f"optimizer step of step {step}")
-    if scaler:
-        scaler.step(optimizer)
-        scaler.update()
-    else:
-        optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    flight_recorder.doing(f"{FR_OPTIMIZER} of step {step}")
+    with memory_history.phase(FR_OPTIMIZER):
+        if scaler:
+            scaler.step(optimizer)
+            scaler.update()
+        else:
+            optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
     after_optimizer_step(model, spec.precision)
     return total
 
@@ -180,7 +191,9 @@ def run_loop(
         if clock is not None:
             clock.step_done(step, losses[-1])
         if hook is not None:
-            hook.after_step(step)
+            flight_recorder.doing(f"{FR_CHECKPOINT} after step {step}")
+            with memory_history.phase(FR_CHECKPOINT):
+                hook.after_step(step)
         if clock is not None:
             clock.hook_done(step)
     if hook is not None:
@@ -197,7 +210,13 @@ def run_loop(
             _slow_down(spec.debug, step_timer, rank)
 
         profile_start = time.time()
-        profiled = profile_steps(profiled_step, spec.profile, device, rank, trace_dir)
+        keeps_trace = spec.repeat % spec.profile.every_repeats == 0  # profile.every_repeats: one repeat in K
+        profiled = profile_steps(profiled_step, spec.profile, device, rank, trace_dir if keeps_trace else None)
+        if not keeps_trace and rank == 0:
+            profiled.notes.append(
+                f"traces not kept: profile.every_repeats={spec.profile.every_repeats} keeps those of repeats "
+                f"{', '.join(str(k) for k in range(0, 3 * spec.profile.every_repeats, spec.profile.every_repeats))}, ..."
+            )
         if clock is not None:
             clock.profiled(profile_start, time.time())
     categories, categories_note = None, None

@@ -118,6 +118,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
     # that one anyway; a preflight-only launch does not).
     compile_stats = _compile_stats() if train.compile else None
     try:
+        flight_recorder.doing("building the model and optimizer")
         model, optimizer, scaler = build_training(spec, device, timeout)
         source = build_source(train.data, spec.model.vocab_size, train.seed)
         checkpointer = None
@@ -127,6 +128,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
             directory = checkpoint_location(train, point.point_dir)
             checkpointer = Checkpointer(train, directory, point.point_id, model, optimizer, scaler, timeout, device)
         clock.initialized()
+        flight_recorder.doing("restoring the checkpoint")
         start_step = checkpointer.start(restarted=clock.attempt > 0) if checkpointer else 0
         clock.restored(start_step)
         loop = run_loop(
@@ -347,11 +349,11 @@ def record_failure(point: LaunchPoint | PreflightTask, exc: BaseException) -> No
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     message = f"{type(exc).__name__}: {first}".strip()
     oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
-    if oom:  # what filled the memory, before the reason (profile.memory_history, CUDA)
-        memory_history.dump_on_failure(Path(point.point_dir), int(os.environ.get("RANK", 0)))
-    error = RankError(
-        int(os.environ.get("RANK", 0)), type(exc).__name__, message[:500], oom, traceback.format_exc()[-4000:]
-    )
+    rank = int(os.environ.get("RANK", 0))
+    error = RankError(rank, type(exc).__name__, message[:500], oom, traceback.format_exc()[-4000:])
+    if oom:  # in which phase, and what filled the memory (the snapshot first: profile.memory_history, CUDA)
+        error.largest = memory_history.dump_on_failure(Path(point.point_dir), rank)
+        error.phase = flight_recorder.doing_now()
     if isinstance(exc, OSError):
         error.errno, error.filename = exc.errno, None if exc.filename is None else str(exc.filename)
     error.write(Path(point.point_dir))

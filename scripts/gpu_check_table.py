@@ -468,6 +468,59 @@ def breakdown_lines(shown: list[tuple[str, dict]]) -> list[str]:
     return lines
 
 
+EXPECTED_OOM = "-oom"  # a point whose label ends so is made to run out of memory (gpu_check.sh's g)
+
+
+def oom_as_expected(label: str, record: dict, results: Path) -> tuple[bool, str]:
+    """Whether a point made to run out of memory left what an OOM must leave: status oom, a reason
+    naming the phase and the largest live allocations, and rank 0's allocator snapshot beside it."""
+    from bench.schema.protocol import memory_snapshot_file
+
+    snapshot = memory_snapshot_file(results / SWEEP / str(record.get("point_id")), 0)
+    error = record.get("error") or ""
+    checks = {
+        "status oom": record.get("status") == "oom",
+        "phase named": "; in " in error,
+        "largest allocations named": "largest live allocations: " in error,
+        "snapshot written": snapshot.exists(),
+    }
+    size = f", {snapshot.stat().st_size / 1e6:.1f} MB" if snapshot.exists() else ""
+    verdict = ", ".join(f"{name} ({'yes' if ok else 'no'})" for name, ok in checks.items())
+    return all(checks.values()), f"Out of memory on purpose, {label}: {verdict}{size}"
+
+
+def memory_lines(shown: list[tuple[str, dict]], results: Path) -> list[str]:
+    """What the memory forensics left: every OOM's reason and snapshot (g on purpose; c on an 80 GB
+    GPU), the history's bound on its cost where a point recorded it and finished, and the tracker's
+    categories at the peak beside the measured peak."""
+    from bench.schema.protocol import memory_snapshot_file
+
+    lines = []
+    for label, record in shown:
+        spec, metrics = record.get("spec") or {}, record.get("metrics") or {}
+        history = get(spec, "profile", "memory_history")
+        if record.get("status") == "oom":
+            snapshot = memory_snapshot_file(results / SWEEP / str(record.get("point_id")), 0)
+            lines.append(f"{label}: oom: {record.get('error')}; snapshot {'written' if snapshot.exists() else 'none'}")
+            if label.endswith(EXPECTED_OOM):
+                lines.append(oom_as_expected(label, record, results)[1])
+        elif history and record.get("status") == "ok":
+            job = metrics.get("job") or {}
+            lines.append(
+                f"{label}: allocator history through set-up and warm-up; its cost is inside step start-up "
+                f"{_num(job.get('step_startup_s'), '.2f')} s and initialization {_num(job.get('initialization_s'), '.2f')} s "
+                f"(median step {_num(get(metrics, 'step_time_s', 'median'), '.3f')} s, not under the history)"
+            )
+        categories = metrics.get("peak_mem_by_category")
+        if categories:
+            shown_categories = ", ".join(f"{k} {v / GIB:.3f}" for k, v in categories.items() if v)
+            allocated = get(metrics, "peak_mem_bytes", "max")  # the timed window's allocator peak
+            lines.append(
+                f"{label}: FSDP2's memory tracker at its peak, GiB: {shown_categories}; measured peak {_num(allocated, '.3f', 1 / GIB)}"
+            )
+    return lines
+
+
 def table(results: Path, plan_path: Path | None, outcomes_path: Path | None, out: Path | None) -> int:
     by_id, notes = load(results)
     plan = read_tsv(plan_path) if plan_path and plan_path.exists() else None
@@ -479,6 +532,7 @@ def table(results: Path, plan_path: Path | None, outcomes_path: Path | None, out
     lines += markdown(rows, COLUMNS) if rows else ["(no records and no plan: nothing ran)"]
     lines += ["", *comm_lines(shown)]
     lines += ["", *profiled] if (profiled := breakdown_lines(shown)) else []
+    lines += ["", *memory] if (memory := memory_lines(shown, results)) else []
     lines += ["", *notes] if notes else []
     text = "\n".join(lines) + "\n"
     print(text, end="")
@@ -486,7 +540,14 @@ def table(results: Path, plan_path: Path | None, outcomes_path: Path | None, out
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
     judged = rows[: len(plan)] if plan is not None else rows
-    return 0 if judged and all(row["status"] == "ok" for row in judged) else 1
+    records = dict(shown)
+    good = [
+        oom_as_expected(row["point"], records[row["point"]], results)[0]
+        if row["point"].endswith(EXPECTED_OOM) and row["point"] in records
+        else row["status"] == "ok"
+        for row in judged
+    ]
+    return 0 if judged and all(good) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,10 +57,19 @@ def _classified(item: str) -> tuple[Any, bool]:
     return override, _is_group_choice(override)
 
 
+# A price given on the command line is the user's own: the preset's source and date do not describe it.
+_PRICE, _PRICE_PROVENANCE = "cluster.usd_per_node_hour", ("cluster.price_source", "cluster.price_as_of")
+
+
 def _split(overrides: Sequence[str]) -> tuple[tuple[str, ...], list]:
-    """A point's (group choices as written, parsed scalar overrides), in their order."""
+    """A point's (group choices as written, parsed scalar overrides), in their order; a price given
+    without its source and date clears the preset's."""
     classified = [_classified(item) for item in overrides]
-    return tuple(o.input_line for o, choice in classified if choice), [o for o, choice in classified if not choice]
+    scalars = [o for o, choice in classified if not choice]
+    given = {o.key_or_group for o in scalars}
+    if _PRICE in given:
+        scalars += [_classified(f"{key}=null")[0] for key in _PRICE_PROVENANCE if key not in given]
+    return tuple(o.input_line for o, choice in classified if choice), scalars
 
 
 def compose(overrides: Sequence[str]) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from bench.schema.protocol import (
     LaunchFile,
     LaunchPoint,
     PreflightTask,
+    RankError,
     error_files,
     memory_snapshots,
     point_dir,
@@ -236,7 +237,7 @@ def classify(directory: Path, outcome: LaunchOutcome) -> tuple[str, str]:
         return "timeout", outcome.detail or "no result within the point timeout"
     if any(e.get("oom") for e in errors):
         first = next(e for e in errors if e.get("oom"))
-        return "oom", f"rank {first['rank']}: {first['message']}"
+        return "oom", RankError(**first).oom_reason()
     primary = [e for e in errors if not any(s in e["message"].lower() for s in _SECONDARY)]
     killed = killed_ranks(outcome.log_files)
     if not primary and killed:

@@ -29,7 +29,7 @@ file is typed: the parent writes a `LaunchFile` of validated `RunSpec`s, `Recipe
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from pydantic import Field
@@ -84,6 +84,7 @@ from bench.schema.protocol_names import (  # noqa: F401
 )
 from bench.schema.record import Recipe
 from bench.schema.spec import RunSpec, TrainSpec
+from bench.schema.units import GIB
 
 
 class LaunchPoint(Strict):
@@ -159,6 +160,11 @@ class RankError:
     # An OSError's number and file (a full or read-only results disk is the storage's fault, not the point's).
     errno: int | None = None
     filename: str | None = None
+    # An out-of-memory's context: what the harness was doing ("backward of step 0"), and with the
+    # allocator's history on (profile.memory_history, CUDA) the largest live allocations by category
+    # (fsdp_core/allocations.py: category, bytes, blocks, largest, where).
+    phase: str = ""
+    largest: list[dict] = field(default_factory=list)
 
     def write(self, point_dir: Path) -> None:
         path = error_file(point_dir, self.rank)
@@ -168,6 +174,22 @@ class RankError:
     @classmethod
     def read(cls, path: Path) -> RankError:
         return cls(**json.loads(Path(path).read_text()))
+
+    def oom_reason(self) -> str:
+        """The record's one-line reason for this rank's out-of-memory: the message, the phase, and what
+        filled the memory where the snapshot says."""
+        parts = [f"rank {self.rank}: {self.message}"]
+        if self.phase:
+            parts.append(f"in {self.phase}")
+        if self.largest:
+            parts.append(
+                "largest live allocations: "
+                + ", ".join(
+                    f"{a['category']} {a['bytes'] / GIB:.2f} GiB ({a['blocks']} block{'s' * (a['blocks'] != 1)})"
+                    for a in self.largest
+                )
+            )
+        return "; ".join(parts)
 
 
 def results_relative(item_dir: Path) -> tuple[str, ...]:

@@ -42,11 +42,13 @@ FR_DEADLINE_LEAD_S = 5.0
 FR_LEAD_ENV = "FSDP_BENCH_FR_LEAD_S"
 # What a dump says the harness was doing (fsdp_core/flight_recorder.py `doing`), "<phase> of step <S>":
 # the verdict names the step timer's barriers as the harness's own, and a gloo all_reduce in backward as
-# FSDP's reduce-scatter (gloo records it so).
+# FSDP's reduce-scatter (gloo records it so). An out-of-memory's reason names the same phases.
 FR_OPENING_BARRIER = "the step timer's opening barrier"
 FR_CLOSING_BARRIER = "the step timer's closing barrier"
 FR_BACKWARD = "backward"
 FR_FORWARD = "forward"
+FR_OPTIMIZER = "optimizer step"
+FR_CHECKPOINT = "checkpoint save"
 # profile.memory_history (CUDA): the allocator's snapshot of rank R written on its out-of-memory,
 # memory_snapshot_rank<R>.pickle beside the record (pytorch.org/memory_viz opens it).
 MEMORY_SNAPSHOT_PREFIX = "memory_snapshot_rank"

@@ -355,6 +355,12 @@ class ProfileSpec(Strict):
     max_mib: Annotated[float, OBSERVES] = Field(
         64.0, gt=0, description="cap on each rank's trace, MiB before compression; cut at a whole step"
     )
+    every_repeats: Annotated[int, OBSERVES] = Field(
+        1,
+        ge=1,
+        strict=True,
+        description="keep the traces of one repeat in K (repeat index divisible by K); every repeat keeps its split",
+    )
     memory_categories: Annotated[bool, OBSERVES] = Field(
         False,
         strict=True,

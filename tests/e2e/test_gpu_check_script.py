@@ -31,6 +31,7 @@ LABELS = (
     "d-tinyllama-fp8-compile",
     "e-tinyllama-fp16",
     "f-debug-bf16-offload",
+    "g-tinyllama-oom",
 )
 OK_1 = "079a455ef502"  # debug fp32, 1 node, ok
 OK_2 = "9a14ef882752"  # debug fp32, 2 nodes, ok, non-zero comm bytes
@@ -103,12 +104,17 @@ def test_dry_run_command_lines_merge_common_and_point_values(tmp_path):
     assert [w for w in d if w.startswith(same)] == [w for w in b if w.startswith(same)]
     assert "train.steps=24" in command_line(out, "e-tinyllama-fp16")
     assert "train.cpu_offload=true" in command_line(out, "f-debug-bf16-offload")
+    # The memory forensics: a's tracker step, c's allocator history (an OOM on an 80 GB GPU leaves its
+    # snapshot), and g made to run out of memory with the history on.
+    assert "profile.memory_categories=true" in a and "profile.memory_history=true" in c
+    g = command_line(out, "g-tinyllama-oom")
+    assert {"profile.memory_history=true", "train.micro_batch=1024", "sweep.point_timeout_s=20"} <= set(g)
     timeouts = {label: int(command_line(out, label)[3]) for label in LABELS}
     assert timeouts == {
-        "a-debug-bf16": 55, "b-tinyllama-bf16-compile": 115, "c-llama2-7b-bf16-ac": 80,
-        "d-tinyllama-fp8-compile": 115, "e-tinyllama-fp16": 45, "f-debug-bf16-offload": 40,
+        "a-debug-bf16": 55, "b-tinyllama-bf16-compile": 110, "c-llama2-7b-bf16-ac": 80,
+        "d-tinyllama-fp8-compile": 110, "e-tinyllama-fp16": 40, "f-debug-bf16-offload": 40, "g-tinyllama-oom": 45,
     }  # fmt: skip
-    assert "worst case: 450 s of points" in out
+    assert "worst case: 480 s of points" in out
     assert "global deadline 480 s" in out
 
 
@@ -126,7 +132,7 @@ def test_dry_run_point_selection(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "ok      c-llama2-7b-bf16-ac" in proc.stdout and "ok      e-tinyllama-fp16" in proc.stdout
     assert "a-debug-bf16" not in proc.stdout
-    assert "worst case: 125 s of points" in proc.stdout  # c 80 + e 45
+    assert "worst case: 120 s of points" in proc.stdout  # c 80 + e 40
     none = run_script(tmp_path / "res", FSDP_BENCH_GPU_CHECK_DRY="config", FSDP_BENCH_GPU_CHECK_POINTS="zz")
     assert none.returncode == 2 and "selects no point" in none.stderr
 

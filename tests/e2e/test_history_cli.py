@@ -25,6 +25,8 @@ from pathlib import Path
 import pytest
 from alone import alone
 
+from bench.schema.protocol import trace_file_name
+
 # Every test here starts ranks (the nights, a module fixture) or reads what they wrote.
 pytestmark = pytest.mark.ranks
 
@@ -32,6 +34,7 @@ POINT = [
     "experiment=cpu_smoke", "nodes=1", "strategy=full_shard", "precision=fp32", "train.steps=4",
     "train.warmup_steps=1", "train.seq_len=32", "train.threads_per_rank=1", "sweep.repeats=3", "report=false",
     "profile.enabled=true", "profile.steps=2",  # after the timed window: tokens/s is not taken under it
+    "profile.every_repeats=2",  # repeats 0 and 2 keep their traces, repeat 1 its split and ops only
 ]  # fmt: skip
 SWEEPS = {"night1": 0.0, "night2": 0.0, "night3": 9.0}
 
@@ -111,6 +114,16 @@ def _tokens_per_s(root, sweeps):
         for name in sweeps
         for path in sorted((root / name).rglob("result.json"))
     ]
+
+
+def test_one_repeat_in_every_repeats_keeps_its_traces_and_every_repeat_its_split(nights):
+    for name in SWEEPS:
+        for path in sorted((nights.root / name).rglob("result.json")):
+            record = json.loads(path.read_text())
+            kept = record["spec"]["repeat"] % 2 == 0
+            assert (path.parent / trace_file_name(0)).exists() == kept, (name, record["spec"]["repeat"])
+            assert record["metrics"]["step_breakdown"]["ops"]  # history's operations, kept by every repeat
+            assert ("profile.every_repeats=2" in record["notes"].get("step_breakdown", "")) != kept
 
 
 @pytest.fixture(scope="module")

@@ -181,7 +181,7 @@ def test_out_of_memory_gives_status_oom(tmp_path, fsdp_bench):
     (record,) = records
     assert (record.status, record.error) == (
         "oom",
-        "rank 0: OutOfMemoryError: debug: injected out-of-memory on rank 0 at step 1",
+        "rank 0: OutOfMemoryError: debug: injected out-of-memory on rank 0 at step 1; in debug.oom of step 1",
     )
 
 
@@ -216,6 +216,7 @@ BAD_INPUT = {
     "debug.extra_matmuls=-1": "debug.extra_matmuls: Input should be greater than or equal to 0",
     "profile.steps=0": "profile.steps: Input should be greater than or equal to 1",
     "profile.max_mib=0": "profile.max_mib: Input should be greater than 0",
+    "profile.every_repeats=0": "profile.every_repeats: Input should be greater than or equal to 1",
     "profile.memory_history=true": "profile.memory_history: needs a CUDA cluster; local-cpu's device_type is cpu",
     "profile.memory_history_entries=0": "profile.memory_history_entries: Input should be greater than 0",
     "profile.memory_categories=yes": "profile.memory_categories: got 'yes'; allowed: true, false",

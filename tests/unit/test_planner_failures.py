@@ -105,6 +105,33 @@ def test_70b_on_16_p5_nodes_at_a_node_mtbf_of_6300_h():
     assert cost["price_source"] is None  # a price given on the command line names no source
 
 
+@pytest.mark.parametrize(
+    ("cluster", "price"),
+    [("p4d.24xlarge", 21.957642), ("p4de.24xlarge", 27.44705), ("p5.48xlarge", 55.04), ("p5en.48xlarge", 63.296),
+     ("p5e.48xlarge", None), ("h100-8x", None)],
+)  # fmt: skip
+def test_the_aws_presets_carry_awss_on_demand_price_with_its_source_and_date(cluster, price):
+    rc, out, err, _ = in_process("plan", "model=debug", f"cluster={cluster}", "nodes=2", "--json")
+    assert rc == 0, err
+    (plan,) = json.loads(out)
+    if price is None:  # p5e: AWS publishes no on-demand price in us-east-1; generic presets: nobody's price
+        assert "cost" not in plan
+        return
+    assert plan["cost"]["usd_per_node_hour"] == price
+    assert plan["cost"]["price_source"].startswith("AWS on-demand, us-east-1, Linux")
+    assert plan["cost"]["price_as_of"] == "2026-07-28"
+    # A price given on the command line is the user's: the preset's source and date no longer describe it.
+    rc, out, err, _ = in_process("plan", "model=debug", f"cluster={cluster}", "nodes=2", "cluster.usd_per_node_hour=9",
+                                 "--json")  # fmt: skip
+    (plan,) = json.loads(out)
+    cost = plan["cost"]
+    assert (cost["usd_per_node_hour"], cost["price_source"], cost["price_as_of"]) == (9, None, None)
+    rc, out, err, _ = in_process("plan", "model=debug", f"cluster={cluster}", "nodes=2", "cluster.usd_per_node_hour=9",
+                                 "cluster.price_source=our contract", "--json")  # fmt: skip
+    (plan,) = json.loads(out)
+    assert (plan["cost"]["price_source"], plan["cost"]["price_as_of"]) == ("our contract", None)
+
+
 def test_bad_tokens_and_non_positive_rates_are_one_line_exit_2():
     rc, _, err, _ = in_process("plan", "model=debug", "--tokens", "2X")
     assert rc == 2

@@ -76,7 +76,7 @@ ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
             "CUDA Memory Usage' documents (the snapshot opens at pytorch.org/memory_viz); no public alias. Looked "
             "up tolerantly: a torch without them leaves a record note",
         )
-        for name in ("_record_memory_history", "_dump_snapshot")
+        for name in ("_record_memory_history", "_snapshot")
     },
     "torch.distributed.distributed_c10d._world.pg_names": (
         ("fsdp_core/flight_recorder.py",),
