@@ -22,8 +22,10 @@ class Pair:
     short: str  # the column's name in a grid's table
     tracked: tuple[str, ...]
     planned: tuple[str, ...]  # empty: the planner has no such component
-    # Why the two differ where the reason is known, by the planner's peak moment (`loss`: cross-
-    # entropy's backward; `backward`: the blocks' backward, bench/analysis/planner/memory.py) or "any".
+    # Why the two differ where the reason is known: keyed "<moment>/<over|under>", "<moment>" or
+    # "<over|under>" (the most specific first), the moment the planner's peak (`loss`: cross-entropy's
+    # backward; `backward`: the blocks' backward, bench/analysis/planner/memory.py) and over/under
+    # whether the tracker measured more or less than predicted.
     reasons: dict[str, str] = field(default_factory=dict)
 
 
@@ -37,8 +39,8 @@ PAIRS: tuple[Pair, ...] = (
         ("Unsharded Param",),
         ("unsharded_params",),
         {
-            "backward": "the planner's backward moment counts the root and two blocks whole (computing and "
-            "prefetched); at the tracker's peak one block was whole"
+            "backward/under": "the planner counts the root and two blocks whole during the blocks' backward "
+            "(every block without resharding); at the tracker's peak fewer were (none once backward is over)"
         },
     ),
     Pair(
@@ -46,7 +48,10 @@ PAIRS: tuple[Pair, ...] = (
         "optimizer",
         ("OptState",),
         ("optimizer",),
-        {"any": "AdamW's step counters (a 4-byte scalar per parameter tensor), which the planner leaves out"},
+        {
+            "over": "AdamW's step counters (4 bytes per parameter tensor), which the planner leaves out; more "
+            "than those: a parameter-sized temporary of the optimizer step, where the tracker's peak fell"
+        },
     ),
     Pair(
         "Sharded Grad / grads",
@@ -54,11 +59,11 @@ PAIRS: tuple[Pair, ...] = (
         ("Sharded Grad",),
         ("grads",),
         {
-            "loss": "the planner counts sharded grads at both moments on purpose (they live across "
+            "loss/under": "the planner counts sharded grads at both moments on purpose (they live across "
             "micro-steps under grad_accum); with grad_accum=1, zero_grad(set_to_none=True) freed them "
             "before the forward",
-            "backward": "the planner counts every block's sharded grads (gradient accumulation); at the "
-            "tracker's peak only the blocks already reduce-scattered had theirs",
+            "backward/under": "the planner counts every sharded grad (gradient accumulation); with "
+            "grad_accum=1 only those already reduce-scattered exist at the tracker's peak",
         },
     ),
     Pair(
@@ -67,8 +72,10 @@ PAIRS: tuple[Pair, ...] = (
         ("Unsharded Grad", "Reduce Scatter"),
         ("unsharded_grads",),
         {
-            "backward": "the planner counts the output projection's gradient and two blocks' in flight at "
-            "once; at the tracker's peak one block's gradients sat in the reduce-scatter buffer"
+            "backward/under": "the planner counts the output projection's and two blocks' whole gradients at "
+            "once; at the tracker's peak fewer were (autograd's fresh ones are in Temp)",
+            "backward/over": "the tracker's peak fell at the root's reduce-scatter (the embedding's and output's "
+            "whole gradients in its buffer), a moment the planner does not model",
         },
     ),
     Pair(
@@ -76,17 +83,22 @@ PAIRS: tuple[Pair, ...] = (
         "activation + temp",
         ("Activation", "Temp"),
         ("activations", "logits"),
+        {
+            "backward/over": "Temp holds whole gradients autograd produced before FSDP's reduce-scatter took "
+            "them, which the planner counts in unsharded_grads",
+            "backward/under": "the tracker's peak fell after the blocks' backward, the activations freed",
+        },
     ),
-    Pair("Buffer / -", "buffer", ("Buffer",), (), {"any": "the RoPE tables (buffers), which the planner leaves out"}),
+    Pair("Buffer / -", "buffer", ("Buffer",), (), {"over": "the RoPE tables (buffers), which the planner leaves out"}),
     Pair(
         "Total / allocated",
         "total",
         ("Total",),
         ("allocated",),
         {
-            "loss": "the sum of the rows above: mostly the sharded grads the planner keeps on purpose",
-            "backward": "the sum of the rows above: the planner's backward moment adds maxima the real "
-            "step reaches at different times (conservative on purpose)",
+            "loss/under": "the sum of the rows above: mostly the sharded grads the planner keeps on purpose",
+            "backward/under": "the sum of the rows above: the planner's backward moment adds maxima the step "
+            "reaches at different times (conservative on purpose)",
         },
     ),
 )
@@ -116,9 +128,17 @@ def compare(categories: dict[str, int], prediction: dict[str, Any]) -> list[Row]
         measured = sum(categories.get(name, 0) for name in pair.tracked)
         predicted = sum(planner[name] for name in pair.planned) if pair.planned else None
         difference = measured - (predicted or 0)
-        reason = (pair.reasons.get(moment) or pair.reasons.get("any")) if difference else None
+        reason = reason_for(pair, moment, difference)
         rows.append(Row(pair.label, measured, predicted, difference, reason))
     return rows
+
+
+def reason_for(pair: Pair, moment: str, difference: int) -> str | None:
+    """The known reason for a pair's difference (None when they agree or the reason is unknown)."""
+    if not difference:
+        return None
+    side = "over" if difference > 0 else "under"
+    return next((pair.reasons[k] for k in (f"{moment}/{side}", moment, side) if k in pair.reasons), None)
 
 
 def compare_record(record, prediction: dict[str, Any] | None = None) -> list[Row] | None:
