@@ -30,13 +30,15 @@ class Pair:
 
 
 # "Total" compares with the planner's allocator-visible peak (`peak_memory_bytes.allocated`: every
-# component but headroom); Buffer (the RoPE tables) has no planner component.
+# component but headroom); Buffer (the RoPE tables) has no planner component. All Gather joins Unsharded
+# Param: a block being prefetched is in its all-gather buffer, and the planner counts it whole. Inputs
+# (the token ids, freed by the peak in every point measured) is in the tracker's Total only.
 PAIRS: tuple[Pair, ...] = (
     Pair("Sharded Param / params", "sharded param", ("Sharded Param",), ("params",)),
     Pair(
-        "Unsharded Param / unsharded_params",
-        "unsharded param",
-        ("Unsharded Param",),
+        "Unsharded Param + All Gather / unsharded_params",
+        "unsharded param + AG",
+        ("Unsharded Param", "All Gather"),
         ("unsharded_params",),
         {
             "backward/under": "the planner counts the root and two blocks whole during the blocks' backward "
@@ -84,8 +86,8 @@ PAIRS: tuple[Pair, ...] = (
         ("Activation", "Temp"),
         ("activations", "logits"),
         {
-            "backward/over": "Temp holds whole gradients autograd produced before FSDP's reduce-scatter took "
-            "them, which the planner counts in unsharded_grads",
+            "backward/over": "Temp holds, by the sums, whole gradients autograd produced before FSDP's "
+            "reduce-scatter took them, which the planner counts in unsharded_grads",
             "backward/under": "the tracker's peak fell after the blocks' backward, the activations freed",
         },
     ),
