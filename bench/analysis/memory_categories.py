@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bench.analysis.planner import predict
+
 
 @dataclass(frozen=True)
 class Pair:
@@ -149,8 +151,6 @@ def compare_record(record, prediction: dict[str, Any] | None = None) -> list[Row
     if not categories:
         return None
     if prediction is None:
-        from bench.analysis.planner import predict
-
         prediction = predict(record.spec)
     return compare(categories, prediction)
 
