@@ -8,6 +8,8 @@ tokens/s per device, their relative error, the predicted step-time split beside 
 and whether the counted communication bytes equal the planner's. The predicted exposed share that
 compares with the measured one is exposed communication plus the overlapped communication the
 planner charges back as interference (on CPU all of it: every collective is synchronous there).
+Records with `metrics.peak_mem_by_category` (profile.memory_categories) get a table each below: FSDP2's
+memory tracker beside the planner's breakdown, category by category (bench/analysis/memory_categories.py).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from bench.analysis import memory_categories
 from bench.analysis.planner.predict import predict
 from bench.analysis.report.diagnosis import diagnose, predicted_comm_s
 from bench.analysis.stats import rank_correlation
@@ -52,6 +55,8 @@ def compare_records(records, preflights=()) -> list[dict[str, Any]]:
                 "memory_predicted": predicted["memory_bytes_per_device"]["total"],
                 "memory_measured": memory,
                 "memory_kind": memory_kind,
+                "memory_categories": memory_categories.compare_record(record, predicted),
+                "memory_moment": predicted["peak_memory_bytes"]["moment"],
             }
         )
     return rows
@@ -115,6 +120,12 @@ def markdown(rows: list[dict[str, Any]]) -> str:
         lines.append(f"\nmedian absolute error: {100 * statistics.median(abs(r['error']) for r in rows):.1f}%")
         rho = rank_correlation([r["predicted"] for r in rows], [r["measured"] for r in rows])
         lines.append(f"Spearman rank correlation, predicted vs measured tokens/s per device: {rho:.2f}")
+    for r in rows:
+        if r["memory_categories"] is not None:
+            title = (
+                f"\n{r['point']}: memory by category, bytes per device (the planner's {r['memory_moment']} moment)\n"
+            )
+            lines.append(memory_categories.markdown(r["memory_categories"], title))
     return "\n".join(lines)
 
 
