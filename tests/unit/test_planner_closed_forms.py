@@ -195,10 +195,30 @@ def test_activation_memory_by_checkpointing_mode():
 
 def test_peak_moments_of_a_large_vocabulary_and_of_a_deep_model():
     # debug: the loss moment keeps two more fp32 vocab-wide gradients; no block is whole then.
-    loss, backward = moments(debug_workload()).values()
+    parts = moments(debug_workload())
+    loss, backward, root_reduce = (parts[name] for name in ("loss", "backward", "root_reduce"))
     assert loss["logits"] == 64 * (root_bytes(DEBUG, 4) + 2 * 4 * 512)
     assert loss["unsharded_params"] == 4 * P_ROOT and loss["unsharded_grads"] == 0
     assert backward["unsharded_params"] == 4 * (P_ROOT + 2 * P_BLOCK) and backward["logits"] == 64 * 8
+    # The root's reduce-scatter on CPU: gloo's copy of the fp32 input, the input and the half-size
+    # output (debug's root needs no padding over 2 shards); nothing whole, nothing saved.
+    assert root_reduce["unsharded_grads"] == 4 * P_ROOT * 5 // 2 == 656_000
+    assert root_reduce["unsharded_params"] == root_reduce["activations"] == root_reduce["logits"] == 0
+    assert parts.keys() == {"loss", "backward", "root_reduce"} and all(p.keys() == loss.keys() for p in parts.values())
+
+
+def test_the_roots_reduce_scatter_is_tinys_peak_under_full_checkpointing():
+    # tiny's root (2 x 8192 x 256 + 256 = 4,194,560 elements) outweighs its blocks: once backward is
+    # over, the root's reduce-scatter holds more than the blocks' backward did. The grid measured
+    # this point (docs/results/planner.md); 98,718,208 is every allocator-visible byte there.
+    tiny = llama_shape(FLAVORS["tiny"])
+    w = debug_workload(shape=tiny, nodes=1, gpus_per_node=2, micro_batch=2, activation_checkpointing="full")
+    totals = {name: sum(part.values()) for name, part in moments(w).items()}
+    assert totals == {"loss": 87_053_824, "backward": 96_666_624, "root_reduce": 98_718_208}
+    assert tiny.root_params == 4_194_560
+    # GPUs run no gloo copy: the copy-in (fp32 gradients and the fp32 input) is the larger part there.
+    gpu = dataclasses.replace(w, cluster=load_preset("cluster", "h100-8x"))
+    assert moments(gpu)["root_reduce"]["unsharded_grads"] == 2 * 4 * 4_194_560
 
 
 def test_ring_time_closed_form():

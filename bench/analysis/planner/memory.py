@@ -16,9 +16,11 @@ Components (bytes per device):
 - `activations` and `logits`: what one micro-batch keeps for backward under the checkpointing
   mode, plus backward's transients (bench/analysis/planner/activations.py, counted exactly on CPU).
 
-The peak sits at one of two moments (`moments`): cross-entropy's backward right after the forward
-(every activation, the vocabulary-sized loss tensors) or the blocks' backward (activations, the
-recomputed block, whole parameters and gradients in flight); the breakdown is the larger one's.
+The peak sits at one of three moments (`moments`): cross-entropy's backward right after the forward
+(every activation, the vocabulary-sized loss tensors), the blocks' backward (activations, the
+recomputed block, whole parameters and gradients in flight) or the root's reduce-scatter after the
+blocks' backward (the root's whole gradient in the collective's buffers); the breakdown is the
+largest one's.
 - `headroom`: allocator fragmentation (a fraction of the dynamic part) plus the runtime's own
   footprint (CUDA context, NCCL and cuBLAS workspaces; on CPU the Python and torch runtime).
 """
@@ -93,15 +95,38 @@ def unsharded_bytes(w: Workload) -> dict[str, int]:
     return {"unsharded_params": root + blocks_alive * block, "unsharded_grads": grads}
 
 
+def root_reduce_bytes(w: Workload) -> int:
+    """The root's gradients on their way through FSDP2's reduce-scatter (the `root_reduce` moment).
+
+    foreach_reduce copies the root's whole gradients (compute dtype, unpadded) into one padded
+    reduce-dtype input buffer, frees them, then allocates the sharded output: the larger of the
+    copy-in (gradients + input) and the collective (input + output) is what the moment holds. On CPU,
+    gloo's reduce-scatter works on a full-size copy of its input besides (it reduces the copy, then
+    takes its own chunk), wherever a reduce-scatter runs at all (more than one shard).
+    """
+    shards = w.shard_degree
+    padded = padded_numel(w.shape.root_shapes, shards)
+    copy_in = w.shape.root_params * w.param_bytes + padded * w.reduce_bytes
+    collective = padded * w.reduce_bytes + padded // shards * w.reduce_bytes
+    if w.cluster.device_type == "cpu" and shards > 1:
+        collective += padded * w.reduce_bytes
+    return max(copy_in, collective)
+
+
 def moments(w: Workload) -> dict[str, dict[str, int]]:
-    """The allocator-visible bytes at the two moments the peak can sit at, component by component.
+    """The allocator-visible bytes at the three moments the peak can sit at, component by component.
 
     - `loss`: cross-entropy's backward, right after the forward: every block's saved tensors,
       the fp32 log-softmax and its two fp32 gradients; the root whole, blocks whole only where
       the strategy never reshards them; no unsharded gradients yet.
     - `backward`: the blocks' backward: saved tensors, the block being recomputed, the root and
       two blocks whole (all of them without resharding), gradients in flight.
-    The sharded fp32 gradients are counted at both (they exist from the first micro-step's
+    - `root_reduce`: the root's reduce-scatter once backward is over: no activations are left and
+      no parameter is whole (the root reshards after backward before it reduces, and every block
+      has); the only unsharded bytes are the root's gradient in the collective's buffers
+      (`root_reduce_bytes`). It holds the most where the root outweighs a few blocks (a small
+      model with a large vocabulary).
+    The sharded fp32 gradients are counted at all three (they exist from the first micro-step's
     reduce-scatter on under gradient accumulation, and through the optimizer step).
     """
     states = dict.fromkeys(state_bytes(w), 0) if w.cpu_offload else state_bytes(w)
@@ -122,6 +147,13 @@ def moments(w: Workload) -> dict[str, dict[str, int]]:
             **during_backward,
             "activations": saved["activations"] + recompute_bytes(w),
             "logits": embedding_ids_bytes(w),
+        },
+        "root_reduce": {
+            **states,
+            "unsharded_params": 0,
+            "unsharded_grads": root_reduce_bytes(w),
+            "activations": 0,
+            "logits": 0,
         },
     }
 
