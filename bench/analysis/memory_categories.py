@@ -26,7 +26,8 @@ class Pair:
     planned: tuple[str, ...]  # empty: the planner has no such component
     # Why the two differ where the reason is known: keyed "<moment>/<over|under>", "<moment>" or
     # "<over|under>" (the most specific first), the moment the planner's peak (`loss`: cross-entropy's
-    # backward; `backward`: the blocks' backward, bench/analysis/planner/memory.py) and over/under
+    # backward; `backward`: the blocks' backward; `root_reduce`: the root's reduce-scatter after them,
+    # bench/analysis/planner/memory.py) and over/under
     # whether the tracker measured more or less than predicted.
     reasons: dict[str, str] = field(default_factory=dict)
 
@@ -68,6 +69,8 @@ PAIRS: tuple[Pair, ...] = (
             "before the forward",
             "backward/under": "the planner counts every sharded grad (gradient accumulation); with "
             "grad_accum=1 only those already reduce-scattered exist at the tracker's peak",
+            "root_reduce/under": "the planner counts every sharded grad (gradient accumulation); with "
+            "grad_accum=1 the root's do not exist before its reduce-scatter ends",
         },
     ),
     Pair(
@@ -79,7 +82,10 @@ PAIRS: tuple[Pair, ...] = (
             "backward/under": "the planner counts the output projection's and two blocks' whole gradients at "
             "once; at the tracker's peak fewer were (autograd's fresh ones are in Temp)",
             "backward/over": "the tracker's peak fell at the root's reduce-scatter (the embedding's and output's "
-            "whole gradients in its buffer), a moment the planner does not model",
+            "whole gradients in its buffer), the planner's root_reduce moment, which held less here",
+            "root_reduce/under": "the planner counts the reduce-scatter's output and gloo's copy of its input "
+            "here, the tracker in Temp; its Unsharded Grad is the output projection's gradient, which the "
+            "tracker's own post-backward wrapper keeps alive through the reduce-scatter",
         },
     ),
     Pair(
@@ -91,6 +97,8 @@ PAIRS: tuple[Pair, ...] = (
             "backward/over": "Temp holds, by the sums, whole gradients autograd produced before FSDP's "
             "reduce-scatter took them, which the planner counts in unsharded_grads",
             "backward/under": "the tracker's peak fell after the blocks' backward, the activations freed",
+            "root_reduce/over": "Temp holds the reduce-scatter's output and gloo's copy of its input, which "
+            "the planner counts in unsharded_grads",
         },
     ),
     Pair("Buffer / -", "buffer", ("Buffer",), (), {"over": "the RoPE tables (buffers), which the planner leaves out"}),
@@ -103,6 +111,8 @@ PAIRS: tuple[Pair, ...] = (
             "loss/under": "the sum of the rows above: mostly the sharded grads the planner keeps on purpose",
             "backward/under": "the sum of the rows above: the planner's backward moment adds maxima the step "
             "reaches at different times (conservative on purpose)",
+            "root_reduce/over": "the sum of the rows above: the RoPE buffer, the step counters and the "
+            "gradient the tracker itself keeps alive, above the root's sharded grads the planner keeps on purpose",
         },
     ),
 )

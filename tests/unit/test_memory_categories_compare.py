@@ -54,3 +54,32 @@ def test_each_category_is_paired_at_most_once_inputs_only_in_the_total():
     tracked = [name for pair in PAIRS for name in pair.tracked]
     assert sorted(tracked) == sorted(set(tracked))
     assert set(TRACKED) - set(tracked) == {"Inputs"}
+
+
+# `tiny`, 2 ranks, full_shard, fp32, sequence 64, micro-batch 2, full checkpointing: the tracker's peak
+# at the root's reduce-scatter (2026-12-07) and the planner's `root_reduce` moment, its peak there.
+TINY_TRACKED = {
+    "Sharded Param": 14_193_152, "Unsharded Param": 0, "Buffer": 262_144, "Sharded Grad": 5_804_032,
+    "Unsharded Grad": 8_388_608, "Activation": 2_060, "Temp": 25_167_360, "All Gather": 0,
+    "Reduce Scatter": 16_778_240, "OptState": 28_386_460, "Inputs": 0, "Total": 98_982_056,
+}  # fmt: skip
+TINY_ROOT_REDUCE = {
+    "memory_bytes_per_device": {
+        "params": 14_193_152, "grads": 14_193_152, "optimizer": 28_386_304, "unsharded_params": 0,
+        "unsharded_grads": 41_945_600, "activations": 0, "logits": 0,
+    },
+    "peak_memory_bytes": {"moment": "root_reduce", "allocated": 98_718_208},
+}  # fmt: skip
+
+
+def test_the_roots_reduce_scatter_accounts_for_every_byte():
+    rows = {r.pair: (r.difference, r.reason) for r in compare(TINY_TRACKED, TINY_ROOT_REDUCE)}
+    # The collective's buffers: the tracker files the output (8,389,120) and gloo's copy of the input
+    # (16,778,240) under Temp, the planner under unsharded_grads; the tracker's Unsharded Grad is the
+    # output projection's gradient (8,388,608) its own wrapper holds.
+    assert rows["Unsharded Grad + Reduce Scatter / unsharded_grads"][0] == 8_388_608 - 8_389_120 - 16_778_240
+    assert rows["Activation + Temp / activations + logits"][0] == 8_389_120 + 16_778_240 + 2_060
+    assert rows["Sharded Grad / grads"][0] == -8_389_120  # the root's half, not reduced yet
+    # Total: buffer + step counters + activation + the held gradient - the root's sharded grads.
+    assert rows["Total / allocated"][0] == 262_144 + 156 + 2_060 + 8_388_608 - 8_389_120 == 263_848
+    assert all(reason for difference, reason in rows.values() if difference)
