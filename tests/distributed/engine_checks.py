@@ -107,14 +107,18 @@ def loop_comm_bytes_report(specs: dict[str, str]) -> dict[str, dict[str, int]]:
     its model, optimizer and scaler as the worker builds them (fsdp_core.worker.build_training), its
     data source, and the worker's loop (fsdp_core.train.run_loop counts the last warm-up step). The
     record's `comm_bytes_per_step` is this count; here one launch of ranks serves several points."""
-    report = {}
+    return {label: loop.comm_bytes.model_dump() for label, loop in trained_points(specs)}
+
+
+def trained_points(specs: dict[str, str]):
+    """(label, the worker's loop result) for each point (label -> RunSpec JSON), trained in turn in this
+    launch: its model, optimizer and scaler as the worker builds them, its data source, the worker's loop."""
     for label, text in specs.items():
         spec = RunSpec.model_validate_json(text)
         model, optimizer, scaler = build_training(spec, CPU, TIMEOUT)
         source = build_source(spec.train.data, spec.model.vocab_size, spec.train.seed)
-        loop = run_loop(model, optimizer, scaler, source, spec, CPU)
-        report[label] = loop.comm_bytes.model_dump()
-    return report
+        yield label, run_loop(model, optimizer, scaler, source, spec, CPU)
+        del model, optimizer, scaler
 
 
 def _rss_bytes() -> int:

@@ -9,28 +9,15 @@ compares it with the planner (bench/analysis/memory_categories.py). Nothing here
 
 from __future__ import annotations
 
-import datetime as dt
+from engine_checks import trained_points
 
-import torch
-
-from bench.schema.spec import RunSpec
-from fsdp_core.data import build_source
-from fsdp_core.train import run_loop
-from fsdp_core.worker import build_training, gather_categories
-
-CPU = torch.device("cpu")
-TIMEOUT = dt.timedelta(seconds=123)
+from fsdp_core.worker import gather_categories
 
 
 def categories_report(specs: dict[str, str]) -> dict[str, dict]:
     """label -> {"categories": the record's metrics.peak_mem_by_category, "note": why none}."""
     report = {}
-    for label, text in specs.items():
-        spec = RunSpec.model_validate_json(text)
-        model, optimizer, scaler = build_training(spec, CPU, TIMEOUT)
-        source = build_source(spec.train.data, spec.model.vocab_size, spec.train.seed)
-        loop = run_loop(model, optimizer, scaler, source, spec, CPU)
+    for label, loop in trained_points(specs):
         categories, note = gather_categories(loop.mem_categories, loop.mem_categories_note)
         report[label] = {"categories": categories, "note": note}
-        del model, optimizer, scaler, loop
     return report

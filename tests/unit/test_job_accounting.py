@@ -290,3 +290,16 @@ def test_the_sweeps_overhead_line_splits_the_points_walls():
         "sweep overhead: 40.0 s wall / 2.0 s timed = 20.0x "
         "(points: start-up 31.0 s, saves 1.5 s, lost 11.0 s, productive 12.0 s)"
     )
+
+
+def test_a_process_start_is_on_the_wall_clock_of_the_other_marks():
+    """A restart's recovery is its process start less the kill's time.time(): the start must be on the
+    same clock, never after the first thing the process itself timed, nor long before it."""
+    import subprocess
+    import sys
+
+    code = "import time; t = time.time(); from fsdp_core.job import process_started_at; print(t, process_started_at())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    first_timed, started = map(float, out.split())
+    assert started <= first_timed + 0.011  # the start's ticks are 10 ms apart
+    assert first_timed - started < 5.0  # the interpreter's own start, not a boot-time offset
