@@ -66,8 +66,8 @@ def _split(overrides: Sequence[str]) -> tuple[tuple[str, ...], list]:
     without its source and date clears the preset's."""
     classified = [_classified(item) for item in overrides]
     scalars = [o for o, choice in classified if not choice]
-    given = {o.key_or_group for o in scalars}
-    if _PRICE in given:
+    if any(o.key_or_group == _PRICE for o in scalars):
+        given = {o.key_or_group for o in scalars}
         scalars += [_classified(f"{key}=null")[0] for key in _PRICE_PROVENANCE if key not in given]
     return tuple(o.input_line for o, choice in classified if choice), scalars
 
