@@ -5,9 +5,10 @@ A snapshot (`torch.cuda.memory._snapshot()`, the dict `_dump_snapshot` pickles) 
 segments, each with its blocks; a block in state `active_allocated` is live, and with the history on
 (profile.memory_history, `stacks="python"`) it carries the Python frames that allocated it. The
 category is read from those frames, the first rule that matches winning: the optimizer's state, FSDP's
-all-gather (unsharded parameters) and reduce-scatter (gradients) buffers, autograd's backward
-(gradients and backward temporaries), the model's forward (activations), parameter set-up. A block
-allocated while the history was off (the timed window) has no frames and says so.
+all-gather (unsharded parameters) and reduce-scatter (gradients) buffers, parameter and buffer set-up,
+autograd's backward (gradients and backward temporaries), the model's forward (activations). A block
+with no frames says so: allocated while the history was off (the timed window), or from a thread
+with no Python stack.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 LIVE = "active_allocated"
-NOT_RECORDED = "not recorded (allocated while the history was off)"
+# A block without Python frames: allocated while the history was off (the timed window), or from a
+# thread with no Python stack (autograd's device threads run backward's kernels' allocations on CUDA).
+NOT_RECORDED = "no Python frames (allocated while the history was off, or by autograd's backward thread)"
 OTHER = "other"
 
 # (category, substrings of a frame's "filename:name" any of which places the block there), in order.
@@ -23,12 +26,21 @@ RULES: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("optimizer state", ("torch/optim/",)),
     ("unsharded parameters (FSDP all-gather)", ("all_gather", "_fsdp_param.py:alloc_all_gather_outputs")),
     ("gradients (FSDP reduce-scatter)", ("reduce_scatter", "foreach_reduce")),
-    ("gradients and backward temporaries", ("torch/autograd/", ":backward", "_backward")),
-    ("activations (forward)", ("fsdp_core/model.py", ":forward", "torch/nn/functional.py")),
+    # Before forward's rule: the model's own file also builds its parameters and RoPE tables.
     (
-        "parameters (set-up)",
-        (":fully_shard", "fsdp_core/parallelize.py", "init_weights", "to_empty", "reset_parameters"),
+        "parameters and buffers (set-up)",
+        (
+            ":fully_shard",
+            "parallelize.py:materialize",
+            "parallelize.py:parallelize_llama",
+            ":init_",
+            ":rope_tables",
+            ":to_empty",
+            ":reset_parameters",
+        ),
     ),
+    ("gradients and backward temporaries", ("torch/autograd/", ":backward", "_backward")),
+    ("activations (forward)", (":forward", "torch/nn/functional.py")),
 )
 
 

@@ -21,14 +21,14 @@ from pathlib import Path
 import torch
 from torch.autograd.profiler import record_function
 
+from bench.schema.files import atomic_path
 from bench.schema.protocol import memory_snapshot_file
 from bench.schema.spec import ProfileSpec
 from fsdp_core.allocations import live_by_category
 from fsdp_core.lifeline import still_owned
+from fsdp_core.step_split import RANGE_PREFIX
 
-PHASE_PREFIX = "fsdp_bench::"  # the loop's phases as the snapshot's annotations name them
-
-_state = {"recording": False, "recorded": False}  # this process: one point at a time
+_state: dict = {"recording": False, "recorded": False, "summary": None}  # this process: one point at a time
 
 
 def start(profile: ProfileSpec, device: torch.device) -> str | None:
@@ -55,24 +55,28 @@ def phase(name: str):
     """A range around one phase of a step (forward, backward, optimizer step, checkpoint save) while the
     history records: with `global_record_annotations` the snapshot keeps it, so the viewer shows which
     phase each allocation came from. Nothing at all when the history is off (the timed steps)."""
-    return record_function(PHASE_PREFIX + name) if _state["recording"] else contextlib.nullcontext()
+    return record_function(RANGE_PREFIX + name) if _state["recording"] else contextlib.nullcontext()
 
 
 def dump_on_failure(point_dir: Path, rank: int) -> list[dict]:
     """Write this rank's snapshot beside the record when the history was on (an out-of-memory), and
-    return its largest live allocations by category (fsdp_core/allocations.py); [] without a snapshot."""
+    return its largest live allocations by category (fsdp_core/allocations.py); [] without a snapshot.
+    Taken once per failure, where it happened (before the point's cleanup frees the allocator's cache):
+    a later call returns the same summary."""
+    if _state["summary"] is not None:
+        return _state["summary"]
     if not _state["recorded"] or not still_owned():
         return []
     with contextlib.suppress(Exception):  # the reason must still be written when the snapshot cannot be
         # What `_dump_snapshot` writes (a pickle of `_snapshot()`), taken once for the file and the summary.
         snapshot = torch.cuda.memory._snapshot()
-        with open(memory_snapshot_file(point_dir, rank), "wb") as handle:
+        _state["summary"] = live_by_category(snapshot, device=torch.cuda.current_device())
+        with atomic_path(memory_snapshot_file(point_dir, rank)) as partial, open(partial, "wb") as handle:
             pickle.dump(snapshot, handle)
-        return live_by_category(snapshot, device=torch.cuda.current_device())
-    return []
+    return _state["summary"] or []
 
 
 def reset() -> None:
     """The point ended: the next one records its own."""
     stop()
-    _state["recorded"] = False
+    _state.update(recorded=False, summary=None)

@@ -34,7 +34,8 @@ from collections.abc import Iterable
 from bench.schema.breakdown import PARTS
 from bench.schema.options import Collective
 
-STEP_RANGE = "fsdp_bench::step"  # the harness's range around each profiled step (fsdp_core/profiling.py)
+RANGE_PREFIX = "fsdp_bench::"  # the harness's own record_function ranges (steps; memory history's phases)
+STEP_RANGE = f"{RANGE_PREFIX}step"  # the harness's range around each profiled step (fsdp_core/profiling.py)
 PROFILER_STEP = "ProfilerStep#"  # torch.profiler's own step ranges (a trace the harness did not make)
 KINDS: tuple[str, ...] = Collective.__args__
 NCCL_KERNELS = ("ncclDevKernel_", "ncclKernel_")

@@ -102,9 +102,13 @@ def inject_fault(debug: DebugKnobs, step: int, rank: int) -> None:
     raise RuntimeError(f"debug: injected failure on rank {rank} at step {step}")
 
 
-def train_step(model, optimizer, scaler, source, spec: RunSpec, step: int, device: torch.device) -> torch.Tensor:
-    """One optimizer step over train.grad_accum micro-batches; returns the mean loss as a device tensor."""
+def train_step(
+    model, optimizer, scaler, source, spec: RunSpec, step: int, device: torch.device, label: str | None = None
+) -> torch.Tensor:
+    """One optimizer step over train.grad_accum micro-batches; returns the mean loss as a device tensor.
+    `label` names the step in what the harness says it is doing (default "step <step>")."""
     rank, train = dist.get_rank(), spec.train
+    label = label or f"step {step}"
     total = torch.zeros((), device=device)
     for micro in range(train.grad_accum):
         inputs, targets = local_batch(source, step, micro, rank, train.micro_batch, train.seq_len)
@@ -112,14 +116,14 @@ def train_step(model, optimizer, scaler, source, spec: RunSpec, step: int, devic
         # Cross-entropy in fp32 whatever the compute dtype: bf16 log-softmax loses the signal. The
         # logits are not kept through backward (autograd keeps only the fp32 log-softmax), as
         # torchtitan frees its own: batch x sequence x vocab bytes less at the memory peak.
-        flight_recorder.doing(f"{FR_FORWARD} of step {step}")
+        flight_recorder.doing(f"{FR_FORWARD} of {label}")
         with memory_history.phase(FR_FORWARD):
             loss = F.cross_entropy(model(inputs).flatten(0, 1).float(), targets.flatten()) / train.grad_accum
-        flight_recorder.doing(f"{FR_BACKWARD} of step {step}")
+        flight_recorder.doing(f"{FR_BACKWARD} of {label}")
         with memory_history.phase(FR_BACKWARD):
             (scaler.scale(loss) if scaler else loss).backward()
         total += loss.detach()
-    flight_recorder.doing(f"{FR_OPTIMIZER} of step {step}")
+    flight_recorder.doing(f"{FR_OPTIMIZER} of {label}")
     with memory_history.phase(FR_OPTIMIZER):
         if scaler:
             scaler.step(optimizer)
@@ -197,6 +201,7 @@ def run_loop(
         if clock is not None:
             clock.hook_done(step)
     if hook is not None:
+        flight_recorder.doing(f"{FR_CHECKPOINT}: the last one's end")
         hook.close()
     synchronize(device)
     window = time.perf_counter() - window_start if window_start is not None else 0.0
@@ -206,7 +211,7 @@ def run_loop(
     if spec.profile.enabled:
 
         def profiled_step(index: int, step_timer: StepTimer) -> None:
-            train_step(model, optimizer, scaler, source, spec, train.steps + index, device)
+            train_step(model, optimizer, scaler, source, spec, train.steps + index, device, f"profiled step {index}")
             _slow_down(spec.debug, step_timer, rank)
 
         profile_start = time.time()
@@ -223,7 +228,8 @@ def run_loop(
     if spec.profile.memory_categories:
 
         def tracked_step() -> None:
-            train_step(model, optimizer, scaler, source, spec, train.steps + spec.profile.steps + 1, device)
+            step = train.steps + spec.profile.steps + 1
+            train_step(model, optimizer, scaler, source, spec, step, device, "the memory tracker's step")
 
         categories, categories_note = categories_at_peak(model, optimizer, tracked_step)
     return LoopResult(

@@ -146,6 +146,7 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
         clock.loop_ended()
         loop.losses = clock.full_losses(loop.losses)  # a restarted attempt's record holds every step
         if checkpointer:
+            flight_recorder.doing("checkpoint load after the timed window")
             checkpointer.finish()  # after the timed window: the measured load, then old step folders go
         record = assemble_record(point, launch, loop, device, started, time.perf_counter() - t0)
         if checkpointer:
@@ -160,6 +161,10 @@ def run_point(point: LaunchPoint, launch: LaunchFile) -> None:
             write_json_atomic(point_dir / RESULT_FILE, rank_record_json(record))
         del model, optimizer, scaler
         flight_recorder.end_point(finished=True)
+    except BaseException as exc:
+        if is_oom(exc):  # the allocator's state as the failure left it, before the cleanup below frees its cache
+            memory_history.dump_on_failure(point_dir, dist.get_rank())
+        raise
     finally:
         flight_recorder.end_point(finished=False)
         memory_history.stop()
@@ -342,16 +347,21 @@ def throughput_metrics(
     return metrics, notes
 
 
+def is_oom(exc: BaseException) -> bool:
+    """An out-of-memory: torch's own error, or a message that says so (a CUDA error raised otherwise)."""
+    return isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+
+
 def record_failure(point: LaunchPoint | PreflightTask, exc: BaseException) -> None:
     """Leave this rank's one-line reason where bench will look for it (never for an abandoned launch)."""
     if isinstance(exc, LaunchAbandoned) or not still_owned():
         return
     first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     message = f"{type(exc).__name__}: {first}".strip()
-    oom = isinstance(exc, torch.OutOfMemoryError) or "out of memory" in str(exc).lower()
+    oom = is_oom(exc)
     rank = int(os.environ.get("RANK", 0))
     error = RankError(rank, type(exc).__name__, message[:500], oom, traceback.format_exc()[-4000:])
-    if oom:  # in which phase, and what filled the memory (the snapshot first: profile.memory_history, CUDA)
+    if oom:  # in which phase, and what filled the memory (profile.memory_history, CUDA: its snapshot's summary)
         error.largest = memory_history.dump_on_failure(Path(point.point_dir), rank)
         error.phase = flight_recorder.doing_now()
     if isinstance(exc, OSError):

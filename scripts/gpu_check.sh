@@ -10,16 +10,16 @@
 #   d. tinyllama-1.1b  fp8 (torchao), torch.compile, as b    (b vs d: bf16 against fp8, both compiled;
 #                                                            torchao's float8 is slow without compile)
 #   e. tinyllama-1.1b  fp16 (GradScaler), seq 2048 x 2, 22 timed steps
-#   f. debug           bf16, train.cpu_offload=true
-#   g. tinyllama-1.1b  bf16, micro-batch 1024 at seq 2048: forced out of memory on any GPU, with the
+#   f. tinyllama-1.1b  bf16, micro-batch 1024 at seq 2048: forced out of memory on any GPU, with the
 #                      allocator's history on (profile.memory_history): its `oom` is the expected result,
 #                      and its record must name the phase and the largest live allocations by category
 #                      and leave memory_snapshot_rank0.pickle. c records the history too (through its
 #                      warm-up: on an 80 GB H100, where c runs out of memory, c leaves a snapshot as well;
 #                      on an H200 its step_startup_s bounds the history's cost); a runs one more step
 #                      under FSDP2's memory tracker (profile.memory_categories).
+#   g. debug           bf16, train.cpu_offload=true
 # Timed windows: NVML's energy counter updates every ~100 ms or slower, so b-e time about 2 s or
-# more (energy per token within a few %); a and f (debug: launch-bound steps of a few ms) stay short
+# more (energy per token within a few %); a and g (debug: launch-bound steps of a few ms) stay short
 # and their records say the counter did not advance, instead of 0 W.
 #
 # Made for the GPU test machine: no network, and a python3 (3.12) that already has CUDA torch but
@@ -67,7 +67,7 @@ SITE=/tmp/fsdp-bench-site
 
 # label | outer timeout s | overrides (point values win over COMMON's). The timeouts add up to 480 s.
 # Setup (pip installs, the import check) and the table bring the worst case above the 480 s
-# deadline: the last point (f) is then skipped and shown as skipped; typical runs take a fraction of
+# deadline: the last point (g, the oldest check) is then skipped and shown as skipped; typical runs take a fraction of
 # their timeouts. d runs compiled, so it gets b's time (its own compilation); the others are cut to
 # pay for it. a stays the first, cheapest point (a broken machine fails it within seconds), but its
 # clock (the outer timeout less STARTUP_S) must hold a cold start's first dynamo import, cuBLAS/NCCL
@@ -82,8 +82,8 @@ POINTS=(
   "c-llama2-7b-bf16-ac|80|model=llama2-7b precision=bf16 train.activation_checkpointing=full train.seq_len=4096 train.micro_batch=1 train.steps=7 profile.memory_history=true"
   "d-tinyllama-fp8-compile|110|model=tinyllama-1.1b precision=fp8 train.compile=true train.seq_len=2048 train.micro_batch=2 train.warmup_steps=3 train.steps=45"
   "e-tinyllama-fp16|40|model=tinyllama-1.1b precision=fp16 train.seq_len=2048 train.micro_batch=2 train.steps=24"
-  "f-debug-bf16-offload|40|model=debug precision=bf16 train.cpu_offload=true"
-  "g-tinyllama-oom|45|model=tinyllama-1.1b precision=bf16 train.seq_len=2048 train.micro_batch=1024 train.steps=3 train.warmup_steps=1 profile.memory_history=true"
+  "f-tinyllama-oom|45|model=tinyllama-1.1b precision=bf16 train.seq_len=2048 train.micro_batch=1024 train.steps=3 train.warmup_steps=1 profile.memory_history=true"
+  "g-debug-bf16-offload|40|model=debug precision=bf16 train.cpu_offload=true"
 )
 
 fail() { echo "error: $*" >&2; exit 2; }

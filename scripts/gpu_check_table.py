@@ -468,7 +468,7 @@ def breakdown_lines(shown: list[tuple[str, dict]]) -> list[str]:
     return lines
 
 
-EXPECTED_OOM = "-oom"  # a point whose label ends so is made to run out of memory (gpu_check.sh's g)
+EXPECTED_OOM = "-oom"  # a point whose label ends so is made to run out of memory (gpu_check.sh's f)
 
 
 def oom_as_expected(label: str, record: dict, results: Path) -> tuple[bool, str]:
@@ -490,7 +490,7 @@ def oom_as_expected(label: str, record: dict, results: Path) -> tuple[bool, str]
 
 
 def memory_lines(shown: list[tuple[str, dict]], results: Path) -> list[str]:
-    """What the memory forensics left: every OOM's reason and snapshot (g on purpose; c on an 80 GB
+    """What the memory forensics left: every OOM's reason and snapshot (f on purpose; c on an 80 GB
     GPU), the history's bound on its cost where a point recorded it and finished, and the tracker's
     categories at the peak beside the measured peak."""
     from bench.schema.protocol import memory_snapshot_file

@@ -189,6 +189,9 @@ class RankError:
                     for a in self.largest
                 )
             )
+            top = self.largest[0]
+            if top.get("where"):  # where to look first: the largest category's largest block
+                parts.append(f"its largest block {top['largest'] / GIB:.2f} GiB from {top['where']}")
         return "; ".join(parts)
 
 

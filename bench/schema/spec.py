@@ -125,7 +125,9 @@ class ClusterSpec(Strict):
         None, gt=0, description="price of one node for one hour, US dollars; null: no price"
     )
     price_source: Annotated[str | None, DESCRIBES] = Field(None, description="where usd_per_node_hour comes from")
-    price_as_of: Annotated[str | None, DESCRIBES] = Field(None, description="the date usd_per_node_hour was read")
+    price_as_of: Annotated[str | None, DESCRIBES] = Field(
+        None, description="the date usd_per_node_hour was published (or read, for a price without one)"
+    )
     overrides: Annotated[dict[str, Any], DESCRIBES] = Field(
         default_factory=dict, description="fields set away from the preset when composed"
     )

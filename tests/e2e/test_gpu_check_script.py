@@ -30,8 +30,8 @@ LABELS = (
     "c-llama2-7b-bf16-ac",
     "d-tinyllama-fp8-compile",
     "e-tinyllama-fp16",
-    "f-debug-bf16-offload",
-    "g-tinyllama-oom",
+    "f-tinyllama-oom",
+    "g-debug-bf16-offload",
 )
 OK_1 = "079a455ef502"  # debug fp32, 1 node, ok
 OK_2 = "9a14ef882752"  # debug fp32, 2 nodes, ok, non-zero comm bytes
@@ -103,16 +103,16 @@ def test_dry_run_command_lines_merge_common_and_point_values(tmp_path):
     same = ("model=", "train.", "sweep.point_timeout_s=")
     assert [w for w in d if w.startswith(same)] == [w for w in b if w.startswith(same)]
     assert "train.steps=24" in command_line(out, "e-tinyllama-fp16")
-    assert "train.cpu_offload=true" in command_line(out, "f-debug-bf16-offload")
+    assert "train.cpu_offload=true" in command_line(out, "g-debug-bf16-offload")
     # The memory forensics: a's tracker step, c's allocator history (an OOM on an 80 GB GPU leaves its
-    # snapshot), and g made to run out of memory with the history on.
+    # snapshot), and f made to run out of memory with the history on.
     assert "profile.memory_categories=true" in a and "profile.memory_history=true" in c
-    g = command_line(out, "g-tinyllama-oom")
-    assert {"profile.memory_history=true", "train.micro_batch=1024", "sweep.point_timeout_s=20"} <= set(g)
+    f = command_line(out, "f-tinyllama-oom")
+    assert {"profile.memory_history=true", "train.micro_batch=1024", "sweep.point_timeout_s=20"} <= set(f)
     timeouts = {label: int(command_line(out, label)[3]) for label in LABELS}
     assert timeouts == {
         "a-debug-bf16": 55, "b-tinyllama-bf16-compile": 110, "c-llama2-7b-bf16-ac": 80,
-        "d-tinyllama-fp8-compile": 110, "e-tinyllama-fp16": 40, "f-debug-bf16-offload": 40, "g-tinyllama-oom": 45,
+        "d-tinyllama-fp8-compile": 110, "e-tinyllama-fp16": 40, "f-tinyllama-oom": 45, "g-debug-bf16-offload": 40,
     }  # fmt: skip
     assert "worst case: 480 s of points" in out
     assert "global deadline 480 s" in out

@@ -149,14 +149,14 @@ def test_the_point_made_to_run_out_of_memory_must_name_phase_allocations_and_lea
         "error": "rank 0: OutOfMemoryError: CUDA out of memory.; in forward of step 0; largest live allocations: "
         "activations (forward) 70.00 GiB (40 blocks)",
     }
-    ok, line = table.oom_as_expected("g-tinyllama-oom", record, tmp_path)
+    ok, line = table.oom_as_expected("f-tinyllama-oom", record, tmp_path)
     assert not ok and "snapshot written (no)" in line and "phase named (yes)" in line
     snapshot = memory_snapshot_file(tmp_path / table.SWEEP / "abc", 0)
     snapshot.parent.mkdir(parents=True)
     snapshot.write_bytes(b"x" * 2_000_000)
-    ok, line = table.oom_as_expected("g-tinyllama-oom", record, tmp_path)
+    ok, line = table.oom_as_expected("f-tinyllama-oom", record, tmp_path)
     assert ok and line.endswith("snapshot written (yes), 2.0 MB")
     bare = {**record, "error": "rank 0: OutOfMemoryError: CUDA out of memory."}  # the history was off
-    assert table.oom_as_expected("g-tinyllama-oom", bare, tmp_path)[0] is False
-    lines = table.memory_lines([("g-tinyllama-oom", record)], tmp_path)
-    assert lines[0].endswith("snapshot written") and lines[1].startswith("Out of memory on purpose, g-tinyllama-oom")
+    assert table.oom_as_expected("f-tinyllama-oom", bare, tmp_path)[0] is False
+    lines = table.memory_lines([("f-tinyllama-oom", record)], tmp_path)
+    assert lines[0].endswith("snapshot written") and lines[1].startswith("Out of memory on purpose, f-tinyllama-oom")

@@ -52,6 +52,10 @@ SNAPSHOT = {
                 _block(5 << 30, (f"{TORCH}/autograd/graph.py", "_engine_run_backward")),
                 _block(9 << 30, ("/repo/fsdp_core/model.py", "forward"), state="inactive"),  # cached, not live
                 _block(512 << 20),  # allocated while the history was off
+                # The RoPE tables: set-up, though built in the model's own file.
+                _block(
+                    64 << 20, ("/repo/fsdp_core/model.py", "rope_tables"), ("/repo/fsdp_core/model.py", "init_buffers")
+                ),
             ],
         },
         {"device": 1, "blocks": [_block(40 << 30, ("/repo/fsdp_core/model.py", "forward"))]},  # another GPU
@@ -71,11 +75,15 @@ def test_an_oom_names_its_phase_and_the_largest_live_allocations_by_category():
         ("optimizer state", 1 << 10, 1),
     ]
     assert largest[0]["largest"] == 6 << 30 and largest[0]["where"] == "/repo/fsdp_core/model.py:7 forward"
-    assert live_by_category(SNAPSHOT, device=0, top=9)[-1]["category"] == NOT_RECORDED
+    assert [(a["category"], a["bytes"] >> 20) for a in live_by_category(SNAPSHOT, device=0, top=9)[4:]] == [
+        (NOT_RECORDED, 512),
+        ("parameters and buffers (set-up)", 64),
+    ]
     error = RankError(1, "OutOfMemoryError", "OutOfMemoryError: CUDA out of memory.", True, phase="backward of step 0")
     error.largest = largest[:2]
     assert error.oom_reason() == (
         "rank 1: OutOfMemoryError: CUDA out of memory.; in backward of step 0; largest live allocations: "
-        "activations (forward) 8.00 GiB (2 blocks), gradients and backward temporaries 5.00 GiB (1 block)"
+        "activations (forward) 8.00 GiB (2 blocks), gradients and backward temporaries 5.00 GiB (1 block); "
+        "its largest block 6.00 GiB from /repo/fsdp_core/model.py:7 forward"
     )
     assert RankError(0, "OutOfMemoryError", "m", True).oom_reason() == "rank 0: m"  # no phase, no snapshot

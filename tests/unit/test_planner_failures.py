@@ -118,7 +118,7 @@ def test_the_aws_presets_carry_awss_on_demand_price_with_its_source_and_date(clu
         assert "cost" not in plan
         return
     assert plan["cost"]["usd_per_node_hour"] == price
-    assert plan["cost"]["price_source"].startswith("AWS on-demand, us-east-1, Linux")
+    assert plan["cost"]["price_source"].startswith("https://aws.amazon.com/ec2/pricing/on-demand/ (us-east-1, Linux")
     assert plan["cost"]["price_as_of"] == "2026-07-28"
     # A price given on the command line is the user's: the preset's source and date no longer describe it.
     rc, out, err, _ = in_process("plan", "model=debug", f"cluster={cluster}", "nodes=2", "cluster.usd_per_node_hour=9",

@@ -10,7 +10,7 @@ Two quantities, both in bytes per device:
 - **transients** that live only during backward: the two fp32 gradients of cross-entropy
   (`loss_gradient_bytes`, at the loss's backward) and the saved set of the one block being
   recomputed (`recompute_bytes`, checkpointed modes, at the blocks' backward). bench/analysis/planner/memory.py
-  combines them into the two moments the peak can sit at.
+  combines them into the moments the peak can sit at.
 
 Per token, with b the compute dtype's bytes, F = 4 (fp32), h the model width, q = n_heads x
 head_dim, kv the key/value width, f the MLP width and H the number of heads, one block of the

@@ -9,7 +9,7 @@ efficiency filled: what `plan` prints and the sweep stores in `RunResult.predict
 |---|---|
 | `spec`, `model_info` | the resolved spec and the model's parameter counts (as in a result record) |
 | `memory_bytes_per_device` | `params`, `grads`, `optimizer`, `unsharded_params`, `unsharded_grads`, `activations`, `logits`, `headroom`, `total`, `host_offloaded` |
-| `peak_memory_bytes` | `moment` (`loss` or `backward`, bench/analysis/planner/memory.py), `allocated` and `reserved` (the allocator's peaks, as a record's `peak_mem_bytes.max` and `reserved_max` on GPUs), `device` (= `total`: the runtime added) |
+| `peak_memory_bytes` | `moment` (`loss`, `backward` or `root_reduce`, bench/analysis/planner/memory.py), `allocated` and `reserved` (the allocator's peaks, as a record's `peak_mem_bytes.max` and `reserved_max` on GPUs), `device` (= `total`: the runtime added) |
 | `device_memory_bytes`, `fits`, `max_micro_batch` | capacity, whether `total` fits (a CPU host's RAM is shared by all its ranks), the largest micro-batch that fits (0: none) |
 | `step_time_s` | predicted seconds per optimizer step |
 | `step_time_split_s` | `compute`, `exposed_comm`, `other` (they sum to `step_time_s`) |
