@@ -60,8 +60,8 @@ _LAUNCH: dict[str, float] = {}
 def process_started_at() -> float:
     """When this process started, on `time.time()`'s clock (the clock of every other mark and of the
     kills). psutil's create_time adds the start's ticks to the boot time, a whole second that drifts
-    from the wall clock as NTP steers it (a restart then seemed to begin 0.55 s before the kill that
-    caused it); the process's age subtracted from now does not drift. Linux's /proc gives the age;
+    from the wall clock as NTP steers it (a restart could then seem to begin before the kill that
+    caused it: docs/reliability.md); the process's age subtracted from now does not drift. Linux's /proc gives the age;
     elsewhere psutil's time stands."""
     try:
         fields = Path("/proc/self/stat").read_text().rpartition(")")[2].split()

@@ -194,10 +194,12 @@ def run_loop(
             skipped = skip if skipped is None else skipped + skip
         if clock is not None:
             clock.step_done(step, losses[-1])
-        if hook is not None:
+        if hook is not None and train.saves_after(step):  # named only where a save happens
             flight_recorder.doing(f"{FR_CHECKPOINT} after step {step}")
             with memory_history.phase(FR_CHECKPOINT):
                 hook.after_step(step)
+        elif hook is not None:
+            hook.after_step(step)
         if clock is not None:
             clock.hook_done(step)
     if hook is not None:
@@ -218,9 +220,9 @@ def run_loop(
         keeps_trace = spec.repeat % spec.profile.every_repeats == 0  # profile.every_repeats: one repeat in K
         profiled = profile_steps(profiled_step, spec.profile, device, rank, trace_dir if keeps_trace else None)
         if not keeps_trace and rank == 0:
+            every = spec.profile.every_repeats
             profiled.notes.append(
-                f"traces not kept: profile.every_repeats={spec.profile.every_repeats} keeps those of repeats "
-                f"{', '.join(str(k) for k in range(0, 3 * spec.profile.every_repeats, spec.profile.every_repeats))}, ..."
+                f"traces not kept: profile.every_repeats={every} keeps those of repeats 0, {every}, ..."
             )
         if clock is not None:
             clock.profiled(profile_start, time.time())

@@ -471,12 +471,17 @@ def breakdown_lines(shown: list[tuple[str, dict]]) -> list[str]:
 EXPECTED_OOM = "-oom"  # a point whose label ends so is made to run out of memory (gpu_check.sh's f)
 
 
+def rank0_snapshot(record: dict, results: Path) -> Path:
+    """Where rank 0's allocator snapshot of this record's point would be (profile.memory_history)."""
+    from bench.schema.protocol import memory_snapshot_file
+
+    return memory_snapshot_file(results / SWEEP / str(record.get("point_id")), 0)
+
+
 def oom_as_expected(label: str, record: dict, results: Path) -> tuple[bool, str]:
     """Whether a point made to run out of memory left what an OOM must leave: status oom, a reason
     naming the phase and the largest live allocations, and rank 0's allocator snapshot beside it."""
-    from bench.schema.protocol import memory_snapshot_file
-
-    snapshot = memory_snapshot_file(results / SWEEP / str(record.get("point_id")), 0)
+    snapshot = rank0_snapshot(record, results)
     error = record.get("error") or ""
     checks = {
         "status oom": record.get("status") == "oom",
@@ -493,15 +498,13 @@ def memory_lines(shown: list[tuple[str, dict]], results: Path) -> list[str]:
     """What the memory forensics left: every OOM's reason and snapshot (f on purpose; c on an 80 GB
     GPU), the history's bound on its cost where a point recorded it and finished, and the tracker's
     categories at the peak beside the measured peak."""
-    from bench.schema.protocol import memory_snapshot_file
-
     lines = []
     for label, record in shown:
         spec, metrics = record.get("spec") or {}, record.get("metrics") or {}
         history = get(spec, "profile", "memory_history")
         if record.get("status") == "oom":
-            snapshot = memory_snapshot_file(results / SWEEP / str(record.get("point_id")), 0)
-            lines.append(f"{label}: oom: {record.get('error')}; snapshot {'written' if snapshot.exists() else 'none'}")
+            written = rank0_snapshot(record, results).exists()
+            lines.append(f"{label}: oom: {record.get('error')}; snapshot {'written' if written else 'none'}")
             if label.endswith(EXPECTED_OOM):
                 lines.append(oom_as_expected(label, record, results)[1])
         elif history and record.get("status") == "ok":
